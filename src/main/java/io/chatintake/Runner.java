@@ -1,0 +1,174 @@
+package io.chatintake;
+
+import io.chatintake.config.ConfigurationException;
+import io.chatintake.config.Settings;
+import io.chatintake.store.Database;
+import io.chatintake.store.DatabaseHealthCheck;
+import io.chatintake.store.EmbeddedDatabase;
+import io.chatintake.store.Migrations;
+import java.io.IOException;
+import java.lang.management.ManagementFactory;
+import java.net.InetAddress;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.SQLException;
+import java.util.Map;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Collectors;
+import org.apache.camel.CamelContext;
+import org.apache.camel.Route;
+import org.apache.camel.health.HealthCheckHelper;
+import org.apache.camel.main.BaseMainSupport;
+import org.apache.camel.main.Main;
+import org.apache.camel.main.MainListenerSupport;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Runs the intake: configuration -> database -> migrations -> Camel (routes from
+ * {@code routes/*.yaml}, reloaded on change, plus the components the product ships).
+ */
+public final class Runner {
+    private static final Logger LOG = LoggerFactory.getLogger(Runner.class);
+
+    public static final String HTTP_PORT = "chat-intake.http.port";
+    public static final String HTTP_HOST = "chat-intake.http.host";
+    public static final String ROUTES_DIR = "chat-intake.routes-dir";
+    public static final String ROUTES_RELOAD = "chat-intake.routes-reload";
+    private static final int SHUTDOWN_WAIT_SECONDS = 60;
+
+    private Runner() {
+    }
+
+    public static void run(Settings settings) {
+        LOG.info("chat-intake {} starting; configuration from {}", version(),
+                settings.source().map(p -> p.toAbsolutePath().toString()).orElse("built-in defaults (no config file found)"));
+        // Read every setting the runner needs before starting anything, so a typo fails at once.
+        int port = settings.getInt(HTTP_PORT, 8080);
+        Path routesDir = Path.of(settings.get(ROUTES_DIR, "routes")).toAbsolutePath().normalize();
+        boolean reload = settings.getBoolean(ROUTES_RELOAD, true);
+        Database database = Database.open(settings);
+        Main camel;
+        try {
+            LOG.info("migrations: {}", Migrations.apply(database.dataSource()));
+            recordStart(database);
+            camel = camelMain(settings, database, port, routesDir, reload);
+        } catch (RuntimeException e) {
+            database.close();
+            throw e;
+        }
+        // The JVM halts once its shutdown hooks return; this one holds it until Camel has finished
+        // in-flight commits and the database is closed, so SIGTERM is a clean stop.
+        CountDownLatch stopped = new CountDownLatch(1);
+        Thread hold = new Thread(() -> awaitQuietly(stopped), "chat-intake-shutdown");
+        Runtime.getRuntime().addShutdownHook(hold);
+        try {
+            camel.run();
+        } catch (Exception e) {
+            database.close();
+            throw new ConfigurationException("Camel could not run the routes: " + EmbeddedDatabase.rootMessage(e), e);
+        } finally {
+            stopped.countDown();
+        }
+    }
+
+    private static void awaitQuietly(CountDownLatch stopped) {
+        try {
+            stopped.await(SHUTDOWN_WAIT_SECONDS, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    private static Main camelMain(Settings settings, Database database, int port, Path routesDir, boolean reload) {
+        Main camel = new Main();
+        camel.bind("dataSource", database.dataSource());
+
+        // Every key of the configuration file can be used as a {{placeholder}} in YAML routes.
+        settings.describe().keySet().forEach(key -> settings.get(key).ifPresent(v -> camel.addInitialProperty(key, v)));
+
+        Map<String, String> derived = Map.ofEntries(
+                Map.entry("camel.main.name", "chat-intake"),
+                Map.entry("camel.main.routes-include-pattern", "file:" + routesDir + "/*.yaml"),
+                Map.entry("camel.main.routes-reload-enabled", Boolean.toString(reload)),
+                Map.entry("camel.main.routes-reload-directory", routesDir.toString()),
+                Map.entry("camel.main.routes-reload-pattern", "*.yaml"),
+                Map.entry("camel.server.enabled", "true"),
+                Map.entry("camel.server.host", settings.get(HTTP_HOST, "0.0.0.0")),
+                Map.entry("camel.server.port", Integer.toString(port)),
+                Map.entry("camel.management.enabled", "true"),
+                Map.entry("camel.management.port", Integer.toString(port)),
+                Map.entry("camel.management.health-check-enabled", "true"),
+                Map.entry("camel.management.metrics-enabled", "true"),
+                Map.entry("camel.metrics.enabled", "true"),
+                Map.entry("camel.health.exposure-level", "default"));
+        settings.withPrefix("camel.").forEach(camel::addInitialProperty);
+        derived.forEach(camel::addOverrideProperty);
+        if (!Files.isDirectory(routesDir)) {
+            try {
+                Files.createDirectories(routesDir);
+                LOG.warn("routes: directory {} did not exist ({}); created it empty, only the built-in routes run",
+                        routesDir, Settings.envName(ROUTES_DIR));
+            } catch (IOException e) {
+                throw new ConfigurationException(Settings.envName(ROUTES_DIR) + ": cannot create routes directory " + routesDir + ": " + e.getMessage());
+            }
+        }
+
+        camel.addMainListener(new MainListenerSupport() {
+            @Override
+            public void afterConfigure(BaseMainSupport main) {
+                HealthCheckHelper.getHealthCheckRegistry(main.getCamelContext())
+                        .register(new DatabaseHealthCheck(database.dataSource()));
+            }
+
+            @Override
+            public void afterStart(BaseMainSupport main) {
+                CamelContext context = main.getCamelContext();
+                LOG.info("routes: {} running from {}/*.yaml and built-ins: {}", context.getRoutes().size(), routesDir,
+                        context.getRoutes().stream().map(Route::getRouteId).sorted().collect(Collectors.joining(", ")));
+                LOG.info("http: listening on port {}; health at /observe/health, metrics at /observe/metrics", port);
+                LOG.info("chat-intake ready");
+            }
+
+            @Override
+            public void beforeStop(BaseMainSupport main) {
+                LOG.info("chat-intake stopping: finishing in-flight work, then closing the database");
+            }
+
+            @Override
+            public void afterStop(BaseMainSupport main) {
+                database.close();
+                LOG.info("chat-intake stopped");
+            }
+        });
+        return camel;
+    }
+
+    private static void recordStart(Database database) {
+        try (Connection c = database.dataSource().getConnection();
+             PreparedStatement ps = c.prepareStatement("INSERT INTO runner_start (host, pid, version) VALUES (?, ?, ?)")) {
+            ps.setString(1, hostName());
+            ps.setLong(2, ProcessHandle.current().pid());
+            ps.setString(3, version());
+            ps.executeUpdate();
+        } catch (SQLException e) {
+            throw new IllegalStateException("cannot record the runner start: " + e.getMessage(), e);
+        }
+    }
+
+    private static String hostName() {
+        try {
+            return InetAddress.getLocalHost().getHostName();
+        } catch (Exception e) {
+            return ManagementFactory.getRuntimeMXBean().getName();
+        }
+    }
+
+    static String version() {
+        String v = Runner.class.getPackage().getImplementationVersion();
+        return v == null ? "dev" : v;
+    }
+}

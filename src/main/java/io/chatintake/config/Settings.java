@@ -1,0 +1,135 @@
+package io.chatintake.config;
+
+import java.io.IOException;
+import java.io.Reader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Properties;
+import java.util.Set;
+import java.util.TreeMap;
+
+/**
+ * The effective configuration: {@code config/application.properties}, where every key can be
+ * overridden by an environment variable named after it ({@code chat-intake.db.url} ->
+ * {@code CHAT_INTAKE_DB_URL}, {@code telegram.bot-token} -> {@code TELEGRAM_BOT_TOKEN}).
+ * Keys missing from the file can still be set from the environment when the code asks for them.
+ */
+public final class Settings {
+    /** Keys whose values are secrets: shown redacted, never logged. */
+    private static final Set<String> SECRET_KEY_WORDS = Set.of("password", "token", "secret");
+
+    private final Path source;
+    private final Map<String, String> values;
+    private final Map<String, String> env;
+
+    private Settings(Path source, Map<String, String> values, Map<String, String> env) {
+        this.source = source;
+        this.values = values;
+        this.env = env;
+    }
+
+    public static Settings load(Path file, Map<String, String> env) {
+        Properties props = new Properties();
+        if (Files.isRegularFile(file)) {
+            try (Reader reader = Files.newBufferedReader(file, StandardCharsets.UTF_8)) {
+                props.load(reader);
+            } catch (IOException e) {
+                throw new ConfigurationException("cannot read configuration file " + file + ": " + e.getMessage(), e);
+            }
+        }
+        Map<String, String> values = new TreeMap<>();
+        for (String key : props.stringPropertyNames()) {
+            values.put(key, props.getProperty(key).trim());
+        }
+        Settings settings = new Settings(Files.isRegularFile(file) ? file : null, values, Map.copyOf(env));
+        settings.values.replaceAll((key, value) -> settings.fromEnv(key).orElse(value));
+        return settings;
+    }
+
+    public static Settings of(Map<String, String> values) {
+        return new Settings(null, new TreeMap<>(values), Map.of());
+    }
+
+    /** The environment variable that overrides a key. */
+    public static String envName(String key) {
+        return key.toUpperCase(Locale.ROOT).replace('.', '_').replace('-', '_');
+    }
+
+    public Optional<Path> source() {
+        return Optional.ofNullable(source);
+    }
+
+    /** A non-blank value, from the environment first, then the file. */
+    public Optional<String> get(String key) {
+        Optional<String> value = fromEnv(key).or(() -> Optional.ofNullable(values.get(key)));
+        return value.map(String::trim).filter(v -> !v.isEmpty());
+    }
+
+    public String get(String key, String defaultValue) {
+        return get(key).orElse(defaultValue);
+    }
+
+    public Optional<Secret> secret(String key) {
+        return get(key).map(Secret::of);
+    }
+
+    public int getInt(String key, int defaultValue) {
+        return get(key).map(v -> parse(key, v, Integer::parseInt, "a whole number")).orElse(defaultValue);
+    }
+
+    public long getLong(String key, long defaultValue) {
+        return get(key).map(v -> parse(key, v, Long::parseLong, "a whole number")).orElse(defaultValue);
+    }
+
+    public boolean getBoolean(String key, boolean defaultValue) {
+        return get(key).map(v -> parse(key, v, Settings::parseBoolean, "true or false")).orElse(defaultValue);
+    }
+
+    /** Every key with the given prefix, with values as effective now (for Camel's own keys). */
+    public Map<String, String> withPrefix(String prefix) {
+        Map<String, String> result = new TreeMap<>();
+        values.keySet().stream().filter(k -> k.startsWith(prefix)).forEach(k -> get(k).ifPresent(v -> result.put(k, v)));
+        return result;
+    }
+
+    /** Every key and its effective value, secrets redacted: safe to print. */
+    public Map<String, String> describe() {
+        Map<String, String> result = new TreeMap<>();
+        values.keySet().forEach(k -> result.put(k, isSecretKey(k) && get(k).isPresent() ? "[redacted]" : get(k).orElse("")));
+        return result;
+    }
+
+    public static boolean isSecretKey(String key) {
+        String lower = key.toLowerCase(Locale.ROOT);
+        return SECRET_KEY_WORDS.stream().anyMatch(lower::contains);
+    }
+
+    private Optional<String> fromEnv(String key) {
+        return Optional.ofNullable(env.get(envName(key)));
+    }
+
+    private interface Parser<T> {
+        T parse(String text);
+    }
+
+    private static <T> T parse(String key, String text, Parser<T> parser, String expected) {
+        try {
+            return parser.parse(text);
+        } catch (RuntimeException e) {
+            String shown = isSecretKey(key) ? "[redacted]" : "'" + text + "'";
+            throw new ConfigurationException(envName(key) + " (" + key + ") must be " + expected + ", got " + shown);
+        }
+    }
+
+    private static boolean parseBoolean(String text) {
+        return switch (text.toLowerCase(Locale.ROOT)) {
+            case "true", "yes", "on", "1" -> true;
+            case "false", "no", "off", "0" -> false;
+            default -> throw new IllegalArgumentException(text);
+        };
+    }
+}

@@ -1,0 +1,152 @@
+package io.chatintake.store;
+
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
+import io.chatintake.config.ConfigurationException;
+import io.chatintake.config.Secret;
+import io.chatintake.config.Settings;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.util.Properties;
+import java.util.Optional;
+import javax.sql.DataSource;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The one PostgreSQL database chat-intake keeps everything in: an external one when
+ * {@code CHAT_INTAKE_DB_URL} is set, otherwise an embedded one under {@code CHAT_INTAKE_DATA_DIR}.
+ */
+public final class Database implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(Database.class);
+
+    public static final String URL = "chat-intake.db.url";
+    public static final String USER = "chat-intake.db.user";
+    public static final String PASSWORD = "chat-intake.db.password";
+    public static final String POOL_SIZE = "chat-intake.db.pool-size";
+    public static final String CONNECT_TIMEOUT_SECONDS = "chat-intake.db.connect-timeout-seconds";
+    public static final String EMBEDDED_PORT = "chat-intake.db.embedded-port";
+    public static final String DATA_DIR = "chat-intake.data-dir";
+
+    private final HikariDataSource dataSource;
+    private final EmbeddedDatabase embedded;
+    private final String description;
+
+    private Database(HikariDataSource dataSource, EmbeddedDatabase embedded, String description) {
+        this.dataSource = dataSource;
+        this.embedded = embedded;
+        this.description = description;
+    }
+
+    public static Database open(Settings settings) {
+        int poolSize = settings.getInt(POOL_SIZE, 16);
+        int connectTimeout = settings.getInt(CONNECT_TIMEOUT_SECONDS, 10);
+        Optional<String> url = settings.get(URL);
+        if (url.isPresent()) {
+            String user = settings.get(USER, "");
+            Secret password = settings.secret(PASSWORD).orElse(Secret.of(""));
+            String shown = redactUrl(url.get());
+            if (!url.get().startsWith("jdbc:postgresql:")) {
+                throw new ConfigurationException(Settings.envName(URL) + " must be a PostgreSQL JDBC URL (jdbc:postgresql://host:port/database), got " + shown);
+            }
+            String description = "external PostgreSQL " + shown + (user.isEmpty() ? "" : " as user " + user);
+            LOG.info("database: {}", description);
+            return new Database(pool(url.get(), user, password, poolSize, connectTimeout, Settings.envName(URL), shown), null, description);
+        }
+        Path dataDir = Path.of(settings.get(DATA_DIR, "./data")).toAbsolutePath().normalize();
+        Path pgDir = dataDir.resolve("pg");
+        LOG.info("database: no {} set, starting embedded PostgreSQL 15 in {}", Settings.envName(URL), pgDir);
+        EmbeddedDatabase embedded = EmbeddedDatabase.start(pgDir, settings.getInt(EMBEDDED_PORT, 0), true);
+        String description = "embedded PostgreSQL 15 in " + pgDir + " on 127.0.0.1:" + embedded.port()
+                + " (fsync on, synchronous_commit on)";
+        LOG.info("database: {}", description);
+        try {
+            return new Database(pool(embedded.jdbcUrl(), embedded.user(), Secret.of(""), poolSize, connectTimeout,
+                    Settings.envName(DATA_DIR), embedded.jdbcUrl()), embedded, description);
+        } catch (RuntimeException e) {
+            embedded.close();
+            throw e;
+        }
+    }
+
+    /** A pool over an embedded database the caller started (tests). */
+    public static Database embeddedForTests(EmbeddedDatabase embedded, int poolSize) {
+        return new Database(pool(embedded.jdbcUrl(), embedded.user(), Secret.of(""), poolSize, 10, "database", embedded.jdbcUrl()),
+                embedded, "embedded PostgreSQL in " + embedded.directory());
+    }
+
+    /** A pool over a database someone else runs (tests: the shared test database). */
+    public static Database external(String url, String user, Secret password, int poolSize) {
+        return new Database(pool(url, user, password, poolSize, 10, "database", redactUrl(url)), null, redactUrl(url));
+    }
+
+    private static HikariDataSource pool(String url, String user, Secret password, int poolSize, int connectTimeoutSeconds,
+                                         String settingName, String shownUrl) {
+        HikariConfig config = new HikariConfig();
+        config.setPoolName("chat-intake-db");
+        config.setJdbcUrl(url);
+        if (!user.isEmpty()) {
+            config.setUsername(user);
+        }
+        if (!password.isEmpty()) {
+            config.setPassword(password.reveal());
+        }
+        config.setMaximumPoolSize(poolSize);
+        config.setConnectionTimeout(connectTimeoutSeconds * 1000L);
+        config.setInitializationFailTimeout(connectTimeoutSeconds * 1000L);
+        config.addDataSourceProperty("connectTimeout", connectTimeoutSeconds);
+        config.addDataSourceProperty("ApplicationName", "chat-intake");
+        checkReachable(url, user, password, connectTimeoutSeconds, settingName, shownUrl);
+        return new HikariDataSource(config);
+    }
+
+    /** One plain connection first, so a wrong URL fails as one clear line rather than a pool's stack trace. */
+    private static void checkReachable(String url, String user, Secret password, int connectTimeoutSeconds,
+                                       String settingName, String shownUrl) {
+        Properties props = new Properties();
+        if (!user.isEmpty()) {
+            props.setProperty("user", user);
+        }
+        if (!password.isEmpty()) {
+            props.setProperty("password", password.reveal());
+        }
+        props.setProperty("connectTimeout", Integer.toString(connectTimeoutSeconds));
+        props.setProperty("loginTimeout", Integer.toString(connectTimeoutSeconds));
+        try (Connection ignored = new org.postgresql.Driver().connect(url, props)) {
+            if (ignored == null) {
+                throw new SQLException("not a PostgreSQL URL");
+            }
+        } catch (SQLException e) {
+            throw new ConfigurationException(settingName + ": cannot connect to " + shownUrl
+                    + (user.isEmpty() ? "" : " as user " + user) + ": " + EmbeddedDatabase.rootMessage(e), e);
+        }
+    }
+
+    /** A JDBC URL as it may be shown: without credentials given as parameters. */
+    static String redactUrl(String url) {
+        return url.replaceAll("(?i)([?&](password|sslpassword|sslkey)=)[^&]*", "$1[redacted]")
+                .replaceAll("//[^/@]*@", "//[redacted]@");
+    }
+
+    public DataSource dataSource() {
+        return dataSource;
+    }
+
+    public String description() {
+        return description;
+    }
+
+    public Optional<EmbeddedDatabase> embedded() {
+        return Optional.ofNullable(embedded);
+    }
+
+    @Override
+    public void close() {
+        dataSource.close();
+        if (embedded != null) {
+            embedded.close();
+            LOG.info("database: embedded PostgreSQL stopped");
+        }
+    }
+}

@@ -1,0 +1,181 @@
+package io.chatintake.store;
+
+import io.chatintake.config.ConfigurationException;
+import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * PostgreSQL 15 run by the jar itself when no external database is configured (zonky's
+ * binaries), with its data in {@code <data-dir>/pg} so it survives restarts.
+ * <p>
+ * zonky is made for tests and turns durability off; a store that acknowledges intake only after
+ * a commit needs it on, so {@code fsync} and {@code synchronous_commit} are set back on unless the
+ * caller asks for a throwaway test database.
+ * <p>
+ * After a {@code kill -9} of the JVM the postgres child keeps running and holds the data
+ * directory; {@link #stopLeftoverServer(Path)} finds it through {@code postmaster.pid}.
+ */
+public final class EmbeddedDatabase implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(EmbeddedDatabase.class);
+    static final String DATABASE_NAME = "chat_intake";
+    static final String USER = "postgres";
+    private static final Duration LEFTOVER_STOP_WAIT = Duration.ofSeconds(30);
+
+    private final EmbeddedPostgres postgres;
+    private final Path directory;
+    private final boolean durable;
+
+    private EmbeddedDatabase(EmbeddedPostgres postgres, Path directory, boolean durable) {
+        this.postgres = postgres;
+        this.directory = directory;
+        this.durable = durable;
+    }
+
+    /**
+     * @param durable false only for tests that do not prove durability: fsync stays off, as zonky sets it
+     */
+    public static EmbeddedDatabase start(Path directory, int port, boolean durable) {
+        try {
+            Files.createDirectories(directory);
+            stopLeftoverServer(directory);
+            EmbeddedPostgres.Builder builder = EmbeddedPostgres.builder()
+                    .setDataDirectory(directory)
+                    .setCleanDataDirectory(false)
+                    // We stop postgres ourselves, after Camel has finished its in-flight commits.
+                    .setRegisterShutdownHook(false)
+                    .setPGStartupWait(Duration.ofSeconds(60))
+                    .setServerConfig("listen_addresses", "127.0.0.1")
+                    .setServerConfig("max_connections", "200");
+            if (durable) {
+                builder.setServerConfig("fsync", "on")
+                        .setServerConfig("synchronous_commit", "on")
+                        .setServerConfig("full_page_writes", "on");
+            }
+            if (port > 0) {
+                builder.setPort(port);
+            }
+            EmbeddedPostgres postgres = builder.start();
+            EmbeddedDatabase database = new EmbeddedDatabase(postgres, directory, durable);
+            database.createApplicationDatabase();
+            return database;
+        } catch (IOException | SQLException | RuntimeException e) {
+            throw new ConfigurationException("embedded PostgreSQL could not start in " + directory.toAbsolutePath()
+                    + " (CHAT_INTAKE_DATA_DIR): " + rootMessage(e), e);
+        }
+    }
+
+    public String jdbcUrl() {
+        return "jdbc:postgresql://127.0.0.1:" + postgres.getPort() + "/" + DATABASE_NAME;
+    }
+
+    public String user() {
+        return USER;
+    }
+
+    public int port() {
+        return postgres.getPort();
+    }
+
+    public Path directory() {
+        return directory;
+    }
+
+    public boolean durable() {
+        return durable;
+    }
+
+    /** The postgres server process, for tests that stop and restart the database under a running runner. */
+    public Optional<ProcessHandle> serverProcess() {
+        return readPostmasterPid(directory).flatMap(ProcessHandle::of);
+    }
+
+    private void createApplicationDatabase() throws SQLException {
+        try (Connection c = postgres.getPostgresDatabase().getConnection(); Statement s = c.createStatement()) {
+            try (ResultSet rs = s.executeQuery("SELECT 1 FROM pg_database WHERE datname = '" + DATABASE_NAME + "'")) {
+                if (rs.next()) {
+                    return;
+                }
+            }
+            s.execute("CREATE DATABASE " + DATABASE_NAME);
+        }
+    }
+
+    @Override
+    public void close() {
+        try {
+            postgres.close();
+        } catch (IOException e) {
+            LOG.warn("embedded PostgreSQL did not stop cleanly: {}", e.getMessage());
+        }
+    }
+
+    /**
+     * Stops a postgres server left running on this data directory by a process that died
+     * without stopping it. A fast shutdown (SIGINT) keeps every committed transaction.
+     */
+    static void stopLeftoverServer(Path directory) throws IOException {
+        Optional<Long> pid = readPostmasterPid(directory);
+        if (pid.isEmpty()) {
+            return;
+        }
+        Optional<ProcessHandle> process = ProcessHandle.of(pid.get()).filter(ProcessHandle::isAlive).filter(EmbeddedDatabase::isPostgres);
+        if (process.isEmpty()) {
+            return; // a stale pid file: postgres itself recovers from that
+        }
+        LOG.warn("found a PostgreSQL server (pid {}) left running on {} by an earlier run that did not stop; stopping it",
+                pid.get(), directory.toAbsolutePath());
+        signal("INT", pid.get());
+        try {
+            if (!process.get().onExit().get(LEFTOVER_STOP_WAIT.toSeconds(), TimeUnit.SECONDS).isAlive()) {
+                LOG.info("leftover PostgreSQL server (pid {}) stopped", pid.get());
+                return;
+            }
+        } catch (Exception e) {
+            // fall through to the forced stop
+        }
+        LOG.warn("leftover PostgreSQL server (pid {}) did not stop within {} s; killing it", pid.get(), LEFTOVER_STOP_WAIT.toSeconds());
+        process.get().destroyForcibly();
+    }
+
+    private static boolean isPostgres(ProcessHandle process) {
+        return process.info().command().map(c -> c.endsWith("postgres")).orElse(true);
+    }
+
+    private static Optional<Long> readPostmasterPid(Path directory) {
+        Path pidFile = directory.resolve("postmaster.pid");
+        try {
+            List<String> lines = Files.readAllLines(pidFile);
+            return lines.isEmpty() ? Optional.empty() : Optional.of(Long.parseLong(lines.get(0).trim()));
+        } catch (IOException | NumberFormatException e) {
+            return Optional.empty();
+        }
+    }
+
+    private static void signal(String signal, long pid) throws IOException {
+        try {
+            new ProcessBuilder("kill", "-" + signal, Long.toString(pid)).inheritIO().start().waitFor(5, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    public static String rootMessage(Throwable e) {
+        Throwable t = e;
+        while (t.getCause() != null && t.getCause() != t) {
+            t = t.getCause();
+        }
+        return t.getMessage() == null ? t.getClass().getSimpleName() : t.getMessage();
+    }
+}

@@ -1,0 +1,87 @@
+package io.chatintake.config;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class SettingsTest {
+    @TempDir
+    Path dir;
+
+    @Test
+    void environmentVariablesNamedAfterAKeyOverrideTheFile() throws Exception {
+        Path file = write("chat-intake.http.port=8080\nchat-intake.db.url=\ntelegram.bot-token=\n");
+
+        Settings settings = Settings.load(file, Map.of("CHAT_INTAKE_HTTP_PORT", "9090", "TELEGRAM_BOT_TOKEN", "123:abc"));
+
+        assertThat(settings.getInt("chat-intake.http.port", 1)).isEqualTo(9090);
+        assertThat(settings.get("chat-intake.db.url")).isEmpty();
+        assertThat(settings.secret("telegram.bot-token")).get().extracting(Secret::reveal).isEqualTo("123:abc");
+    }
+
+    @Test
+    void keysAbsentFromTheFileCanStillComeFromTheEnvironment() throws Exception {
+        Settings settings = Settings.load(write(""), Map.of("UNIFYPORT_WORKSPACE", "acme"));
+
+        assertThat(settings.get("unifyport.workspace", "default")).isEqualTo("acme");
+        assertThat(settings.get("unifyport.missing", "fallback")).isEqualTo("fallback");
+    }
+
+    @Test
+    void envNameFollowsOneRule() {
+        assertThat(Settings.envName("chat-intake.db.url")).isEqualTo("CHAT_INTAKE_DB_URL");
+        assertThat(Settings.envName("unifyport.signing-secrets")).isEqualTo("UNIFYPORT_SIGNING_SECRETS");
+    }
+
+    @Test
+    void describeRedactsSecretsAndShowsTheRest() throws Exception {
+        Settings settings = Settings.load(write("chat-intake.db.password=\ntelegram.bot-token=\nchat-intake.http.port=1\n"),
+                Map.of("CHAT_INTAKE_DB_PASSWORD", "hunter2", "TELEGRAM_BOT_TOKEN", "123:abc"));
+
+        assertThat(settings.describe())
+                .containsEntry("chat-intake.db.password", "[redacted]")
+                .containsEntry("telegram.bot-token", "[redacted]")
+                .containsEntry("chat-intake.http.port", "1");
+        assertThat(settings.describe().toString()).doesNotContain("hunter2").doesNotContain("123:abc");
+    }
+
+    @Test
+    void aMalformedValueNamesTheKeyAndItsVariableButNeverASecret() throws Exception {
+        Settings settings = Settings.load(write("chat-intake.http.port=eighty\n"), Map.of("SOME_TOKEN", "x"));
+
+        assertThatThrownBy(() -> settings.getInt("chat-intake.http.port", 8080))
+                .isInstanceOf(ConfigurationException.class)
+                .hasMessage("CHAT_INTAKE_HTTP_PORT (chat-intake.http.port) must be a whole number, got 'eighty'");
+
+        Settings secret = Settings.of(Map.of("x.secret-count", "s3cr3t"));
+        assertThatThrownBy(() -> secret.getInt("x.secret-count", 1)).hasMessageNotContaining("s3cr3t");
+    }
+
+    @Test
+    void booleansAcceptTheUsualWords() {
+        Settings settings = Settings.of(Map.of("a", "yes", "b", "off", "c", "maybe"));
+
+        assertThat(settings.getBoolean("a", false)).isTrue();
+        assertThat(settings.getBoolean("b", true)).isFalse();
+        assertThatThrownBy(() -> settings.getBoolean("c", true)).hasMessageContaining("must be true or false");
+    }
+
+    @Test
+    void aSecretNeverPrintsItself() {
+        Secret secret = Secret.of("123456:very-secret");
+
+        assertThat(secret.toString()).isEqualTo("[redacted]");
+        assertThat("token=" + secret).doesNotContain("very-secret");
+    }
+
+    private Path write(String content) throws Exception {
+        Path file = dir.resolve("application.properties");
+        Files.writeString(file, content);
+        return file;
+    }
+}

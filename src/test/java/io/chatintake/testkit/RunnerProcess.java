@@ -1,0 +1,202 @@
+package io.chatintake.testkit;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.ServerSocket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The real jar ({@code target/chat-intake.jar}) as a child process, for tests where the process
+ * boundary is the point: start, SIGTERM, {@code kill -9}, restart on the same data directory.
+ * Its stdout and stderr go to one log file the test can read.
+ */
+public final class RunnerProcess implements AutoCloseable {
+    private static final HttpClient HTTP = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
+
+    private final Process process;
+    private final Path log;
+    private final int httpPort;
+    private final Path dataDir;
+
+    private RunnerProcess(Process process, Path log, int httpPort, Path dataDir) {
+        this.process = process;
+        this.log = log;
+        this.httpPort = httpPort;
+        this.dataDir = dataDir;
+    }
+
+    /** Settings every runner in a test gets: its own data dir, HTTP port and embedded database port. */
+    public static Map<String, String> baseEnv(Path workDir) {
+        Map<String, String> env = new HashMap<>();
+        env.put("CHAT_INTAKE_DATA_DIR", workDir.resolve("data").toString());
+        env.put("CHAT_INTAKE_HTTP_PORT", Integer.toString(freePort()));
+        env.put("CHAT_INTAKE_DB_EMBEDDED_PORT", Integer.toString(freePort()));
+        env.put("CHAT_INTAKE_ROUTES_DIR", workDir.resolve("routes").toString());
+        return env;
+    }
+
+    public static RunnerProcess start(Path workDir, Map<String, String> env, String... args) {
+        try {
+            Files.createDirectories(workDir);
+            Path log = Files.createTempFile(workDir, "runner-", ".log");
+            List<String> command = new ArrayList<>(List.of(javaBinary(), "-Xmx512m", "-jar", jar().toString()));
+            command.addAll(List.of(args));
+            ProcessBuilder builder = new ProcessBuilder(command)
+                    .redirectErrorStream(true)
+                    .redirectOutput(log.toFile());
+            // The runner must see only what the test gives it, not a CI machine's settings.
+            builder.environment().keySet().removeIf(k -> k.startsWith("CHAT_INTAKE_") || k.startsWith("TELEGRAM_")
+                    || k.startsWith("UNIFYPORT_"));
+            builder.environment().put("CHAT_INTAKE_CONFIG", Path.of("config/application.properties").toAbsolutePath().toString());
+            builder.environment().putAll(env);
+            String portText = env.getOrDefault("CHAT_INTAKE_HTTP_PORT", "8080");
+            int port = portText.matches("\\d+") ? Integer.parseInt(portText) : -1;
+            return new RunnerProcess(builder.start(), log, port, Path.of(env.getOrDefault("CHAT_INTAKE_DATA_DIR", "data")));
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    public static Path jar() {
+        Path jar = Path.of(System.getProperty("chat-intake.jar", "target/chat-intake.jar")).toAbsolutePath();
+        if (!Files.isRegularFile(jar)) {
+            throw new IllegalStateException("the runnable jar is missing: " + jar + " (run `mvn verify`, which packages before integration tests)");
+        }
+        return jar;
+    }
+
+    private static String javaBinary() {
+        return Path.of(System.getProperty("java.home"), "bin", "java").toString();
+    }
+
+    public static int freePort() {
+        try (ServerSocket socket = new ServerSocket(0)) {
+            return socket.getLocalPort();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    public String output() {
+        try {
+            return Files.readString(log, StandardCharsets.UTF_8);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    /** Waits until the log holds the text; fails with the log when the process exits or time runs out. */
+    public RunnerProcess awaitOutput(String text, Duration timeout) {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        while (System.nanoTime() < deadline) {
+            if (output().contains(text)) {
+                return this;
+            }
+            if (!process.isAlive()) {
+                throw new AssertionError("runner exited (" + process.exitValue() + ") before printing '" + text + "':\n" + output());
+            }
+            sleep(100);
+        }
+        throw new AssertionError("runner did not print '" + text + "' within " + timeout + ":\n" + output());
+    }
+
+    public RunnerProcess awaitReady() {
+        return awaitOutput("chat-intake ready", Duration.ofSeconds(90));
+    }
+
+    public HttpResponse<String> get(String path) {
+        try {
+            return HTTP.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + httpPort + path))
+                    .timeout(Duration.ofSeconds(10)).GET().build(), HttpResponse.BodyHandlers.ofString());
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(e);
+        }
+    }
+
+    public int httpPort() {
+        return httpPort;
+    }
+
+    public long pid() {
+        return process.pid();
+    }
+
+    public boolean isAlive() {
+        return process.isAlive();
+    }
+
+    /** SIGTERM, then the exit code. */
+    public int terminate(Duration timeout) {
+        process.destroy();
+        return awaitExit(timeout);
+    }
+
+    /** {@code kill -9}: no shutdown hook runs, the embedded postgres child is left behind. */
+    public void kill9() {
+        process.destroyForcibly();
+        awaitExit(Duration.ofSeconds(30));
+    }
+
+    public int awaitExit(Duration timeout) {
+        try {
+            if (!process.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
+                throw new AssertionError("runner did not exit within " + timeout + ":\n" + output());
+            }
+            return process.exitValue();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(e);
+        }
+    }
+
+    private static void sleep(long millis) {
+        try {
+            Thread.sleep(millis);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(e);
+        }
+    }
+
+    /** Stops an embedded postgres a killed runner left behind, so a failed test leaves no server running. */
+    private void stopLeftoverPostgres() {
+        try {
+            List<String> pidFile = Files.readAllLines(dataDir.resolve("pg/postmaster.pid"));
+            ProcessHandle.of(Long.parseLong(pidFile.get(0).trim())).ifPresent(ProcessHandle::destroy);
+        } catch (IOException | RuntimeException e) {
+            // nothing left behind
+        }
+    }
+
+    @Override
+    public void close() {
+        if (!process.isAlive()) {
+            stopLeftoverPostgres();
+        }
+        if (process.isAlive()) {
+            process.destroy();
+            try {
+                if (!process.waitFor(60, TimeUnit.SECONDS)) {
+                    process.destroyForcibly();
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+}

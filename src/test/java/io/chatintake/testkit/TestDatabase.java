@@ -1,0 +1,89 @@
+package io.chatintake.testkit;
+
+import io.chatintake.config.Secret;
+import io.chatintake.store.Database;
+import io.chatintake.store.EmbeddedDatabase;
+import io.chatintake.store.Migrations;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.ArrayList;
+import java.util.List;
+import javax.sql.DataSource;
+import org.junit.jupiter.api.extension.BeforeEachCallback;
+import org.junit.jupiter.api.extension.ExtensionContext;
+import org.junit.jupiter.api.extension.ParameterContext;
+import org.junit.jupiter.api.extension.ParameterResolver;
+
+/**
+ * A real, migrated PostgreSQL for tests: one embedded server per test JVM, or the database named
+ * by {@code CHAT_INTAKE_TEST_DB_URL} (+ {@code _USER}, {@code _PASSWORD}). Every application
+ * table is emptied before each test, so tests start from a known state.
+ * <p>
+ * Use with {@code @ExtendWith(TestDatabase.class)} and a {@link DataSource} parameter.
+ */
+public final class TestDatabase implements BeforeEachCallback, ParameterResolver {
+    private static Database database;
+
+    public static synchronized DataSource dataSource() {
+        if (database == null) {
+            database = open();
+            Migrations.apply(database.dataSource());
+            Database opened = database;
+            Runtime.getRuntime().addShutdownHook(new Thread(opened::close, "test-database-stop"));
+        }
+        return database.dataSource();
+    }
+
+    private static Database open() {
+        String url = System.getenv("CHAT_INTAKE_TEST_DB_URL");
+        if (url != null && !url.isBlank()) {
+            return Database.external(url, System.getenv().getOrDefault("CHAT_INTAKE_TEST_DB_USER", ""),
+                    Secret.of(System.getenv().getOrDefault("CHAT_INTAKE_TEST_DB_PASSWORD", "")), 24);
+        }
+        try {
+            Path dir = Files.createTempDirectory("chat-intake-test-pg");
+            // Tests that do not prove durability may leave fsync off, as zonky does, for speed.
+            EmbeddedDatabase embedded = EmbeddedDatabase.start(dir, 0, false);
+            return Database.embeddedForTests(embedded, 24);
+        } catch (java.io.IOException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    /** Empties every table the migrations created, except Flyway's own history. */
+    public static void truncateAll() {
+        try (Connection c = dataSource().getConnection(); Statement s = c.createStatement()) {
+            List<String> tables = new ArrayList<>();
+            try (ResultSet rs = s.executeQuery("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
+                    + " AND tablename <> 'flyway_schema_history'")) {
+                while (rs.next()) {
+                    tables.add(rs.getString(1));
+                }
+            }
+            if (!tables.isEmpty()) {
+                s.execute("TRUNCATE " + String.join(", ", tables) + " RESTART IDENTITY CASCADE");
+            }
+        } catch (SQLException e) {
+            throw new IllegalStateException("cannot empty the test database: " + e.getMessage(), e);
+        }
+    }
+
+    @Override
+    public void beforeEach(ExtensionContext context) {
+        truncateAll();
+    }
+
+    @Override
+    public boolean supportsParameter(ParameterContext parameter, ExtensionContext context) {
+        return parameter.getParameter().getType() == DataSource.class;
+    }
+
+    @Override
+    public Object resolveParameter(ParameterContext parameter, ExtensionContext context) {
+        return dataSource();
+    }
+}
