@@ -1,0 +1,492 @@
+package io.chatintake.sim;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import com.sun.net.httpserver.HttpExchange;
+import com.sun.net.httpserver.HttpServer;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.URLDecoder;
+import java.nio.charset.StandardCharsets;
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.Deque;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.LongFunction;
+
+/**
+ * A Telegram Bot API server on loopback that behaves as {@code contracts/telegram-bot-api.md}
+ * describes, for tests, the demo and benchmarks: getMe, getUpdates (offset confirmation, limit
+ * clamp, long poll, negative offset, the 409 displacement rule, 24 h expiry by an adjustable
+ * clock, offsets outside the queue treated as its head), getWebhookInfo, setWebhook, deleteWebhook.
+ * <p>
+ * It records every request, lets a test inject faults, and at every getUpdates that confirms
+ * updates asks a {@link ConfirmationAudit} whether those updates are already stored: a
+ * confirmed-but-unstored update is the loss chat-intake exists to prevent.
+ */
+public final class BotApiSimulator implements AutoCloseable {
+    private static final ObjectMapper JSON = new ObjectMapper();
+    public static final Duration RETENTION = Duration.ofHours(24);
+
+    /** Checks updates about to be confirmed; returns the ids of those not stored. */
+    public interface ConfirmationAudit {
+        List<Long> missing(long botId, List<QueuedUpdate> confirmed);
+    }
+
+    public record QueuedUpdate(long updateId, String json, Instant enqueuedAt) {
+    }
+
+    public record Request(String method, long botId, Long offset, Instant at) {
+    }
+
+    public enum FaultKind { HTTP_500, RATE_LIMIT, DROP_AFTER_APPLY, SLOW }
+
+    public record Fault(FaultKind kind, int retryAfterSeconds, Duration delay) {
+        public static Fault serverError() {
+            return new Fault(FaultKind.HTTP_500, 0, Duration.ZERO);
+        }
+
+        public static Fault rateLimit(int retryAfterSeconds) {
+            return new Fault(FaultKind.RATE_LIMIT, retryAfterSeconds, Duration.ZERO);
+        }
+
+        /** The offset is applied (updates confirmed), then the connection closes with no answer. */
+        public static Fault dropAfterApply() {
+            return new Fault(FaultKind.DROP_AFTER_APPLY, 0, Duration.ZERO);
+        }
+
+        public static Fault slow(Duration delay) {
+            return new Fault(FaultKind.SLOW, 0, delay);
+        }
+    }
+
+    private final class Bot {
+        final long id;
+        final String token;
+        final String username;
+        final Deque<QueuedUpdate> queue = new ArrayDeque<>();
+        final Deque<Fault> faults = new ArrayDeque<>();
+        long nextId = 1;
+        String webhookUrl = "";
+        int waitingPolls;
+        int pollGeneration;
+        int maxConcurrentPolls;
+        int conflicts;
+
+        Bot(long id, String token, String username) {
+            this.id = id;
+            this.token = token;
+            this.username = username;
+        }
+    }
+
+    private final HttpServer server;
+    private final ExecutorService executor = Executors.newCachedThreadPool(r -> {
+        Thread t = new Thread(r, "bot-api-simulator");
+        t.setDaemon(true);
+        return t;
+    });
+    private final Map<String, Bot> botsByToken = new ConcurrentHashMap<>();
+    private final List<Request> requests = new CopyOnWriteArrayList<>();
+    private final List<String> violations = new CopyOnWriteArrayList<>();
+    private final AtomicInteger messageIds = new AtomicInteger(1);
+    private volatile Clock clock = Clock.systemUTC();
+    private volatile ConfirmationAudit audit;
+
+    private BotApiSimulator(HttpServer server) {
+        this.server = server;
+    }
+
+    public static BotApiSimulator start() {
+        return start(0);
+    }
+
+    public static BotApiSimulator start(int port) {
+        try {
+            HttpServer server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), port), 100);
+            BotApiSimulator simulator = new BotApiSimulator(server);
+            server.createContext("/", simulator::handle);
+            server.setExecutor(simulator.executor);
+            server.start();
+            return simulator;
+        } catch (IOException e) {
+            throw new IllegalStateException("the Bot API simulator cannot listen: " + e.getMessage(), e);
+        }
+    }
+
+    /** The base URL to configure as {@code telegram.api-url}. */
+    public String url() {
+        return "http://127.0.0.1:" + server.getAddress().getPort();
+    }
+
+    public void setClock(Clock clock) {
+        this.clock = clock;
+    }
+
+    public void setAudit(ConfirmationAudit audit) {
+        this.audit = audit;
+    }
+
+    /** Registers a bot; its token is {@code <id>:<secret>} as Telegram's are. */
+    public synchronized String addBot(long id, String secret, String username) {
+        String token = id + ":" + secret;
+        botsByToken.put(token, new Bot(id, token, username));
+        return token;
+    }
+
+    // ---- what a test does to the queue ----
+
+    /** Enqueues an update built from its id; returns the id. */
+    public long enqueue(String token, LongFunction<ObjectNode> updateForId) {
+        Bot bot = bot(token);
+        synchronized (bot) {
+            long id = bot.nextId++;
+            ObjectNode update = updateForId.apply(id);
+            update.put("update_id", id);
+            bot.queue.addLast(new QueuedUpdate(id, update.toString(), clock.instant()));
+            bot.notifyAll();
+            return id;
+        }
+    }
+
+    public long enqueueText(String token, long chatId, String text) {
+        return enqueue(token, id -> update(id, "message", message(chatId, text)));
+    }
+
+    /** One part of an album: Telegram sends each as its own update with a shared media_group_id. */
+    public long enqueueMediaGroupPart(String token, long chatId, String mediaGroupId, String fileId, String caption) {
+        return enqueue(token, id -> {
+            ObjectNode message = message(chatId, null);
+            message.put("media_group_id", mediaGroupId);
+            message.putArray("photo").addObject().put("file_id", fileId).put("file_unique_id", fileId + "-u")
+                    .put("width", 1280).put("height", 960);
+            if (caption != null) {
+                message.put("caption", caption);
+            }
+            return update(id, "message", message);
+        });
+    }
+
+    /** An update of a type no Bot API release has yet: intake must still store it. */
+    public long enqueueUnknownType(String token, String type) {
+        return enqueue(token, id -> update(id, type, JSON.createObjectNode().put("novelty", true).put("date", clock.instant().getEpochSecond())));
+    }
+
+    /** Telegram restarts ids at a random value after a week without updates; only possible with an empty queue. */
+    public void jumpIds(String token, long nextId) {
+        Bot bot = bot(token);
+        synchronized (bot) {
+            if (!bot.queue.isEmpty()) {
+                throw new IllegalStateException("ids only restart while the queue is empty");
+            }
+            bot.nextId = nextId;
+        }
+    }
+
+    public void setWebhook(String token, String url) {
+        Bot bot = bot(token);
+        synchronized (bot) {
+            bot.webhookUrl = url;
+            bot.notifyAll();
+        }
+    }
+
+    public void injectFault(String token, Fault fault) {
+        Bot bot = bot(token);
+        synchronized (bot) {
+            bot.faults.addLast(fault);
+        }
+    }
+
+    public ObjectNode message(long chatId, String text) {
+        ObjectNode message = JSON.createObjectNode();
+        message.put("message_id", messageIds.getAndIncrement());
+        message.put("date", clock.instant().getEpochSecond());
+        message.putObject("chat").put("id", chatId).put("type", chatId < 0 ? "group" : "private");
+        message.putObject("from").put("id", Math.abs(chatId)).put("is_bot", false).put("first_name", "Tester");
+        if (text != null) {
+            message.put("text", text);
+        }
+        return message;
+    }
+
+    private static ObjectNode update(long id, String type, ObjectNode content) {
+        ObjectNode update = JSON.createObjectNode();
+        update.put("update_id", id);
+        update.set(type, content);
+        return update;
+    }
+
+    // ---- what a test reads ----
+
+    public List<Request> requests() {
+        return Collections.unmodifiableList(requests);
+    }
+
+    public List<String> violations() {
+        return Collections.unmodifiableList(violations);
+    }
+
+    public int queued(String token) {
+        Bot bot = bot(token);
+        synchronized (bot) {
+            return bot.queue.size();
+        }
+    }
+
+    public int maxConcurrentPolls(String token) {
+        Bot bot = bot(token);
+        synchronized (bot) {
+            return bot.maxConcurrentPolls;
+        }
+    }
+
+    public int conflicts(String token) {
+        Bot bot = bot(token);
+        synchronized (bot) {
+            return bot.conflicts;
+        }
+    }
+
+    // ---- the HTTP side ----
+
+    private void handle(HttpExchange exchange) throws IOException {
+        try (exchange) {
+            String path = exchange.getRequestURI().getPath();
+            int slash = path.indexOf('/', 1);
+            if (!path.startsWith("/bot") || slash < 0) {
+                answer(exchange, 404, error(404, "Not Found"));
+                return;
+            }
+            String token = path.substring(4, slash);
+            String method = path.substring(slash + 1);
+            Bot bot = botsByToken.get(token);
+            if (bot == null) {
+                requests.add(new Request(method, -1, null, clock.instant()));
+                answer(exchange, 401, error(401, "Unauthorized"));
+                return;
+            }
+            JsonNode params = params(exchange);
+            Long offset = params.has("offset") ? params.get("offset").asLong() : null;
+            requests.add(new Request(method, bot.id, offset, clock.instant()));
+            Fault fault = nextFault(bot, method);
+            if (fault != null && fault.kind() == FaultKind.SLOW) {
+                sleep(fault.delay());
+            } else if (fault != null && fault.kind() == FaultKind.HTTP_500) {
+                answer(exchange, 500, error(500, "Internal Server Error"));
+                return;
+            } else if (fault != null && fault.kind() == FaultKind.RATE_LIMIT) {
+                ObjectNode body = error(429, "Too Many Requests: retry after " + fault.retryAfterSeconds());
+                body.putObject("parameters").put("retry_after", fault.retryAfterSeconds());
+                answer(exchange, 429, body);
+                return;
+            }
+            switch (method) {
+                case "getMe" -> answer(exchange, 200, ok(JSON.createObjectNode().put("id", bot.id).put("is_bot", true)
+                        .put("first_name", bot.username).put("username", bot.username)));
+                case "getUpdates" -> getUpdates(exchange, bot, params, fault);
+                case "getWebhookInfo" -> {
+                    ObjectNode info = JSON.createObjectNode();
+                    synchronized (bot) {
+                        expire(bot);
+                        info.put("url", bot.webhookUrl).put("has_custom_certificate", false).put("pending_update_count", bot.queue.size());
+                    }
+                    answer(exchange, 200, ok(info));
+                }
+                case "setWebhook" -> {
+                    setWebhook(bot.token, params.path("url").asText(""));
+                    answer(exchange, 200, ok(JSON.getNodeFactory().booleanNode(true)));
+                }
+                case "deleteWebhook" -> {
+                    synchronized (bot) {
+                        bot.webhookUrl = "";
+                        if (params.path("drop_pending_updates").asBoolean(false)) {
+                            bot.queue.clear();
+                        }
+                    }
+                    answer(exchange, 200, ok(JSON.getNodeFactory().booleanNode(true)));
+                }
+                default -> answer(exchange, 404, error(404, "Not Found: method not found"));
+            }
+        } catch (RuntimeException e) {
+            violations.add("simulator failure: " + e);
+        }
+    }
+
+    private void getUpdates(HttpExchange exchange, Bot bot, JsonNode params, Fault fault) throws IOException {
+        int limit = Math.max(1, Math.min(100, params.path("limit").asInt(100)));
+        int timeout = Math.max(0, Math.min(50, params.path("timeout").asInt(0)));
+        long offset = params.path("offset").asLong(0);
+        List<QueuedUpdate> result;
+        synchronized (bot) {
+            if (!bot.webhookUrl.isEmpty()) {
+                answer(exchange, 409, error(409, "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first"));
+                return;
+            }
+            expire(bot);
+            confirm(bot, offset);
+            if (fault != null && fault.kind() == FaultKind.DROP_AFTER_APPLY) {
+                exchange.getResponseBody().close();
+                return;
+            }
+            // A newer request displaces the one already waiting, which gets the 409.
+            int generation = ++bot.pollGeneration;
+            bot.waitingPolls++;
+            bot.maxConcurrentPolls = Math.max(bot.maxConcurrentPolls, bot.waitingPolls);
+            bot.notifyAll();
+            long deadline = System.nanoTime() + Duration.ofSeconds(timeout).toNanos();
+            try {
+                while (bot.queue.isEmpty() && bot.pollGeneration == generation && bot.webhookUrl.isEmpty()
+                        && System.nanoTime() < deadline) {
+                    try {
+                        bot.wait(Math.max(1, (deadline - System.nanoTime()) / 1_000_000));
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                        return;
+                    }
+                    expire(bot);
+                }
+            } finally {
+                bot.waitingPolls--;
+            }
+            if (bot.pollGeneration != generation) {
+                bot.conflicts++;
+                answer(exchange, 409, error(409, "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running"));
+                return;
+            }
+            result = new ArrayList<>();
+            for (QueuedUpdate update : bot.queue) {
+                if (result.size() == limit) {
+                    break;
+                }
+                result.add(update);
+            }
+        }
+        ArrayNode array = JSON.createArrayNode();
+        for (QueuedUpdate update : result) {
+            array.add(JSON.readTree(update.json()));
+        }
+        answer(exchange, 200, ok(array));
+    }
+
+    /**
+     * Applies an offset as the real server does: negative keeps only the last |offset| updates;
+     * an offset inside the queue confirms every update before it; one outside (below the head or
+     * beyond the next id, e.g. after ids restarted) counts as the head and confirms nothing.
+     */
+    private void confirm(Bot bot, long offset) {
+        if (offset < 0) {
+            while (bot.queue.size() > -offset) {
+                bot.queue.removeFirst();
+            }
+            return;
+        }
+        if (bot.queue.isEmpty() || offset < bot.queue.peekFirst().updateId() || offset > bot.nextId) {
+            return;
+        }
+        List<QueuedUpdate> confirmed = new ArrayList<>();
+        while (!bot.queue.isEmpty() && bot.queue.peekFirst().updateId() < offset) {
+            confirmed.add(bot.queue.removeFirst());
+        }
+        ConfirmationAudit current = audit;
+        if (current != null && !confirmed.isEmpty()) {
+            List<Long> missing = current.missing(bot.id, confirmed);
+            if (!missing.isEmpty()) {
+                violations.add("getUpdates(offset=" + offset + ") confirmed updates not stored: " + missing);
+            }
+        }
+    }
+
+    private void expire(Bot bot) {
+        Instant oldest = clock.instant().minus(RETENTION);
+        while (!bot.queue.isEmpty() && bot.queue.peekFirst().enqueuedAt().isBefore(oldest)) {
+            bot.queue.removeFirst();
+        }
+    }
+
+    private Fault nextFault(Bot bot, String method) {
+        synchronized (bot) {
+            if (!method.equals("getUpdates") || bot.faults.isEmpty()) {
+                return null;
+            }
+            return bot.faults.removeFirst();
+        }
+    }
+
+    private Bot bot(String token) {
+        Bot bot = botsByToken.get(token);
+        if (bot == null) {
+            throw new IllegalArgumentException("no such bot in the simulator");
+        }
+        return bot;
+    }
+
+    private static JsonNode params(HttpExchange exchange) throws IOException {
+        ObjectNode params = JSON.createObjectNode();
+        String query = exchange.getRequestURI().getRawQuery();
+        if (query != null) {
+            for (String pair : query.split("&")) {
+                int eq = pair.indexOf('=');
+                if (eq > 0) {
+                    params.put(URLDecoder.decode(pair.substring(0, eq), StandardCharsets.UTF_8),
+                            URLDecoder.decode(pair.substring(eq + 1), StandardCharsets.UTF_8));
+                }
+            }
+        }
+        byte[] body = exchange.getRequestBody().readAllBytes();
+        if (body.length > 0) {
+            JsonNode json = JSON.readTree(body);
+            if (json != null && json.isObject()) {
+                params.setAll((ObjectNode) json);
+            }
+        }
+        return params;
+    }
+
+    private static ObjectNode ok(JsonNode result) {
+        ObjectNode body = JSON.createObjectNode().put("ok", true);
+        body.set("result", result);
+        return body;
+    }
+
+    private static ObjectNode error(int code, String description) {
+        return JSON.createObjectNode().put("ok", false).put("error_code", code).put("description", description);
+    }
+
+    private static void answer(HttpExchange exchange, int status, JsonNode body) throws IOException {
+        byte[] bytes = JSON.writeValueAsBytes(body);
+        exchange.getResponseHeaders().set("Content-Type", "application/json");
+        exchange.sendResponseHeaders(status, bytes.length);
+        try (OutputStream out = exchange.getResponseBody()) {
+            out.write(bytes);
+        }
+    }
+
+    private static void sleep(Duration duration) {
+        try {
+            Thread.sleep(duration.toMillis());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    @Override
+    public void close() {
+        server.stop(0);
+        executor.shutdownNow();
+    }
+}

@@ -1,0 +1,142 @@
+package io.chatintake.telegram;
+
+import io.chatintake.CrashPoint;
+import java.sql.Array;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import javax.sql.DataSource;
+
+/**
+ * The durable inbox of Telegram updates (seed 004): one transaction stores a whole getUpdates
+ * batch and saves {@code max(update_id) + 1} as the bot's next offset, after checking that this
+ * poller still holds the {@link PollLease}. Only after it commits may the next getUpdates send the
+ * higher offset, which is what confirms the batch to Telegram.
+ * <p>
+ * The batch goes in with one statement (arrays unnested server-side), so storing 100 updates
+ * costs one round trip, not 100.
+ */
+public final class TelegramInbox {
+    private final DataSource dataSource;
+
+    public TelegramInbox(DataSource dataSource) {
+        this.dataSource = dataSource;
+    }
+
+    /** An update this transaction stored for the first time: hand it to the route. */
+    public record StoredUpdate(long rowId, long updateId, int generation, String type, String json) {
+    }
+
+    public record StoredBatch(List<StoredUpdate> stored, int duplicates, long nextOffset) {
+    }
+
+    /** The lease was taken over: this poller must stop; nothing was stored, the offset did not move. */
+    public static final class LeaseLostException extends Exception {
+        LeaseLostException(long botId) {
+            super("poll lease of bot " + botId + " was taken over by another process; checkpoint not advanced");
+        }
+    }
+
+    // An identical payload already stored under the id is a redelivery; a different one is a new
+    // update that reuses an old id (Telegram restarts ids after a week idle) and gets the next generation.
+    private static final String INSERT_BATCH = """
+            INSERT INTO telegram_update (bot_id, update_id, generation, update_type, payload)
+            SELECT ?, i.update_id,
+                   COALESCE((SELECT max(t.generation) + 1 FROM telegram_update t
+                              WHERE t.bot_id = ? AND t.update_id = i.update_id), 0),
+                   i.update_type, i.payload::jsonb
+              FROM unnest(?::bigint[], ?::text[], ?::text[]) AS i(update_id, update_type, payload)
+             WHERE NOT EXISTS (SELECT 1 FROM telegram_update t
+                                WHERE t.bot_id = ? AND t.update_id = i.update_id AND t.payload = i.payload::jsonb)
+            ON CONFLICT ON CONSTRAINT telegram_update_key DO NOTHING
+            RETURNING id, update_id, generation, update_type""";
+
+    private static final String ADVANCE = """
+            UPDATE telegram_checkpoint
+               SET next_offset = ?, last_poll_at = now(), last_batch_at = now(),
+                   stored_count = stored_count + ?, duplicate_count = duplicate_count + ?, updated_at = now()
+             WHERE bot_id = ?""";
+
+    public StoredBatch store(PollLease.Held lease, Duration leaseDuration, List<BotApiClient.RawUpdate> batch)
+            throws SQLException, LeaseLostException {
+        if (batch.isEmpty()) {
+            throw new IllegalArgumentException("an empty batch confirms nothing and is not stored");
+        }
+        long nextOffset = batch.stream().mapToLong(BotApiClient.RawUpdate::updateId).max().getAsLong() + 1;
+        try (Connection c = dataSource.getConnection()) {
+            c.setAutoCommit(false);
+            try {
+                if (!PollLease.renew(c, lease, leaseDuration)) {
+                    c.rollback();
+                    throw new LeaseLostException(lease.botId());
+                }
+                List<StoredUpdate> stored = insert(c, lease.botId(), batch);
+                int duplicates = batch.size() - stored.size();
+                try (PreparedStatement ps = c.prepareStatement(ADVANCE)) {
+                    ps.setLong(1, nextOffset);
+                    ps.setLong(2, stored.size());
+                    ps.setLong(3, duplicates);
+                    ps.setLong(4, lease.botId());
+                    if (ps.executeUpdate() != 1) {
+                        throw new SQLException("no checkpoint row for bot " + lease.botId());
+                    }
+                }
+                CrashPoint.reach(CrashPoint.TELEGRAM_DURING_TRANSACTION);
+                c.commit();
+                return new StoredBatch(stored, duplicates, nextOffset);
+            } catch (SQLException | RuntimeException e) {
+                rollbackQuietly(c);
+                throw e;
+            } finally {
+                c.setAutoCommit(true);
+            }
+        }
+    }
+
+    private static List<StoredUpdate> insert(Connection c, long botId, List<BotApiClient.RawUpdate> batch) throws SQLException {
+        Long[] ids = new Long[batch.size()];
+        String[] types = new String[batch.size()];
+        String[] payloads = new String[batch.size()];
+        for (int i = 0; i < batch.size(); i++) {
+            ids[i] = batch.get(i).updateId();
+            types[i] = batch.get(i).type();
+            payloads[i] = batch.get(i).json();
+        }
+        List<StoredUpdate> stored = new ArrayList<>(batch.size());
+        try (PreparedStatement ps = c.prepareStatement(INSERT_BATCH)) {
+            Array idArray = c.createArrayOf("bigint", ids);
+            Array typeArray = c.createArrayOf("text", types);
+            Array payloadArray = c.createArrayOf("text", payloads);
+            ps.setLong(1, botId);
+            ps.setLong(2, botId);
+            ps.setArray(3, idArray);
+            ps.setArray(4, typeArray);
+            ps.setArray(5, payloadArray);
+            ps.setLong(6, botId);
+            try (ResultSet rs = ps.executeQuery()) {
+                // Hand on the JSON exactly as Telegram sent it, not jsonb's normalised text.
+                Map<Long, String> sent = new HashMap<>();
+                batch.forEach(u -> sent.put(u.updateId(), u.json()));
+                while (rs.next()) {
+                    stored.add(new StoredUpdate(rs.getLong(1), rs.getLong(2), rs.getInt(3), rs.getString(4), sent.get(rs.getLong(2))));
+                }
+            }
+        }
+        stored.sort((a, b) -> Long.compare(a.rowId(), b.rowId()));
+        return stored;
+    }
+
+    private static void rollbackQuietly(Connection c) {
+        try {
+            c.rollback();
+        } catch (SQLException ignored) {
+            // the connection is broken; the transaction is gone with it
+        }
+    }
+}
