@@ -2,6 +2,7 @@ package io.chatintake;
 
 import io.chatintake.config.ConfigurationException;
 import io.chatintake.config.Settings;
+import io.chatintake.ops.TelegramCommands;
 import java.io.PrintStream;
 import java.nio.file.Path;
 import java.util.Arrays;
@@ -29,6 +30,9 @@ public final class Main {
                 case "run" -> {
                     Runner.run(loadSettings());
                     return 0;
+                }
+                case "telegram" -> {
+                    return new TelegramCommands(loadSettings(), out).run(args.subList(1, args.size()));
                 }
                 case "config" -> {
                     Settings settings = loadSettings();
@@ -62,6 +66,8 @@ public final class Main {
         out.println(String.join(System.lineSeparator(), Arrays.asList(
                 "usage: java -jar chat-intake.jar [command]",
                 "  run       run the intake (the default)",
+                "  telegram status                          per bot: next offset, last poll, counts, lease, pending, loss windows",
+                "  telegram switch-to-polling --bot NAME    deleteWebhook keeping queued updates, then confirm",
                 "  config    print the effective configuration, secrets redacted",
                 "  help      this text",
                 "configuration: config/application.properties (or $" + CONFIG_FILE_ENV + "), each key overridable by",

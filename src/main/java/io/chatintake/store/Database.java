@@ -70,6 +70,25 @@ public final class Database implements AutoCloseable {
         }
     }
 
+    /**
+     * For operator commands: the configured external database, or the embedded one a running
+     * runner keeps (never a second server on its data directory), or else an embedded one of
+     * its own for the command's duration.
+     */
+    public static Database openForCommand(Settings settings) {
+        if (settings.get(URL).isPresent()) {
+            return open(settings);
+        }
+        Path pgDir = Path.of(settings.get(DATA_DIR, "./data")).toAbsolutePath().normalize().resolve("pg");
+        Optional<Integer> port = EmbeddedDatabase.runningServerPort(pgDir);
+        if (port.isPresent()) {
+            String url = "jdbc:postgresql://127.0.0.1:" + port.get() + "/" + EmbeddedDatabase.DATABASE_NAME;
+            return new Database(pool(url, EmbeddedDatabase.USER, Secret.of(""), 2, 10, Settings.envName(DATA_DIR), url), null,
+                    "the running runner's embedded PostgreSQL in " + pgDir);
+        }
+        return open(settings);
+    }
+
     /** A pool over an embedded database the caller started (tests). */
     public static Database embeddedForTests(EmbeddedDatabase embedded, int poolSize) {
         return new Database(pool(embedded.jdbcUrl(), embedded.user(), Secret.of(""), poolSize, 10, "database", embedded.jdbcUrl()),

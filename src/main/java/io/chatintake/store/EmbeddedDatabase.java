@@ -3,6 +3,10 @@ package io.chatintake.store;
 import io.chatintake.config.ConfigurationException;
 import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
 import java.io.IOException;
+import java.nio.channels.FileChannel;
+import java.nio.channels.FileLock;
+import java.nio.channels.OverlappingFileLockException;
+import java.nio.file.StandardOpenOption;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.sql.Connection;
@@ -32,6 +36,7 @@ public final class EmbeddedDatabase implements AutoCloseable {
     static final String DATABASE_NAME = "chat_intake";
     static final String USER = "postgres";
     private static final Duration LEFTOVER_STOP_WAIT = Duration.ofSeconds(30);
+    private static final String LOCK_FILE = "epg-lock";
 
     private final EmbeddedPostgres postgres;
     private final Path directory;
@@ -50,6 +55,7 @@ public final class EmbeddedDatabase implements AutoCloseable {
         try {
             Files.createDirectories(directory);
             stopLeftoverServer(directory);
+            discardUnfinishedInit(directory);
             EmbeddedPostgres.Builder builder = EmbeddedPostgres.builder()
                     .setDataDirectory(directory)
                     .setCleanDataDirectory(false)
@@ -67,6 +73,7 @@ public final class EmbeddedDatabase implements AutoCloseable {
                 builder.setPort(port);
             }
             EmbeddedPostgres postgres = builder.start();
+            Files.writeString(initializedMarker(directory), "initdb completed and the server started once\n");
             EmbeddedDatabase database = new EmbeddedDatabase(postgres, directory, durable);
             database.createApplicationDatabase();
             return database;
@@ -126,6 +133,10 @@ public final class EmbeddedDatabase implements AutoCloseable {
      * without stopping it. A fast shutdown (SIGINT) keeps every committed transaction.
      */
     static void stopLeftoverServer(Path directory) throws IOException {
+        if (runnerOwns(directory)) {
+            throw new ConfigurationException("another chat-intake process is running on " + directory.toAbsolutePath()
+                    + " (CHAT_INTAKE_DATA_DIR): give each runner its own data directory, or share an external database");
+        }
         Optional<Long> pid = readPostmasterPid(directory);
         if (pid.isEmpty()) {
             return;
@@ -147,6 +158,68 @@ public final class EmbeddedDatabase implements AutoCloseable {
         }
         LOG.warn("leftover PostgreSQL server (pid {}) did not stop within {} s; killing it", pid.get(), LEFTOVER_STOP_WAIT.toSeconds());
         process.get().destroyForcibly();
+    }
+
+    /**
+     * A process killed during its very first start can leave a half-written cluster that postgres
+     * will never start from. Until the first start succeeded the directory holds no data, so it is
+     * safe to discard and initialise again.
+     */
+    private static void discardUnfinishedInit(Path directory) throws IOException {
+        if (Files.exists(initializedMarker(directory))) {
+            return;
+        }
+        try (var entries = Files.list(directory)) {
+            if (entries.findAny().isEmpty()) {
+                return;
+            }
+        }
+        LOG.warn("embedded PostgreSQL in {} never finished its first start; initialising it again", directory);
+        try (var paths = Files.walk(directory)) {
+            for (Path path : paths.sorted(java.util.Comparator.reverseOrder()).toList()) {
+                if (!path.equals(directory)) {
+                    Files.delete(path);
+                }
+            }
+        }
+    }
+
+    private static Path initializedMarker(Path directory) {
+        return directory.resolveSibling(directory.getFileName() + ".initialized");
+    }
+
+    /**
+     * zonky holds a file lock in the data directory while its JVM lives; the OS drops it when the
+     * JVM dies, even by {@code kill -9}. A held lock means a live runner, not a leftover.
+     */
+    static boolean runnerOwns(Path directory) throws IOException {
+        Path lockFile = directory.resolve(LOCK_FILE);
+        if (!Files.exists(lockFile)) {
+            return false;
+        }
+        try (FileChannel channel = FileChannel.open(lockFile, StandardOpenOption.WRITE)) {
+            FileLock lock = channel.tryLock();
+            if (lock == null) {
+                return true;
+            }
+            lock.release();
+            return false;
+        } catch (OverlappingFileLockException e) {
+            return true; // held by this very JVM
+        }
+    }
+
+    /** The port of the server a live runner keeps on this directory, for operator commands. */
+    public static Optional<Integer> runningServerPort(Path directory) {
+        try {
+            if (!runnerOwns(directory)) {
+                return Optional.empty();
+            }
+            List<String> lines = Files.readAllLines(directory.resolve("postmaster.pid"));
+            return lines.size() > 3 ? Optional.of(Integer.parseInt(lines.get(3).trim())) : Optional.empty();
+        } catch (IOException | NumberFormatException e) {
+            return Optional.empty();
+        }
     }
 
     private static boolean isPostgres(ProcessHandle process) {

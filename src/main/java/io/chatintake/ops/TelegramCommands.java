@@ -1,0 +1,141 @@
+package io.chatintake.ops;
+
+import io.chatintake.config.ConfigurationException;
+import io.chatintake.config.Secret;
+import io.chatintake.config.Settings;
+import io.chatintake.store.Database;
+import io.chatintake.store.Migrations;
+import io.chatintake.telegram.BotApiClient;
+import io.chatintake.telegram.BotApiException;
+import io.chatintake.telegram.LossWindow;
+import io.chatintake.telegram.OffsetCheckpoint;
+import io.chatintake.telegram.PollLease;
+import java.io.PrintStream;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+
+/**
+ * {@code telegram status} and {@code telegram switch-to-polling --bot NAME}. Neither ever calls
+ * getUpdates: only the poller may confirm updates, so troubleshooting cannot advance production
+ * progress.
+ */
+public final class TelegramCommands {
+    private final Settings settings;
+    private final PrintStream out;
+
+    public TelegramCommands(Settings settings, PrintStream out) {
+        this.settings = settings;
+        this.out = out;
+    }
+
+    public int run(List<String> args) {
+        String sub = args.isEmpty() ? "status" : args.get(0);
+        return switch (sub) {
+            case "status" -> status();
+            case "switch-to-polling" -> switchToPolling(botArgument(args));
+            default -> throw new ConfigurationException("unknown telegram command '" + sub + "' (status, switch-to-polling --bot NAME)");
+        };
+    }
+
+    private int status() {
+        try (Database database = Database.openForCommand(settings)) {
+            Migrations.apply(database.dataSource());
+            OffsetCheckpoint checkpoints = new OffsetCheckpoint(database.dataSource());
+            PollLease leases = new PollLease(database.dataSource());
+            LossWindow lossWindows = new LossWindow(database.dataSource());
+            List<Long> bots = botIds(database);
+            if (bots.isEmpty()) {
+                out.println("no Telegram bot has polled this database yet");
+            }
+            for (long botId : bots) {
+                OffsetCheckpoint.Saved saved = checkpoints.find(botId).orElseThrow();
+                out.printf("bot %s (id %d)%n", saved.botName(), botId);
+                out.printf("  next offset:          %d%n", saved.nextOffset());
+                out.printf("  last successful poll: %s%n", saved.lastSuccessfulPoll().map(Object::toString).orElse("never"));
+                out.printf("  updates stored:       %d (duplicates received again: %d)%n", saved.storedCount(), saved.duplicateCount());
+                out.printf("  lease holder:         %s%n", leases.current(botId)
+                        .map(h -> h.holder() + " (fencing token " + h.fencingToken() + (h.expired() ? ", expired" : ", active") + ")")
+                        .orElse("none"));
+                out.printf("  pending at Telegram:  %s%n", pendingAtTelegram(saved.botName()));
+                List<LossWindow.Window> windows = lossWindows.list(botId);
+                out.printf("  possible loss windows: %s%n", windows.isEmpty() ? "none" : "");
+                windows.forEach(w -> out.printf("    %s .. %s%n", w.from(), w.to()));
+            }
+            return 0;
+        } catch (SQLException e) {
+            throw new ConfigurationException("cannot read the Telegram tables: " + e.getMessage(), e);
+        }
+    }
+
+    /** getWebhookInfo only: it confirms nothing. */
+    private String pendingAtTelegram(String botName) {
+        Optional<BotApiClient> client = client(botName);
+        if (client.isEmpty()) {
+            return "unknown (no token configured: " + Settings.envName(tokenKey(botName)) + ")";
+        }
+        try {
+            BotApiClient.WebhookInfo info = client.get().getWebhookInfo();
+            return info.pendingUpdateCount() + (info.webhookSet() ? " (a webhook is set: polling is refused; see switch-to-polling)" : "");
+        } catch (BotApiException e) {
+            return "unknown (" + e.getMessage() + ")";
+        }
+    }
+
+    private int switchToPolling(String botName) {
+        BotApiClient client = client(botName).orElseThrow(() -> new ConfigurationException(
+                "no token for bot '" + botName + "': set " + Settings.envName(tokenKey(botName))));
+        try {
+            BotApiClient.WebhookInfo before = client.getWebhookInfo();
+            if (!before.webhookSet()) {
+                out.printf("bot %s: no webhook is set; polling is already allowed (%d update(s) pending)%n", botName, before.pendingUpdateCount());
+                return 0;
+            }
+            client.deleteWebhookKeepingUpdates();
+            BotApiClient.WebhookInfo after = client.getWebhookInfo();
+            if (after.webhookSet()) {
+                out.printf("bot %s: deleteWebhook answered, but getWebhookInfo still shows a webhook; not switched%n", botName);
+                return 1;
+            }
+            out.printf("bot %s: webhook removed, %d pending update(s) kept (drop_pending_updates=false); polling can start%n",
+                    botName, after.pendingUpdateCount());
+            return 0;
+        } catch (BotApiException e) {
+            out.printf("bot %s: the Bot API refused: %s%n", botName, e.getMessage());
+            return 1;
+        }
+    }
+
+    private Optional<BotApiClient> client(String botName) {
+        return settings.get(tokenKey(botName)).map(token ->
+                new BotApiClient(settings.get("telegram.api-url", "https://api.telegram.org"), Secret.of(token)));
+    }
+
+    private static String tokenKey(String botName) {
+        return "main".equals(botName) ? "telegram.bot-token" : "telegram.bots." + botName + ".token";
+    }
+
+    private static String botArgument(List<String> args) {
+        int i = args.indexOf("--bot");
+        if (i < 0 || i + 1 >= args.size()) {
+            throw new ConfigurationException("switch-to-polling needs --bot NAME (the bot's name in the routes, e.g. main)");
+        }
+        return args.get(i + 1);
+    }
+
+    private static List<Long> botIds(Database database) throws SQLException {
+        List<Long> ids = new ArrayList<>();
+        try (Connection c = database.dataSource().getConnection();
+             PreparedStatement ps = c.prepareStatement("SELECT bot_id FROM telegram_checkpoint ORDER BY bot_name");
+             ResultSet rs = ps.executeQuery()) {
+            while (rs.next()) {
+                ids.add(rs.getLong(1));
+            }
+        }
+        return ids;
+    }
+}
