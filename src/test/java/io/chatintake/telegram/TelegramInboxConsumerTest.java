@@ -185,6 +185,45 @@ class TelegramInboxConsumerTest {
     }
 
     @Test
+    void severalBotsInOneProcessKeepTheirOwnCheckpointAndLease() throws Exception {
+        String sales = simulator.addBot(5151, "FAKE-sales-token", "sales_bot");
+        for (int i = 0; i < 3; i++) {
+            simulator.enqueueText(token, 1, "main " + i);
+        }
+        simulator.enqueueText(sales, 2, "sales 0");
+        try (TelegramIntake intake = new TelegramIntake(simulator).property("telegram.bot-token", token)
+                .property("telegram.bots.sales.token", sales)
+                .route("main", FAST, false).route("sales", FAST, false).start()) {
+            await("both stored", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 4);
+            await("both confirmed", WAIT, () -> simulator.queued(token) == 0 && simulator.queued(sales) == 0);
+        }
+        assertThat(count("SELECT next_offset FROM telegram_checkpoint WHERE bot_id = 4242 AND bot_name = 'main'")).isEqualTo(4);
+        assertThat(count("SELECT next_offset FROM telegram_checkpoint WHERE bot_id = 5151 AND bot_name = 'sales'")).isEqualTo(2);
+        assertThat(count("SELECT count(DISTINCT bot_id) FROM telegram_poll_lease")).isEqualTo(2);
+        assertThat(simulator.violations()).isEmpty();
+    }
+
+    @Test
+    void aForeignGetUpdatesDisplacesTheWaitingPollWhichBacksOffAndCarriesOn() throws Exception {
+        try (TelegramIntake intake = new TelegramIntake(simulator).property("telegram.bot-token", token)
+                .route("main", "?timeout=3&leaseSeconds=10&backoffBaseMillis=50&backoffCapMillis=400", false).start()) {
+            await("polling", WAIT, () -> simulator.requests().stream().anyMatch(r -> r.method().equals("getUpdates")));
+            Thread.sleep(300);
+            // A diagnostic poll from elsewhere; offset 0 confirms nothing.
+            try {
+                new BotApiClient(simulator.url(), io.chatintake.config.Secret.of(token)).getUpdates(0, 1, 1, List.of());
+            } catch (BotApiException e) {
+                // the poller's next request, newer still, displaced this one in turn
+                assertThat(e.kind()).isEqualTo(BotApiException.Kind.CONFLICT_OTHER_POLLER);
+            }
+            await("the 409 is reported", WAIT, () -> messages().stream().anyMatch(m -> m.contains("another getUpdates request is running")));
+            simulator.enqueueText(token, 4, "still flowing");
+            await("stored", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 1);
+        }
+        assertThat(simulator.conflicts(token)).isGreaterThanOrEqualTo(1);
+    }
+
+    @Test
     void aPollerSilentForMoreThan24HoursRecordsAPossibleLossWindow() throws Exception {
         AdjustableClock clock = new AdjustableClock();
         try (TelegramIntake intake = new TelegramIntake(simulator, clock).property("telegram.bot-token", token)
