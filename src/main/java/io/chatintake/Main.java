@@ -3,6 +3,7 @@ package io.chatintake;
 import io.chatintake.config.ConfigurationException;
 import io.chatintake.config.Settings;
 import io.chatintake.ops.TelegramCommands;
+import io.chatintake.ops.WorkCommands;
 import java.io.PrintStream;
 import java.nio.file.Path;
 import java.util.Arrays;
@@ -33,6 +34,9 @@ public final class Main {
                 }
                 case "telegram" -> {
                     return new TelegramCommands(loadSettings(), out).run(args.subList(1, args.size()));
+                }
+                case "work" -> {
+                    return new WorkCommands(loadSettings(), out).run(args.subList(1, args.size()));
                 }
                 case "config" -> {
                     Settings settings = loadSettings();
@@ -68,6 +72,9 @@ public final class Main {
                 "  run       run the intake (the default)",
                 "  telegram status                          per bot: next offset, last poll, counts, lease, pending, loss windows",
                 "  telegram switch-to-polling --bot NAME    deleteWebhook keeping queued updates, then confirm",
+                "  work status                              stored work by kind and state, parked items, effects to reconcile",
+                "  work retry --id N | --all-parked         put parked work back to pending",
+                "  work replay --kind K --since T           run done work of kind K created since T again (explicit only)",
                 "  config    print the effective configuration, secrets redacted",
                 "  help      this text",
                 "configuration: config/application.properties (or $" + CONFIG_FILE_ENV + "), each key overridable by",

@@ -6,14 +6,18 @@ import io.chatintake.store.Database;
 import io.chatintake.store.DatabaseHealthCheck;
 import io.chatintake.store.EmbeddedDatabase;
 import io.chatintake.store.Migrations;
+import io.chatintake.telegram.TelegramWorkSource;
+import io.chatintake.work.EffectGuard;
+import io.chatintake.work.WorkDispatcher;
+import io.chatintake.work.WorkQueue;
+import io.chatintake.ops.MeterRegistryLookup;
 import java.io.IOException;
-import java.lang.management.ManagementFactory;
-import java.net.InetAddress;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -86,6 +90,9 @@ public final class Runner {
     private static Main camelMain(Settings settings, Database database, int port, Path routesDir, boolean reload) {
         Main camel = new Main();
         camel.bind("dataSource", database.dataSource());
+        camel.bind("effectGuard", new EffectGuard(database.dataSource()));
+        WorkDispatcher.Options workOptions = WorkDispatcher.Options.from(settings);
+        WorkDispatcher[] dispatcher = new WorkDispatcher[1];
 
         // Every key of the configuration file can be used as a {{placeholder}} in YAML routes.
         settings.describe().keySet().forEach(key -> settings.get(key).ifPresent(v -> camel.addInitialProperty(key, v)));
@@ -127,6 +134,10 @@ public final class Runner {
             @Override
             public void afterStart(BaseMainSupport main) {
                 CamelContext context = main.getCamelContext();
+                dispatcher[0] = new WorkDispatcher(context, new WorkQueue(database.dataSource()),
+                        List.of(new TelegramWorkSource("direct:telegram-update")), workOptions, MeterRegistryLookup.of(context));
+                context.getRegistry().bind("workDispatcher", dispatcher[0]);
+                dispatcher[0].start();
                 LOG.info("routes: {} running from {}/*.yaml and built-ins: {}", context.getRoutes().size(), routesDir,
                         context.getRoutes().stream().map(Route::getRouteId).sorted().collect(Collectors.joining(", ")));
                 LOG.info("http: listening on port {}; health at /observe/health, metrics at /observe/metrics", port);
@@ -136,6 +147,9 @@ public final class Runner {
             @Override
             public void beforeStop(BaseMainSupport main) {
                 LOG.info("chat-intake stopping: finishing in-flight work, then closing the database");
+                if (dispatcher[0] != null) {
+                    dispatcher[0].stop();
+                }
             }
 
             @Override
@@ -150,7 +164,7 @@ public final class Runner {
     private static void recordStart(Database database) {
         try (Connection c = database.dataSource().getConnection();
              PreparedStatement ps = c.prepareStatement("INSERT INTO runner_start (host, pid, version) VALUES (?, ?, ?)")) {
-            ps.setString(1, hostName());
+            ps.setString(1, ProcessIdentity.host());
             ps.setLong(2, ProcessHandle.current().pid());
             ps.setString(3, version());
             ps.executeUpdate();
@@ -159,13 +173,6 @@ public final class Runner {
         }
     }
 
-    private static String hostName() {
-        try {
-            return InetAddress.getLocalHost().getHostName();
-        } catch (Exception e) {
-            return ManagementFactory.getRuntimeMXBean().getName();
-        }
-    }
 
     static String version() {
         String v = Runner.class.getPackage().getImplementationVersion();

@@ -30,7 +30,7 @@ public final class TelegramInbox {
     }
 
     /** An update this transaction stored for the first time: hand it to the route. */
-    public record StoredUpdate(long rowId, long updateId, int generation, String type, String json) {
+    public record StoredUpdate(long rowId, long updateId, int generation, String type, String json, long workItemId) {
     }
 
     public record StoredBatch(List<StoredUpdate> stored, int duplicates, long nextOffset) {
@@ -45,17 +45,35 @@ public final class TelegramInbox {
 
     // An identical payload already stored under the id is a redelivery; a different one is a new
     // update that reuses an old id (Telegram restarts ids after a week idle) and gets the next generation.
+    // Each new update becomes a work item in the same statement: stored means scheduled.
     private static final String INSERT_BATCH = """
-            INSERT INTO telegram_update (bot_id, update_id, generation, update_type, payload)
-            SELECT ?, i.update_id,
-                   COALESCE((SELECT max(t.generation) + 1 FROM telegram_update t
-                              WHERE t.bot_id = ? AND t.update_id = i.update_id), 0),
-                   i.update_type, i.payload::jsonb
-              FROM unnest(?::bigint[], ?::text[], ?::text[]) AS i(update_id, update_type, payload)
-             WHERE NOT EXISTS (SELECT 1 FROM telegram_update t
-                                WHERE t.bot_id = ? AND t.update_id = i.update_id AND t.payload = i.payload::jsonb)
-            ON CONFLICT ON CONSTRAINT telegram_update_key DO NOTHING
-            RETURNING id, update_id, generation, update_type""";
+            WITH inserted AS (
+                INSERT INTO telegram_update (bot_id, update_id, generation, update_type, payload)
+                SELECT ?, i.update_id,
+                       COALESCE((SELECT max(t.generation) + 1 FROM telegram_update t
+                                  WHERE t.bot_id = ? AND t.update_id = i.update_id), 0),
+                       i.update_type, i.payload::jsonb
+                  FROM unnest(?::bigint[], ?::text[], ?::text[]) WITH ORDINALITY AS i(update_id, update_type, payload, n)
+                 WHERE NOT EXISTS (SELECT 1 FROM telegram_update t
+                                    WHERE t.bot_id = ? AND t.update_id = i.update_id AND t.payload = i.payload::jsonb)
+                 ORDER BY i.n
+                ON CONFLICT ON CONSTRAINT telegram_update_key DO NOTHING
+                RETURNING id, bot_id, update_id, generation, update_type, payload),
+            work AS (
+                INSERT INTO work_item (kind, source_key, source_id, chat_key)
+                SELECT 'telegram-update',
+                       bot_id || ':' || update_id || CASE WHEN generation = 0 THEN '' ELSE ':' || generation END,
+                       id,
+                       bot_id || ':' || COALESCE(payload #>> '{message,chat,id}', payload #>> '{edited_message,chat,id}',
+                                                 payload #>> '{channel_post,chat,id}', payload #>> '{edited_channel_post,chat,id}',
+                                                 payload #>> '{business_message,chat,id}', payload #>> '{callback_query,message,chat,id}',
+                                                 payload #>> '{message_reaction,chat,id}', payload #>> '{my_chat_member,chat,id}',
+                                                 payload #>> '{chat_member,chat,id}')
+                  FROM inserted ORDER BY id
+                ON CONFLICT ON CONSTRAINT work_item_source DO NOTHING
+                RETURNING id, source_id)
+            SELECT i.id, i.update_id, i.generation, i.update_type, w.id
+              FROM inserted i LEFT JOIN work w ON w.source_id = i.id""";
 
     private static final String ADVANCE = """
             UPDATE telegram_checkpoint
@@ -124,7 +142,7 @@ public final class TelegramInbox {
                 Map<Long, String> sent = new HashMap<>();
                 batch.forEach(u -> sent.put(u.updateId(), u.json()));
                 while (rs.next()) {
-                    stored.add(new StoredUpdate(rs.getLong(1), rs.getLong(2), rs.getInt(3), rs.getString(4), sent.get(rs.getLong(2))));
+                    stored.add(new StoredUpdate(rs.getLong(1), rs.getLong(2), rs.getInt(3), rs.getString(4), sent.get(rs.getLong(2)), rs.getLong(5)));
                 }
             }
         }

@@ -1,22 +1,22 @@
 package io.chatintake.telegram;
 
 import io.chatintake.CrashPoint;
+import io.chatintake.ProcessIdentity;
 import io.chatintake.config.Secret;
 import io.chatintake.config.Settings;
-import io.micrometer.core.instrument.MeterRegistry;
-import io.micrometer.core.instrument.Metrics;
-import java.net.InetAddress;
+import io.chatintake.ops.MeterRegistryLookup;
+import io.chatintake.work.Backoff;
+import io.chatintake.work.WorkDispatcher;
 import java.sql.SQLException;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
-import java.util.UUID;
 import javax.sql.DataSource;
-import org.apache.camel.CamelContext;
 import org.apache.camel.Exchange;
-import org.apache.camel.Message;
 import org.apache.camel.Processor;
 import org.apache.camel.support.DefaultConsumer;
 import org.slf4j.Logger;
@@ -43,8 +43,8 @@ public class TelegramInboxConsumer extends DefaultConsumer {
     public static final String UPDATE_ID = "TelegramUpdateId";
     public static final String UPDATE_TYPE = "TelegramUpdateType";
     public static final String INBOX_ROW_ID = "TelegramInboxRowId";
-    /** {@code <bot id>:<update id>[:<generation>]}: what a handler's side effects are keyed by. */
-    public static final String IDEMPOTENCY_KEY = "IdempotencyKey";
+    /** The chat the update belongs to, when it has one (also usable as camel-telegram's chat id). */
+    public static final String CHAT_ID = "TelegramChatId";
 
     private static final Duration REJECTED_TOKEN_RECHECK = Duration.ofMinutes(1);
     private static final Duration WEBHOOK_RECHECK = Duration.ofMinutes(1);
@@ -87,8 +87,8 @@ public class TelegramInboxConsumer extends DefaultConsumer {
         checkpoints = new OffsetCheckpoint(dataSource);
         inbox = new TelegramInbox(dataSource);
         lossWindows = new LossWindow(dataSource);
-        metrics = new TelegramMetrics(meterRegistry(endpoint.getCamelContext()), bot, clock);
-        holder = holderName();
+        metrics = new TelegramMetrics(MeterRegistryLookup.of(endpoint.getCamelContext()), bot, clock);
+        holder = ProcessIdentity.name();
         running = true;
         loop = new Thread(this::pollLoop, "telegram-inbox-" + bot);
         loop.start();
@@ -280,28 +280,45 @@ public class TelegramInboxConsumer extends DefaultConsumer {
         }
     }
 
+    /**
+     * Hands the newly stored updates to the route. With a work dispatcher (the runner has one)
+     * they go through it, so the outcome is recorded and a failure is retried from storage;
+     * without one (the component on its own) the route just runs.
+     */
     private void emit(BotApiClient.BotIdentity identity, List<TelegramInbox.StoredUpdate> stored) {
+        Map<Long, TelegramInbox.StoredUpdate> byWorkItem = new HashMap<>();
+        stored.forEach(u -> byWorkItem.put(u.workItemId(), u));
+        WorkDispatcher dispatcher = getEndpoint().getCamelContext().getRegistry().findSingleByType(WorkDispatcher.class);
+        if (dispatcher != null) {
+            dispatcher.runNow(List.copyOf(byWorkItem.keySet()).stream().sorted().toList(),
+                    item -> exchangeFor(identity, byWorkItem.get(item.id())), this::runRoute);
+            return;
+        }
         for (TelegramInbox.StoredUpdate update : stored) {
-            Exchange exchange = createExchange(false);
-            Message message = exchange.getMessage();
-            message.setBody(update.json());
-            message.setHeader(BOT_NAME, bot);
-            message.setHeader(BOT_ID, identity.id());
-            message.setHeader(UPDATE_ID, update.updateId());
-            message.setHeader(UPDATE_TYPE, update.type());
-            message.setHeader(INBOX_ROW_ID, update.rowId());
-            message.setHeader(IDEMPOTENCY_KEY, identity.id() + ":" + update.updateId()
+            Exchange exchange = exchangeFor(identity, update);
+            exchange.getMessage().setHeader(WorkDispatcher.IDEMPOTENCY_KEY, identity.id() + ":" + update.updateId()
                     + (update.generation() == 0 ? "" : ":" + update.generation()));
             try {
-                getProcessor().process(exchange);
+                runRoute(exchange);
             } catch (Exception e) {
                 exchange.setException(e);
             }
-            if (exchange.getException() != null) {
-                LOG.warn("telegram bot '{}': route failed for update {} ({}); it stays stored as inbox row {} for the work dispatcher",
-                        bot, update.updateId(), exchange.getException().getMessage(), update.rowId());
-            }
             releaseExchange(exchange, false);
+        }
+    }
+
+    private Exchange exchangeFor(BotApiClient.BotIdentity identity, TelegramInbox.StoredUpdate update) {
+        Exchange exchange = createExchange(false);
+        TelegramUpdateMessage.fill(exchange.getMessage(), bot, identity.id(), update.updateId(), update.type(), update.rowId(), update.json());
+        return exchange;
+    }
+
+    private void runRoute(Exchange exchange) throws Exception {
+        getProcessor().process(exchange);
+        if (exchange.getException() != null) {
+            LOG.warn("telegram bot '{}': route failed for update {} ({}); it stays stored as inbox row {} and is retried from there",
+                    bot, exchange.getMessage().getHeader(UPDATE_ID), exchange.getException().getMessage(),
+                    exchange.getMessage().getHeader(INBOX_ROW_ID));
         }
     }
 
@@ -330,23 +347,5 @@ public class TelegramInboxConsumer extends DefaultConsumer {
 
     private static Duration standbyInterval(Duration leaseDuration) {
         return Duration.ofMillis(Math.min(2000, leaseDuration.toMillis() / 4));
-    }
-
-    private static MeterRegistry meterRegistry(CamelContext context) {
-        MeterRegistry registry = context.getRegistry().lookupByNameAndType("metricsRegistry", MeterRegistry.class);
-        if (registry == null) {
-            registry = context.getRegistry().findSingleByType(MeterRegistry.class);
-        }
-        return registry != null ? registry : Metrics.globalRegistry;
-    }
-
-    private static String holderName() {
-        String host;
-        try {
-            host = InetAddress.getLocalHost().getHostName();
-        } catch (Exception e) {
-            host = "unknown-host";
-        }
-        return host + ":" + ProcessHandle.current().pid() + ":" + UUID.randomUUID().toString().substring(0, 8);
     }
 }

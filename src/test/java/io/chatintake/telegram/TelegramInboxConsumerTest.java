@@ -77,7 +77,7 @@ class TelegramInboxConsumerTest {
                 .route("main", FAST, true).start()) {
             await("two exchanges", WAIT, () -> intake.received.size() == 2);
             await("confirmed", WAIT, () -> simulator.queued(token) == 0);
-            assertThat(intake.received.get(0).getMessage().getHeader(TelegramInboxConsumer.IDEMPOTENCY_KEY)).isEqualTo("4242:1");
+            assertThat(intake.received.get(0).getMessage().getHeader(io.chatintake.work.WorkDispatcher.IDEMPOTENCY_KEY)).isEqualTo("4242:1");
             assertThat(intake.received.get(1).getMessage().getHeader(TelegramInboxConsumer.UPDATE_TYPE)).isEqualTo("message");
             assertThat(intake.received.get(1).getMessage().getBody(String.class)).contains("\"text\":\"two\"");
         }

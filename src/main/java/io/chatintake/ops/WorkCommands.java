@@ -1,0 +1,98 @@
+package io.chatintake.ops;
+
+import io.chatintake.config.ConfigurationException;
+import io.chatintake.config.Settings;
+import io.chatintake.store.Database;
+import io.chatintake.store.Migrations;
+import io.chatintake.work.WorkQueue;
+import java.io.PrintStream;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.time.Instant;
+import java.time.format.DateTimeParseException;
+import java.util.List;
+
+/** {@code work status}, {@code work retry}, {@code work replay}: the stored work as an operator sees it. */
+public final class WorkCommands {
+    private final Settings settings;
+    private final PrintStream out;
+
+    public WorkCommands(Settings settings, PrintStream out) {
+        this.settings = settings;
+        this.out = out;
+    }
+
+    public int run(List<String> args) {
+        String sub = args.isEmpty() ? "status" : args.get(0);
+        try (Database database = Database.openForCommand(settings)) {
+            Migrations.apply(database.dataSource());
+            WorkQueue queue = new WorkQueue(database.dataSource());
+            return switch (sub) {
+                case "status" -> status(database);
+                case "retry" -> {
+                    Long id = option(args, "--id").map(Long::parseLong).orElse(null);
+                    if (id == null && !args.contains("--all-parked")) {
+                        throw new ConfigurationException("work retry needs --id N (one item) or --all-parked");
+                    }
+                    out.printf("%d item(s) back to pending%n", queue.retry(id));
+                    yield 0;
+                }
+                case "replay" -> {
+                    String kind = option(args, "--kind").orElseThrow(() -> new ConfigurationException("work replay needs --kind K --since T"));
+                    Instant since = option(args, "--since").map(WorkCommands::instant)
+                            .orElseThrow(() -> new ConfigurationException("work replay needs --since T (e.g. 2026-11-30T00:00:00Z)"));
+                    out.printf("%d done item(s) of kind %s since %s will run again%n", queue.replay(kind, since), kind, since);
+                    yield 0;
+                }
+                default -> throw new ConfigurationException("unknown work command '" + sub + "' (status, retry, replay)");
+            };
+        } catch (SQLException e) {
+            throw new ConfigurationException("cannot read the work tables: " + e.getMessage(), e);
+        }
+    }
+
+    private int status(Database database) throws SQLException {
+        try (Connection c = database.dataSource().getConnection()) {
+            out.println("work items by kind and state:");
+            query(c, "SELECT kind, state, count(*) FROM work_item GROUP BY kind, state ORDER BY kind, state",
+                    rs -> out.printf("  %-18s %-8s %d%n", rs.getString(1), rs.getString(2), rs.getLong(3)));
+            query(c, "SELECT min(next_attempt_at) FROM work_item WHERE state IN ('pending', 'failed')",
+                    rs -> out.printf("oldest due item: %s%n", rs.getTimestamp(1) == null ? "none" : rs.getTimestamp(1).toInstant()));
+            out.println("parked items (work retry --id N, or --all-parked):");
+            query(c, "SELECT id, kind, source_key, attempts, last_error FROM work_item WHERE state = 'parked' ORDER BY id LIMIT 50",
+                    rs -> out.printf("  #%d %s %s after %d attempt(s): %s%n", rs.getLong(1), rs.getString(2), rs.getString(3),
+                            rs.getInt(4), rs.getString(5)));
+            out.println("effects awaiting reconciliation (started, never recorded done):");
+            query(c, "SELECT effect_key, work_item_id, started_at FROM outbound_effect WHERE state = 'started' ORDER BY started_at LIMIT 50",
+                    rs -> out.printf("  %s (work item %s) started %s%n", rs.getString(1), rs.getString(2), rs.getTimestamp(3).toInstant()));
+        }
+        return 0;
+    }
+
+    private interface Row {
+        void print(ResultSet rs) throws SQLException;
+    }
+
+    private static void query(Connection c, String sql, Row row) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(sql); ResultSet rs = ps.executeQuery()) {
+            while (rs.next()) {
+                row.print(rs);
+            }
+        }
+    }
+
+    private static java.util.Optional<String> option(List<String> args, String name) {
+        int i = args.indexOf(name);
+        return i >= 0 && i + 1 < args.size() ? java.util.Optional.of(args.get(i + 1)) : java.util.Optional.empty();
+    }
+
+    private static Instant instant(String text) {
+        try {
+            return Instant.parse(text);
+        } catch (DateTimeParseException e) {
+            throw new ConfigurationException("--since must be an ISO-8601 instant such as 2026-11-30T00:00:00Z, got '" + text + "'");
+        }
+    }
+}

@@ -1,0 +1,277 @@
+package io.chatintake.work;
+
+import io.chatintake.ProcessIdentity;
+import io.chatintake.config.Settings;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Timer;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Function;
+import java.util.stream.Collectors;
+import org.apache.camel.CamelContext;
+import org.apache.camel.Exchange;
+import org.apache.camel.Message;
+import org.apache.camel.ProducerTemplate;
+import org.apache.camel.support.DefaultExchange;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Runs the handler route of every stored work item and records the outcome in the same database:
+ * done, or failed with exponential backoff and jitter, or parked after the last attempt. Any number
+ * of processes can run one; claims keep an item with one worker at a time, and a worker that dies
+ * leaves a claim that expires, so the item runs again.
+ * <p>
+ * Intake hands freshly stored items over at once ({@link #runNow}); the background workers are
+ * what guarantees the work happens: whatever the fast path did not finish, they find.
+ */
+public final class WorkDispatcher {
+    private static final Logger LOG = LoggerFactory.getLogger(WorkDispatcher.class);
+
+    public static final String IDEMPOTENCY_KEY = "IdempotencyKey";
+    public static final String WORK_ITEM_ID = "WorkItemId";
+    public static final String WORK_KIND = "WorkKind";
+    public static final String WORK_ATTEMPT = "WorkAttempt";
+    private static final int CLAIM_BATCH = 10;
+    private static final Duration DEPTH_REFRESH = Duration.ofSeconds(5);
+
+    public record Options(int concurrency, int maxAttempts, Duration backoffBase, Duration backoffCap, Duration claim,
+                          Duration pollInterval, Set<String> orderedKinds) {
+        public static Options from(Settings settings) {
+            return new Options(
+                    settings.getInt("work.concurrency", 4),
+                    settings.getInt("work.max-attempts", 8),
+                    Duration.ofMillis(settings.getLong("work.backoff-base-millis", 1000)),
+                    Duration.ofMillis(settings.getLong("work.backoff-cap-millis", 300_000)),
+                    Duration.ofSeconds(settings.getLong("work.claim-seconds", 120)),
+                    Duration.ofMillis(settings.getLong("work.poll-interval-millis", 500)),
+                    Arrays.stream(settings.get("work.ordered-kinds", "telegram-update").split(","))
+                            .map(String::trim).filter(s -> !s.isEmpty()).collect(Collectors.toSet()));
+        }
+    }
+
+    private final CamelContext camel;
+    private final WorkQueue queue;
+    private final Map<String, WorkSource> sources;
+    private final Options options;
+    private final Backoff backoff;
+    private final String worker = ProcessIdentity.name();
+    private final MeterRegistry registry;
+    private final Map<String, AtomicLong> depth = new ConcurrentHashMap<>();
+    private final Object idle = new Object();
+    private final List<Thread> threads = new ArrayList<>();
+    private volatile boolean running;
+    private ProducerTemplate producer;
+    private Instant lastDepthRefresh = Instant.EPOCH;
+
+    public WorkDispatcher(CamelContext camel, WorkQueue queue, List<WorkSource> sources, Options options, MeterRegistry registry) {
+        this.camel = camel;
+        this.queue = queue;
+        this.sources = sources.stream().collect(Collectors.toMap(WorkSource::kind, s -> s));
+        this.options = options;
+        this.backoff = new Backoff(options.backoffBase(), options.backoffCap());
+        this.registry = registry;
+    }
+
+    public synchronized void start() {
+        if (running) {
+            return;
+        }
+        running = true;
+        producer = camel.createProducerTemplate();
+        for (int i = 0; i < options.concurrency(); i++) {
+            Thread thread = new Thread(this::workLoop, "work-dispatcher-" + i);
+            thread.setDaemon(true);
+            threads.add(thread);
+            thread.start();
+        }
+        LOG.info("work: {} dispatcher thread(s) for {}; at most {} attempts, then parked; claims last {} s",
+                options.concurrency(), sources.keySet(), options.maxAttempts(), options.claim().toSeconds());
+    }
+
+    /** Lets running handlers finish; their outcomes are recorded before this returns. */
+    public synchronized void stop() {
+        running = false;
+        synchronized (idle) {
+            idle.notifyAll();
+        }
+        for (Thread thread : threads) {
+            try {
+                thread.join(TimeUnit.SECONDS.toMillis(30));
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+        threads.clear();
+    }
+
+    /** Wakes the workers: new items were stored. */
+    public void nudge() {
+        synchronized (idle) {
+            idle.notifyAll();
+        }
+    }
+
+    /**
+     * The fast path: claims these just-stored items (unless an earlier item of their chat is
+     * unfinished) and runs each through {@code process} on the caller's thread. Items not claimed
+     * here are left for the workers.
+     */
+    public void runNow(List<Long> itemIds, Function<WorkItem, Exchange> newExchange, ExchangeProcessor process) {
+        try {
+            for (WorkItem item : queue.claimIds(itemIds, worker, options.claim(), options.orderedKinds())) {
+                Exchange exchange = newExchange.apply(item);
+                setWorkHeaders(exchange.getMessage(), item);
+                execute(item, exchange, process);
+            }
+        } catch (SQLException e) {
+            LOG.warn("work: could not claim freshly stored items ({}); the dispatcher runs them", e.getMessage());
+        }
+        nudge();
+    }
+
+    @FunctionalInterface
+    public interface ExchangeProcessor {
+        void process(Exchange exchange) throws Exception;
+    }
+
+    private void workLoop() {
+        while (running) {
+            List<WorkItem> claimed;
+            try {
+                refreshDepth();
+                claimed = queue.claim(CLAIM_BATCH, worker, options.claim(), options.orderedKinds());
+            } catch (SQLException e) {
+                LOG.warn("work: cannot claim work ({}); retrying", e.getMessage());
+                claimed = List.of();
+            }
+            for (WorkItem item : claimed) {
+                WorkSource source = sources.get(item.kind());
+                Exchange exchange = new DefaultExchange(camel);
+                setWorkHeaders(exchange.getMessage(), item);
+                if (source == null) {
+                    exchange.setException(new IllegalStateException("no handler is configured for work of kind " + item.kind()));
+                    record(item, exchange, 0);
+                    continue;
+                }
+                try (Connection c = queue.dataSource().getConnection()) {
+                    source.load(c, item, exchange.getMessage());
+                } catch (SQLException e) {
+                    exchange.setException(e);
+                    record(item, exchange, 0);
+                    continue;
+                }
+                execute(item, exchange, ex -> producer.send(source.endpointUri(), ex));
+            }
+            if (claimed.isEmpty()) {
+                synchronized (idle) {
+                    if (running) {
+                        try {
+                            idle.wait(options.pollInterval().toMillis());
+                        } catch (InterruptedException e) {
+                            Thread.currentThread().interrupt();
+                            return;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    private void execute(WorkItem item, Exchange exchange, ExchangeProcessor process) {
+        long start = System.nanoTime();
+        try {
+            process.process(exchange);
+        } catch (Exception e) {
+            exchange.setException(e);
+        }
+        record(item, exchange, System.nanoTime() - start);
+    }
+
+    private void record(WorkItem item, Exchange exchange, long nanos) {
+        Exception error = exchange.getException();
+        String outcome;
+        try {
+            if (error == null) {
+                outcome = queue.done(item, worker) ? "done" : "claim-lost";
+            } else if (exchange.getException(EffectGuard.UnconfirmedEffectException.class) != null) {
+                outcome = queue.parked(item, worker, describe(error)) ? "parked" : "claim-lost";
+                LOG.warn("work: item {} ({} {}) parked for reconciliation: {}", item.id(), item.kind(), item.sourceKey(), describe(error));
+            } else if (item.attempts() >= options.maxAttempts()) {
+                outcome = queue.parked(item, worker, describe(error)) ? "parked" : "claim-lost";
+                LOG.warn("work: item {} ({} {}) parked after {} attempts: {}", item.id(), item.kind(), item.sourceKey(), item.attempts(), describe(error));
+            } else {
+                Duration wait = backoff.delayAfter(item.attempts());
+                outcome = queue.failed(item, worker, describe(error), Instant.now().plus(wait)) ? "failed" : "claim-lost";
+                LOG.info("work: item {} ({} {}) failed attempt {} of {}, next in {} ms: {}", item.id(), item.kind(),
+                        item.sourceKey(), item.attempts(), options.maxAttempts(), wait.toMillis(), describe(error));
+            }
+        } catch (SQLException e) {
+            // The claim expires and the item runs again: handlers are guarded for that.
+            LOG.warn("work: outcome of item {} not recorded ({}); it runs again after its claim expires", item.id(), e.getMessage());
+            outcome = "unrecorded";
+        }
+        if ("claim-lost".equals(outcome)) {
+            LOG.warn("work: item {} ran longer than its claim ({} s) and was taken by another worker; outcome not recorded",
+                    item.id(), options.claim().toSeconds());
+        }
+        Timer.builder("chat_intake_work_handler_seconds").tag("kind", item.kind()).tag("outcome", outcome)
+                .register(registry).record(nanos, TimeUnit.NANOSECONDS);
+        Counter.builder("chat_intake_work_attempts").tag("kind", item.kind()).register(registry).increment();
+    }
+
+    private static void setWorkHeaders(Message message, WorkItem item) {
+        message.setHeader(IDEMPOTENCY_KEY, item.sourceKey());
+        message.setHeader(WORK_ITEM_ID, item.id());
+        message.setHeader(WORK_KIND, item.kind());
+        message.setHeader(WORK_ATTEMPT, item.attempts());
+    }
+
+    private static String describe(Throwable error) {
+        Throwable cause = error;
+        while (cause.getCause() != null && cause.getCause() != cause && cause.getMessage() == null) {
+            cause = cause.getCause();
+        }
+        String text = cause.getClass().getSimpleName() + (cause.getMessage() == null ? "" : ": " + cause.getMessage());
+        return text.length() > 1000 ? text.substring(0, 1000) : text;
+    }
+
+    /** Depth by kind and state, for the metrics; read at most every few seconds, not per scrape. */
+    private void refreshDepth() {
+        synchronized (depth) {
+            if (Duration.between(lastDepthRefresh, Instant.now()).compareTo(DEPTH_REFRESH) < 0) {
+                return;
+            }
+            lastDepthRefresh = Instant.now();
+        }
+        try (Connection c = queue.dataSource().getConnection(); PreparedStatement ps = c.prepareStatement(
+                "SELECT kind, state, count(*) FROM work_item GROUP BY kind, state"); ResultSet rs = ps.executeQuery()) {
+            depth.values().forEach(v -> v.set(0));
+            while (rs.next()) {
+                String kind = rs.getString(1);
+                String state = rs.getString(2);
+                depth.computeIfAbsent(kind + "|" + state, k -> {
+                    AtomicLong value = new AtomicLong();
+                    Gauge.builder("chat_intake_work_items", value, AtomicLong::get).tag("kind", kind).tag("state", state).register(registry);
+                    return value;
+                }).set(rs.getLong(3));
+            }
+        } catch (SQLException e) {
+            LOG.debug("work: depth not refreshed: {}", e.getMessage());
+        }
+    }
+}

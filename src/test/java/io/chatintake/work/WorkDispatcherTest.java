@@ -1,0 +1,224 @@
+package io.chatintake.work;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.chatintake.telegram.BotApiClient;
+import io.chatintake.telegram.OffsetCheckpoint;
+import io.chatintake.telegram.PollLease;
+import io.chatintake.telegram.TelegramInbox;
+import io.chatintake.telegram.TelegramWorkSource;
+import io.chatintake.testkit.TestDatabase;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.Statement;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.BooleanSupplier;
+import javax.sql.DataSource;
+import org.apache.camel.CamelContext;
+import org.apache.camel.builder.RouteBuilder;
+import org.apache.camel.impl.DefaultCamelContext;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+@ExtendWith(TestDatabase.class)
+class WorkDispatcherTest {
+    private static final Duration WAIT = Duration.ofSeconds(30);
+    private static final long BOT = 31;
+
+    private final DataSource dataSource = TestDatabase.dataSource();
+    private final CamelContext camel = new DefaultCamelContext();
+    private final List<String> handled = new CopyOnWriteArrayList<>();
+    private final Map<String, AtomicInteger> failuresLeft = new ConcurrentHashMap<>();
+    private final AtomicInteger effectsPerformed = new AtomicInteger();
+    private final List<Instant> attemptTimes = new CopyOnWriteArrayList<>();
+    private WorkDispatcher dispatcher;
+    private PollLease.Held lease;
+
+    @BeforeEach
+    void start() throws Exception {
+        camel.getRegistry().bind("effectGuard", new EffectGuard(dataSource));
+        camel.addRoutes(new RouteBuilder() {
+            @Override
+            public void configure() {
+                from("direct:telegram-update").process(exchange -> {
+                    String key = exchange.getMessage().getHeader(WorkDispatcher.IDEMPOTENCY_KEY, String.class);
+                    attemptTimes.add(Instant.now());
+                    AtomicInteger left = failuresLeft.get(key);
+                    if (left != null && left.getAndDecrement() > 0) {
+                        throw new IllegalStateException("handler failure for " + key);
+                    }
+                    handled.add(key);
+                });
+                from("direct:guarded").bean("effectGuard", "begin").process(e -> effectsPerformed.incrementAndGet())
+                        .process(e -> {
+                            if (e.getMessage().getHeader("CrashAfterEffect", false, Boolean.class)) {
+                                throw new IllegalStateException("died after the effect, before recording it");
+                            }
+                        })
+                        .bean("effectGuard", "complete");
+            }
+        });
+        camel.start();
+        new OffsetCheckpoint(dataSource).load(BOT, "work-test");
+        lease = new PollLease(dataSource).tryAcquire(BOT, "work-test", Duration.ofMinutes(5)).orElseThrow();
+    }
+
+    @AfterEach
+    void stop() {
+        if (dispatcher != null) {
+            dispatcher.stop();
+        }
+        camel.stop();
+    }
+
+    private void startDispatcher(int maxAttempts) {
+        dispatcher = new WorkDispatcher(camel, new WorkQueue(dataSource), List.of(new TelegramWorkSource("direct:telegram-update")),
+                new WorkDispatcher.Options(2, maxAttempts, Duration.ofMillis(200), Duration.ofMillis(800), Duration.ofSeconds(30),
+                        Duration.ofMillis(50), Set.of("telegram-update")), new SimpleMeterRegistry());
+        dispatcher.start();
+    }
+
+    private TelegramInbox.StoredBatch store(long chatId, long... updateIds) throws Exception {
+        List<BotApiClient.RawUpdate> batch = new ArrayList<>();
+        for (long id : updateIds) {
+            batch.add(new BotApiClient.RawUpdate(id, "message",
+                    "{\"update_id\":" + id + ",\"message\":{\"chat\":{\"id\":" + chatId + "},\"text\":\"u" + id + "\"}}"));
+        }
+        return new TelegramInbox(dataSource).store(lease, Duration.ofMinutes(5), batch);
+    }
+
+    @Test
+    void aHandlerFailingTwiceIsDoneAfterThreeAttemptsWithBackoffBetween() throws Exception {
+        failuresLeft.put(BOT + ":1", new AtomicInteger(2));
+        store(1, 1);
+        startDispatcher(5);
+
+        await(() -> handled.contains(BOT + ":1"));
+        await(() -> "done".equals(string("SELECT state FROM work_item")));
+        assertThat(number("SELECT attempts FROM work_item")).isEqualTo(3);
+        assertThat(attemptTimes).hasSize(3);
+        // Backoff waits at least half of base * 2^(n-1): 100 ms, then 200 ms.
+        assertThat(Duration.between(attemptTimes.get(0), attemptTimes.get(1))).isGreaterThanOrEqualTo(Duration.ofMillis(100));
+        assertThat(Duration.between(attemptTimes.get(1), attemptTimes.get(2))).isGreaterThanOrEqualTo(Duration.ofMillis(200));
+    }
+
+    @Test
+    void aHandlerThatAlwaysFailsIsParkedAfterTheMaximumWithItsError() throws Exception {
+        failuresLeft.put(BOT + ":7", new AtomicInteger(Integer.MAX_VALUE));
+        store(1, 7);
+        startDispatcher(3);
+
+        await(() -> "parked".equals(string("SELECT state FROM work_item")));
+        assertThat(number("SELECT attempts FROM work_item")).isEqualTo(3);
+        assertThat(string("SELECT last_error FROM work_item")).contains("handler failure for 31:7");
+        Thread.sleep(500);
+        assertThat(attemptTimes).as("a parked item does not run again").hasSize(3);
+    }
+
+    @Test
+    void perChatOrderHoldsUnderRetriesAndAFailingHeadHoldsOnlyItsChat() throws Exception {
+        failuresLeft.put(BOT + ":1", new AtomicInteger(2));
+        store(100, 1, 2, 3);
+        store(200, 4);
+        startDispatcher(5);
+
+        await(() -> handled.size() == 4);
+        List<String> chat100 = handled.stream().filter(k -> List.of(BOT + ":1", BOT + ":2", BOT + ":3").contains(k)).toList();
+        assertThat(chat100).containsExactly(BOT + ":1", BOT + ":2", BOT + ":3");
+        assertThat(handled.indexOf(BOT + ":4")).as("the other chat is not held").isLessThan(handled.indexOf(BOT + ":1"));
+    }
+
+    @Test
+    void aTelegramUpdateRedeliveredAfterACrashDoesNotRunItsHandlerAgain() throws Exception {
+        store(5, 10, 11);
+        startDispatcher(3);
+        await(() -> handled.size() == 2);
+
+        TelegramInbox.StoredBatch again = store(5, 10, 11);
+
+        assertThat(again.stored()).isEmpty();
+        Thread.sleep(500);
+        assertThat(handled).containsExactly(BOT + ":10", BOT + ":11");
+        assertThat(number("SELECT count(*) FROM work_item")).isEqualTo(2);
+    }
+
+    @Test
+    void aDoneEffectIsNeverRepeatedAndAnUnconfirmedOneIsParkedForReconciliation() throws Exception {
+        startDispatcher(5);
+        var producer = camel.createProducerTemplate();
+        producer.sendBodyAndHeaders("direct:guarded", "x", Map.of(WorkDispatcher.IDEMPOTENCY_KEY, "k1"));
+        producer.sendBodyAndHeaders("direct:guarded", "x", Map.of(WorkDispatcher.IDEMPOTENCY_KEY, "k1"));
+        assertThat(effectsPerformed.get()).as("done once, skipped the second time").isEqualTo(1);
+
+        var crashed = producer.send("direct:guarded", e -> {
+            e.getMessage().setHeader(WorkDispatcher.IDEMPOTENCY_KEY, "k2");
+            e.getMessage().setHeader("CrashAfterEffect", true);
+        });
+        assertThat(crashed.getException()).hasMessageContaining("died after the effect");
+        var rerun = producer.send("direct:guarded", e -> e.getMessage().setHeader(WorkDispatcher.IDEMPOTENCY_KEY, "k2"));
+
+        assertThat(rerun.getException()).isInstanceOf(EffectGuard.UnconfirmedEffectException.class)
+                .hasMessageContaining("k2:effect was started but never recorded done");
+        assertThat(effectsPerformed.get()).isEqualTo(2);
+        var downstreamIdempotent = producer.send("direct:guarded", e -> {
+            e.getMessage().setHeader(WorkDispatcher.IDEMPOTENCY_KEY, "k2");
+            e.getMessage().setHeader(EffectGuard.IDEMPOTENT_DOWNSTREAM, true);
+        });
+        assertThat(downstreamIdempotent.getException()).isNull();
+        assertThat(string("SELECT state FROM outbound_effect WHERE effect_key = 'k2:effect'")).isEqualTo("done");
+    }
+
+    @Test
+    void retryAndReplayDoWhatTheySayAndNothingMore() throws Exception {
+        failuresLeft.put(BOT + ":1", new AtomicInteger(1));
+        store(1, 1);
+        store(2, 2);
+        startDispatcher(1);
+        await(() -> "parked".equals(string("SELECT state FROM work_item WHERE source_key = '31:1'")));
+        await(() -> "done".equals(string("SELECT state FROM work_item WHERE source_key = '31:2'")));
+        WorkQueue queue = new WorkQueue(dataSource);
+
+        assertThat(queue.retry(null)).isEqualTo(1);
+        await(() -> "done".equals(string("SELECT state FROM work_item WHERE source_key = '31:1'")));
+        assertThat(handled).containsExactlyInAnyOrder(BOT + ":1", BOT + ":2");
+
+        assertThat(queue.replay("some-other-kind", Instant.EPOCH)).isZero();
+        assertThat(queue.replay("telegram-update", Instant.now().plusSeconds(60))).isZero();
+        assertThat(queue.replay("telegram-update", Instant.EPOCH)).isEqualTo(2);
+        await(() -> handled.size() == 4);
+        assertThat(handled).containsExactlyInAnyOrder(BOT + ":1", BOT + ":2", BOT + ":1", BOT + ":2");
+    }
+
+    private static void await(BooleanSupplier condition) throws InterruptedException {
+        long deadline = System.nanoTime() + WAIT.toNanos();
+        while (!condition.getAsBoolean()) {
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError("condition not met within " + WAIT);
+            }
+            Thread.sleep(20);
+        }
+    }
+
+    private String string(String sql) {
+        try (Connection c = dataSource.getConnection(); Statement s = c.createStatement(); ResultSet rs = s.executeQuery(sql)) {
+            return rs.next() ? rs.getString(1) : null;
+        } catch (Exception e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    private long number(String sql) {
+        return Long.parseLong(string(sql));
+    }
+}
