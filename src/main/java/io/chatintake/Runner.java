@@ -113,6 +113,10 @@ public final class Runner {
                 Map.entry("camel.metrics.enabled", "true"),
                 Map.entry("camel.health.exposure-level", "default"));
         settings.withPrefix("camel.").forEach(camel::addInitialProperty);
+        // Replies through camel-telegram use the same bot and server as intake, set on the
+        // component so that the token never has to be written into a route's URI.
+        settings.get("telegram.bot-token").ifPresent(token -> camel.addOverrideProperty("camel.component.telegram.authorization-token", token));
+        camel.addOverrideProperty("camel.component.telegram.base-uri", settings.get("telegram.api-url", "https://api.telegram.org"));
         derived.forEach(camel::addOverrideProperty);
         if (!Files.isDirectory(routesDir)) {
             try {

@@ -86,6 +86,7 @@ public final class BotApiSimulator implements AutoCloseable {
         int pollGeneration;
         int maxConcurrentPolls;
         int conflicts;
+        final List<JsonNode> sent = new ArrayList<>();
 
         Bot(long id, String token, String username) {
             this.id = id;
@@ -255,6 +256,14 @@ public final class BotApiSimulator implements AutoCloseable {
         }
     }
 
+    /** What the bot sent with sendMessage (chat_id, text, ...), in order. */
+    public List<JsonNode> sentMessages(String token) {
+        Bot bot = bot(token);
+        synchronized (bot) {
+            return List.copyOf(bot.sent);
+        }
+    }
+
     public int conflicts(String token) {
         Bot bot = bot(token);
         synchronized (bot) {
@@ -319,6 +328,14 @@ public final class BotApiSimulator implements AutoCloseable {
                         }
                     }
                     answer(exchange, 200, ok(JSON.getNodeFactory().booleanNode(true)));
+                }
+                case "sendMessage" -> {
+                    ObjectNode sent = message(params.path("chat_id").asLong(), params.path("text").asText(""));
+                    sent.putObject("from").put("id", bot.id).put("is_bot", true).put("first_name", bot.username);
+                    synchronized (bot) {
+                        bot.sent.add(params);
+                    }
+                    answer(exchange, 200, ok(sent));
                 }
                 default -> answer(exchange, 404, error(404, "Not Found: method not found"));
             }

@@ -45,6 +45,8 @@ public class TelegramInboxConsumer extends DefaultConsumer {
     public static final String INBOX_ROW_ID = "TelegramInboxRowId";
     /** The chat the update belongs to, when it has one (also usable as camel-telegram's chat id). */
     public static final String CHAT_ID = "TelegramChatId";
+    /** The message's text or caption, when it has one. */
+    public static final String TEXT = "TelegramText";
 
     private static final Duration REJECTED_TOKEN_RECHECK = Duration.ofMinutes(1);
     private static final Duration WEBHOOK_RECHECK = Duration.ofMinutes(1);

@@ -2,6 +2,7 @@ package io.chatintake.telegram;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import java.util.Optional;
 import org.apache.camel.Message;
 
 /** What a handler route receives for a stored update, whether from intake's fast path or the dispatcher. */
@@ -9,6 +10,8 @@ final class TelegramUpdateMessage {
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final String[] CHAT_PATHS = {"/message/chat/id", "/edited_message/chat/id", "/channel_post/chat/id",
         "/edited_channel_post/chat/id", "/business_message/chat/id", "/callback_query/message/chat/id"};
+    private static final String[] TEXT_PATHS = {"/message/text", "/message/caption", "/edited_message/text",
+        "/channel_post/text", "/business_message/text"};
 
     private TelegramUpdateMessage() {
     }
@@ -20,22 +23,26 @@ final class TelegramUpdateMessage {
         message.setHeader(TelegramInboxConsumer.UPDATE_ID, updateId);
         message.setHeader(TelegramInboxConsumer.UPDATE_TYPE, type);
         message.setHeader(TelegramInboxConsumer.INBOX_ROW_ID, rowId);
-        chatId(json).ifPresent(chat -> message.setHeader(TelegramInboxConsumer.CHAT_ID, chat));
+        JsonNode update = parse(json);
+        first(update, CHAT_PATHS).ifPresent(chat -> message.setHeader(TelegramInboxConsumer.CHAT_ID, chat));
+        first(update, TEXT_PATHS).ifPresent(text -> message.setHeader(TelegramInboxConsumer.TEXT, text));
     }
 
-    /** Also {@code CamelTelegramChatId}'s value, so a reply through camel-telegram needs no parsing in YAML. */
-    private static java.util.Optional<String> chatId(String json) {
+    private static JsonNode parse(String json) {
         try {
-            JsonNode update = JSON.readTree(json);
-            for (String path : CHAT_PATHS) {
-                JsonNode id = update.at(path);
-                if (!id.isMissingNode()) {
-                    return java.util.Optional.of(id.asText());
-                }
-            }
+            return JSON.readTree(json);
         } catch (Exception e) {
-            // not JSON we can read: the handler still gets the raw body
+            return JSON.missingNode(); // not JSON we can read: the handler still gets the raw body
         }
-        return java.util.Optional.empty();
+    }
+
+    private static Optional<String> first(JsonNode update, String[] paths) {
+        for (String path : paths) {
+            JsonNode value = update.at(path);
+            if (value.isValueNode()) {
+                return Optional.of(value.asText());
+            }
+        }
+        return Optional.empty();
     }
 }
