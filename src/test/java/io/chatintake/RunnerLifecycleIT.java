@@ -3,13 +3,10 @@ package io.chatintake;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.chatintake.testkit.RunnerProcess;
+import io.chatintake.testkit.Sql;
 import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.sql.Connection;
-import java.sql.DriverManager;
-import java.sql.ResultSet;
-import java.sql.Statement;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
@@ -36,8 +33,8 @@ class RunnerLifecycleIT {
             assertThat(ready.body()).contains("\"UP\"");
             assertThat(runner.get("/observe/health").statusCode()).isEqualTo(200);
             assertThat(runner.get("/observe/metrics").body()).contains("app_info");
-            assertThat(settingOf(env, "fsync")).isEqualTo("on");
-            assertThat(settingOf(env, "synchronous_commit")).isEqualTo("on");
+            assertThat(Sql.string(RunnerProcess.embeddedDatabase(env), "SHOW fsync")).isEqualTo("on");
+            assertThat(Sql.string(RunnerProcess.embeddedDatabase(env), "SHOW synchronous_commit")).isEqualTo("on");
             long postgresPid = postmasterPid();
 
             int exit = runner.terminate(Duration.ofSeconds(60));
@@ -56,7 +53,7 @@ class RunnerLifecycleIT {
         }
         try (RunnerProcess second = RunnerProcess.start(work, env).awaitReady()) {
             assertThat(second.output()).contains("0 migration(s) applied now");
-            assertThat(countStarts(env)).isEqualTo(2);
+            assertThat(Sql.count(RunnerProcess.embeddedDatabase(env), "SELECT count(*) FROM runner_start")).isEqualTo(2);
         }
     }
 
@@ -72,7 +69,7 @@ class RunnerLifecycleIT {
         try (RunnerProcess second = RunnerProcess.start(work, env).awaitReady()) {
             assertThat(second.output()).contains("found a PostgreSQL server (pid " + orphanPid + ") left running");
             assertThat(second.get("/observe/health/ready").statusCode()).isEqualTo(200);
-            assertThat(countStarts(env)).isEqualTo(2);
+            assertThat(Sql.count(RunnerProcess.embeddedDatabase(env), "SELECT count(*) FROM runner_start")).isEqualTo(2);
         }
     }
 
@@ -153,23 +150,6 @@ class RunnerLifecycleIT {
         return Long.parseLong(Files.readAllLines(work.resolve("data/pg/postmaster.pid")).get(0).trim());
     }
 
-    private static Connection connect(Map<String, String> env) throws Exception {
-        return DriverManager.getConnection("jdbc:postgresql://127.0.0.1:" + env.get("CHAT_INTAKE_DB_EMBEDDED_PORT")
-                + "/chat_intake", "postgres", "");
-    }
 
-    private static String settingOf(Map<String, String> env, String name) throws Exception {
-        try (Connection c = connect(env); Statement s = c.createStatement(); ResultSet rs = s.executeQuery("SHOW " + name)) {
-            rs.next();
-            return rs.getString(1);
-        }
-    }
 
-    private static int countStarts(Map<String, String> env) throws Exception {
-        try (Connection c = connect(env); Statement s = c.createStatement();
-             ResultSet rs = s.executeQuery("SELECT count(*) FROM runner_start")) {
-            rs.next();
-            return rs.getInt(1);
-        }
-    }
 }

@@ -2,10 +2,9 @@ package io.chatintake.telegram;
 
 import io.chatintake.sim.BotApiSimulator;
 import io.chatintake.sim.InboxAudit;
+import io.chatintake.testkit.Await;
+import io.chatintake.testkit.Sql;
 import io.chatintake.testkit.TestDatabase;
-import java.sql.Connection;
-import java.sql.ResultSet;
-import java.sql.Statement;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.List;
@@ -69,27 +68,11 @@ final class TelegramIntake implements AutoCloseable {
     }
 
     static long count(String sql) {
-        try (Connection c = TestDatabase.dataSource().getConnection(); Statement s = c.createStatement(); ResultSet rs = s.executeQuery(sql)) {
-            rs.next();
-            return rs.getLong(1);
-        } catch (Exception e) {
-            throw new IllegalStateException(e);
-        }
+        return Sql.count(TestDatabase.dataSource(), sql);
     }
 
     static void await(String what, Duration timeout, BooleanSupplier condition) {
-        long deadline = System.nanoTime() + timeout.toNanos();
-        while (!condition.getAsBoolean()) {
-            if (System.nanoTime() > deadline) {
-                throw new AssertionError("timed out waiting for: " + what);
-            }
-            try {
-                Thread.sleep(50);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new AssertionError(e);
-            }
-        }
+        Await.until(what, timeout, condition);
     }
 
     @Override

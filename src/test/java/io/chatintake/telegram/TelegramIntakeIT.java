@@ -6,17 +6,15 @@ import io.chatintake.CrashPoint;
 import io.chatintake.sim.BotApiSimulator;
 import io.chatintake.sim.InboxAudit;
 import io.chatintake.store.EmbeddedDatabase;
+import io.chatintake.testkit.Await;
 import io.chatintake.testkit.RunnerProcess;
+import io.chatintake.testkit.Sql;
 import java.nio.file.Path;
-import java.sql.Connection;
-import java.sql.ResultSet;
-import java.sql.Statement;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
-import java.util.function.BooleanSupplier;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -24,7 +22,6 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
-import org.postgresql.ds.PGSimpleDataSource;
 
 /** The real jar, the Bot API simulator and PostgreSQL: crashes, chaos, outages, two processes. */
 class TelegramIntakeIT {
@@ -59,18 +56,12 @@ class TelegramIntakeIT {
         return env;
     }
 
-    private static DataSource embeddedDatabaseOf(Map<String, String> env) {
-        PGSimpleDataSource ds = new PGSimpleDataSource();
-        ds.setUrl("jdbc:postgresql://127.0.0.1:" + env.get("CHAT_INTAKE_DB_EMBEDDED_PORT") + "/chat_intake");
-        ds.setUser("postgres");
-        return ds;
-    }
 
     @ParameterizedTest
     @ValueSource(strings = {CrashPoint.TELEGRAM_AFTER_RECEIVE, CrashPoint.TELEGRAM_DURING_TRANSACTION, CrashPoint.TELEGRAM_AFTER_COMMIT})
     void eachCrashBoundaryResumesWithNothingLostAndNoDuplicate(String crashPoint) throws Exception {
         Map<String, String> env = env(work);
-        DataSource db = embeddedDatabaseOf(env);
+        DataSource db = RunnerProcess.embeddedDatabase(env);
         simulator.setAudit(new InboxAudit(db));
         for (int i = 0; i < 5; i++) {
             simulator.enqueueText(token, 11, "crash test " + i);
@@ -83,14 +74,14 @@ class TelegramIntakeIT {
 
         // The orphaned postgres still runs: look at what survived the crash.
         boolean committed = crashPoint.equals(CrashPoint.TELEGRAM_AFTER_COMMIT);
-        assertThat(count(db, "SELECT count(*) FROM telegram_update")).isEqualTo(committed ? 5 : 0);
-        assertThat(count(db, "SELECT next_offset FROM telegram_checkpoint")).isEqualTo(committed ? 6 : 0);
+        assertThat(Sql.count(db, "SELECT count(*) FROM telegram_update")).isEqualTo(committed ? 5 : 0);
+        assertThat(Sql.count(db, "SELECT next_offset FROM telegram_checkpoint")).isEqualTo(committed ? 6 : 0);
         assertThat(simulator.queued(token)).as("nothing confirmed to Telegram yet").isEqualTo(5);
 
         try (RunnerProcess resumed = RunnerProcess.start(work, env).awaitReady()) {
-            await(() -> simulator.queued(token) == 0 && count(db, "SELECT count(*) FROM telegram_update") == 5);
-            assertThat(count(db, "SELECT count(DISTINCT update_id) FROM telegram_update")).isEqualTo(5);
-            assertThat(count(db, "SELECT next_offset FROM telegram_checkpoint")).isEqualTo(6);
+            Await.until("condition", WAIT, () -> simulator.queued(token) == 0 && Sql.count(db, "SELECT count(*) FROM telegram_update") == 5);
+            assertThat(Sql.count(db, "SELECT count(DISTINCT update_id) FROM telegram_update")).isEqualTo(5);
+            assertThat(Sql.count(db, "SELECT next_offset FROM telegram_checkpoint")).isEqualTo(6);
         }
         assertThat(simulator.violations()).isEmpty();
     }
@@ -98,7 +89,7 @@ class TelegramIntakeIT {
     @Test
     void chaosTwentyThousandUpdatesThroughTwentyKills() throws Exception {
         Map<String, String> env = env(work);
-        DataSource db = embeddedDatabaseOf(env);
+        DataSource db = RunnerProcess.embeddedDatabase(env);
         simulator.setAudit(new InboxAudit(db));
         Random random = new Random(20_000);
         int kills = 0;
@@ -112,10 +103,10 @@ class TelegramIntakeIT {
             kills++;
         }
         try (RunnerProcess last = RunnerProcess.start(work, env).awaitReady()) {
-            await(() -> simulator.queued(token) == 0);
-            assertThat(count(db, "SELECT count(*) FROM telegram_update")).isEqualTo(20_000);
-            assertThat(count(db, "SELECT count(DISTINCT update_id) FROM telegram_update")).isEqualTo(20_000);
-            assertThat(count(db, "SELECT next_offset FROM telegram_checkpoint")).isEqualTo(20_001);
+            Await.until("condition", WAIT, () -> simulator.queued(token) == 0);
+            assertThat(Sql.count(db, "SELECT count(*) FROM telegram_update")).isEqualTo(20_000);
+            assertThat(Sql.count(db, "SELECT count(DISTINCT update_id) FROM telegram_update")).isEqualTo(20_000);
+            assertThat(Sql.count(db, "SELECT next_offset FROM telegram_checkpoint")).isEqualTo(20_001);
         }
         assertThat(kills).isGreaterThanOrEqualTo(20);
         assertThat(simulator.violations()).isEmpty();
@@ -129,15 +120,13 @@ class TelegramIntakeIT {
         Map<String, String> env = env(work);
         env.put("CHAT_INTAKE_DB_URL", database.jdbcUrl());
         env.put("CHAT_INTAKE_DB_USER", database.user());
-        PGSimpleDataSource db = new PGSimpleDataSource();
-        db.setUrl(database.jdbcUrl());
-        db.setUser(database.user());
+        DataSource db = Sql.dataSource(database.jdbcUrl(), database.user());
         simulator.setAudit(new InboxAudit(db));
         try (RunnerProcess runner = RunnerProcess.start(work, env).awaitReady()) {
             for (int i = 0; i < 300; i++) {
                 simulator.enqueueText(token, 5, "before " + i);
             }
-            await(() -> simulator.queued(token) == 0);
+            Await.until("condition", WAIT, () -> simulator.queued(token) == 0);
 
             database.close();
             for (int i = 0; i < 300; i++) {
@@ -149,8 +138,8 @@ class TelegramIntakeIT {
             assertThat(runner.output()).contains("storage failed, checkpoint not advanced");
 
             database = EmbeddedDatabase.start(dbDir, dbPort, false);
-            await(() -> simulator.queued(token) == 0);
-            assertThat(count(db, "SELECT count(*) FROM telegram_update")).isEqualTo(600);
+            Await.until("condition", WAIT, () -> simulator.queued(token) == 0);
+            assertThat(Sql.count(db, "SELECT count(*) FROM telegram_update")).isEqualTo(600);
             assertThat(runner.get("/observe/health/ready").statusCode()).isEqualTo(200);
         } finally {
             database.close();
@@ -162,9 +151,7 @@ class TelegramIntakeIT {
     void twoProcessesNeverPollTogetherAndAKilledHolderIsReplacedWithinTheLease() throws Exception {
         int dbPort = RunnerProcess.freePort();
         EmbeddedDatabase database = EmbeddedDatabase.start(work.resolve("shared-pg"), dbPort, false);
-        PGSimpleDataSource db = new PGSimpleDataSource();
-        db.setUrl(database.jdbcUrl());
-        db.setUser(database.user());
+        DataSource db = Sql.dataSource(database.jdbcUrl(), database.user());
         simulator.setAudit(new InboxAudit(db));
         Map<String, String> envA = env(work.resolve("a"));
         Map<String, String> envB = env(work.resolve("b"));
@@ -177,8 +164,8 @@ class TelegramIntakeIT {
             for (int i = 0; i < 200; i++) {
                 simulator.enqueueText(token, 21, "shared " + i);
             }
-            await(() -> simulator.queued(token) == 0);
-            String holder = string(db, "SELECT holder FROM telegram_poll_lease");
+            Await.until("condition", WAIT, () -> simulator.queued(token) == 0);
+            String holder = Sql.string(db, "SELECT holder FROM telegram_poll_lease");
             RunnerProcess active = holder.contains(":" + a.pid() + ":") ? a : b;
             RunnerProcess standby = active == a ? b : a;
 
@@ -187,9 +174,9 @@ class TelegramIntakeIT {
                 simulator.enqueueText(token, 21, "after the kill " + i);
             }
             long killedAt = System.nanoTime();
-            await(() -> simulator.queued(token) == 0);
+            Await.until("condition", WAIT, () -> simulator.queued(token) == 0);
             assertThat(Duration.ofNanos(System.nanoTime() - killedAt)).isLessThan(Duration.ofSeconds(8 + 10));
-            assertThat(string(db, "SELECT holder FROM telegram_poll_lease")).contains(":" + standby.pid() + ":");
+            assertThat(Sql.string(db, "SELECT holder FROM telegram_poll_lease")).contains(":" + standby.pid() + ":");
         } finally {
             database.close();
         }
@@ -205,8 +192,8 @@ class TelegramIntakeIT {
         try (RunnerProcess runner = RunnerProcess.start(work, env).awaitReady()) {
             simulator.enqueueText(token, 1, "hello");
             simulator.enqueueUnknownType(token, "brand_new_update");
-            await(() -> simulator.queued(token) == 0);
-            await(() -> runner.output().contains("telegram update 2 (brand_new_update)"));
+            Await.until("condition", WAIT, () -> simulator.queued(token) == 0);
+            Await.until("condition", WAIT, () -> runner.output().contains("telegram update 2 (brand_new_update)"));
             String metrics = runner.get("/observe/metrics").body();
             assertThat(metrics).contains("chat_intake_telegram_updates_stored_total{bot=\"main\"} 2.0");
             assertThat(metrics).doesNotContain(SECRET);
@@ -235,28 +222,6 @@ class TelegramIntakeIT {
         assertThat(simulator.requests()).noneMatch(r -> r.method().equals("getUpdates"));
     }
 
-    private static void await(BooleanSupplier condition) throws InterruptedException {
-        long deadline = System.nanoTime() + WAIT.toNanos();
-        while (!condition.getAsBoolean()) {
-            if (System.nanoTime() > deadline) {
-                throw new AssertionError("condition not met within " + WAIT);
-            }
-            Thread.sleep(100);
-        }
-    }
 
-    private static long count(DataSource db, String sql) {
-        try (Connection c = db.getConnection(); Statement s = c.createStatement(); ResultSet rs = s.executeQuery(sql)) {
-            return rs.next() ? rs.getLong(1) : 0;
-        } catch (Exception e) {
-            throw new IllegalStateException(e);
-        }
-    }
 
-    private static String string(DataSource db, String sql) throws Exception {
-        try (Connection c = db.getConnection(); Statement s = c.createStatement(); ResultSet rs = s.executeQuery(sql)) {
-            rs.next();
-            return rs.getString(1);
-        }
-    }
 }

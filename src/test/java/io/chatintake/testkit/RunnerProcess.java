@@ -47,6 +47,11 @@ public final class RunnerProcess implements AutoCloseable {
         return env;
     }
 
+    /** The embedded database of a runner started with {@link #baseEnv}, reachable while its postgres runs. */
+    public static javax.sql.DataSource embeddedDatabase(Map<String, String> env) {
+        return Sql.dataSource("jdbc:postgresql://127.0.0.1:" + env.get("CHAT_INTAKE_DB_EMBEDDED_PORT") + "/chat_intake", "postgres");
+    }
+
     public static RunnerProcess start(Path workDir, Map<String, String> env, String... args) {
         try {
             Files.createDirectories(workDir);

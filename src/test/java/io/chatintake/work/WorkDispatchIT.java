@@ -4,22 +4,20 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.chatintake.sim.BotApiSimulator;
 import io.chatintake.store.EmbeddedDatabase;
+import io.chatintake.testkit.Await;
 import io.chatintake.testkit.RunnerProcess;
+import io.chatintake.testkit.Sql;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.sql.Connection;
-import java.sql.ResultSet;
-import java.sql.Statement;
 import java.time.Duration;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
-import java.util.function.BooleanSupplier;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
-import org.postgresql.ds.PGSimpleDataSource;
 
 /** The dispatcher in real processes: replies through the guard, kill -9 mid-handler, two dispatchers sharing work. */
 class WorkDispatchIT {
@@ -62,13 +60,13 @@ class WorkDispatchIT {
             simulator.enqueueText(token, 42, "hello");
             simulator.enqueueText(token, 43, "bonjour");
             simulator.enqueueUnknownType(token, "not_a_message");
-            await(() -> simulator.sentMessages(token).size() == 2 && simulator.queued(token) == 0);
-            DataSource db = embedded(env);
-            await(() -> count(db, "SELECT count(*) FROM work_item WHERE state = 'done'") == 3);
+            Await.until("condition", WAIT, () -> simulator.sentMessages(token).size() == 2 && simulator.queued(token) == 0);
+            DataSource db = RunnerProcess.embeddedDatabase(env);
+            Await.until("condition", WAIT, () -> Sql.count(db, "SELECT count(*) FROM work_item WHERE state = 'done'") == 3);
             assertThat(simulator.sentMessages(token)).extracting(m -> m.path("text").asText())
                     .containsExactly("Received: hello", "Received: bonjour");
             assertThat(simulator.sentMessages(token)).extracting(m -> m.path("chat_id").asLong()).containsExactly(42L, 43L);
-            assertThat(count(db, "SELECT count(*) FROM outbound_effect WHERE state = 'done'")).isEqualTo(2);
+            assertThat(Sql.count(db, "SELECT count(*) FROM outbound_effect WHERE state = 'done'")).isEqualTo(2);
             assertThat(runner.output()).doesNotContain("FAKE-work-test-token");
         }
     }
@@ -97,15 +95,15 @@ class WorkDispatchIT {
                         - bean: { ref: effectGuard, method: complete }
                 """);
         Map<String, String> env = env(work, routes);
-        DataSource db = embedded(env);
+        DataSource db = RunnerProcess.embeddedDatabase(env);
         RunnerProcess first = RunnerProcess.start(work, env).awaitReady();
         simulator.enqueueText(token, 7, "please answer once");
-        await(() -> simulator.sentMessages(token).size() == 1);
+        Await.until("condition", WAIT, () -> simulator.sentMessages(token).size() == 1);
         first.kill9();
 
         try (RunnerProcess second = RunnerProcess.start(work, env).awaitReady()) {
-            await(() -> "parked".equals(string(db, "SELECT state FROM work_item")));
-            assertThat(string(db, "SELECT last_error FROM work_item")).contains("888:1:reply was started but never recorded done");
+            Await.until("condition", WAIT, () -> "parked".equals(Sql.string(db, "SELECT state FROM work_item")));
+            assertThat(Sql.string(db, "SELECT last_error FROM work_item")).contains("888:1:reply was started but never recorded done");
             assertThat(simulator.sentMessages(token)).hasSize(1);
 
             RunnerProcess status = RunnerProcess.start(work.resolve("status"), env, "work", "status");
@@ -119,9 +117,7 @@ class WorkDispatchIT {
     void twoDispatcherProcessesHandleFiveThousandItemsExactlyOnce() throws Exception {
         int dbPort = RunnerProcess.freePort();
         EmbeddedDatabase database = EmbeddedDatabase.start(work.resolve("shared-pg"), dbPort, false);
-        PGSimpleDataSource db = new PGSimpleDataSource();
-        db.setUrl(database.jdbcUrl());
-        db.setUser(database.user());
+        DataSource db = Sql.dataSource(database.jdbcUrl(), database.user());
         Path routes = Files.createDirectories(work.resolve("routes"));
         Files.writeString(routes.resolve("ledger.yaml"), """
                 - route:
@@ -133,7 +129,7 @@ class WorkDispatchIT {
                 """);
         Map<String, String> envA = env(work.resolve("a"), routes);
         Map<String, String> envB = env(work.resolve("b"), routes);
-        for (Map<String, String> env : new Map[] {envA, envB}) {
+        for (Map<String, String> env : List.of(envA, envB)) {
             env.remove("TELEGRAM_BOT_TOKEN");
             env.put("CHAT_INTAKE_DB_URL", database.jdbcUrl());
             env.put("CHAT_INTAKE_DB_USER", database.user());
@@ -141,61 +137,27 @@ class WorkDispatchIT {
         envA.put("RUNNER_NAME", "a");
         envB.put("RUNNER_NAME", "b");
         try (RunnerProcess a = RunnerProcess.start(work.resolve("a"), envA).awaitReady()) {
-            execute(db, "CREATE TABLE handled_log (work_key text NOT NULL, runner text NOT NULL)");
-            execute(db, """
+            Sql.execute(db, "CREATE TABLE handled_log (work_key text NOT NULL, runner text NOT NULL)");
+            Sql.execute(db, """
                     INSERT INTO telegram_update (bot_id, update_id, update_type, payload)
                     SELECT 1, n, 'message', jsonb_build_object('update_id', n, 'message', jsonb_build_object('chat', jsonb_build_object('id', n % 50)))
                       FROM generate_series(1, 5000) AS n""");
             try (RunnerProcess b = RunnerProcess.start(work.resolve("b"), envB).awaitReady()) {
-                execute(db, """
+                Sql.execute(db, """
                         INSERT INTO work_item (kind, source_key, source_id, chat_key)
                         SELECT 'telegram-update', '1:' || update_id, id, '1:' || (update_id % 50) FROM telegram_update""");
-                await(() -> count(db, "SELECT count(*) FROM work_item WHERE state = 'done'") == 5000);
-                assertThat(count(db, "SELECT count(*) FROM handled_log")).isEqualTo(5000);
-                assertThat(count(db, "SELECT count(DISTINCT work_key) FROM handled_log")).isEqualTo(5000);
-                assertThat(count(db, "SELECT count(DISTINCT runner) FROM handled_log")).as("both processes took work").isEqualTo(2);
+                Await.until("condition", WAIT, () -> Sql.count(db, "SELECT count(*) FROM work_item WHERE state = 'done'") == 5000);
+                assertThat(Sql.count(db, "SELECT count(*) FROM handled_log")).isEqualTo(5000);
+                assertThat(Sql.count(db, "SELECT count(DISTINCT work_key) FROM handled_log")).isEqualTo(5000);
+                assertThat(Sql.count(db, "SELECT count(DISTINCT runner) FROM handled_log")).as("both processes took work").isEqualTo(2);
             }
         } finally {
             database.close();
         }
     }
 
-    private static DataSource embedded(Map<String, String> env) {
-        PGSimpleDataSource ds = new PGSimpleDataSource();
-        ds.setUrl("jdbc:postgresql://127.0.0.1:" + env.get("CHAT_INTAKE_DB_EMBEDDED_PORT") + "/chat_intake");
-        ds.setUser("postgres");
-        return ds;
-    }
 
-    private static void await(BooleanSupplier condition) throws InterruptedException {
-        long deadline = System.nanoTime() + WAIT.toNanos();
-        while (!condition.getAsBoolean()) {
-            if (System.nanoTime() > deadline) {
-                throw new AssertionError("condition not met within " + WAIT);
-            }
-            Thread.sleep(100);
-        }
-    }
 
-    private static void execute(DataSource db, String sql) throws Exception {
-        try (Connection c = db.getConnection(); Statement s = c.createStatement()) {
-            s.execute(sql);
-        }
-    }
 
-    private static long count(DataSource db, String sql) {
-        try (Connection c = db.getConnection(); Statement s = c.createStatement(); ResultSet rs = s.executeQuery(sql)) {
-            return rs.next() ? rs.getLong(1) : 0;
-        } catch (Exception e) {
-            return -1;
-        }
-    }
 
-    private static String string(DataSource db, String sql) {
-        try (Connection c = db.getConnection(); Statement s = c.createStatement(); ResultSet rs = s.executeQuery(sql)) {
-            return rs.next() ? rs.getString(1) : null;
-        } catch (Exception e) {
-            return null;
-        }
-    }
 }

@@ -7,11 +7,10 @@ import io.chatintake.telegram.OffsetCheckpoint;
 import io.chatintake.telegram.PollLease;
 import io.chatintake.telegram.TelegramInbox;
 import io.chatintake.telegram.TelegramWorkSource;
+import io.chatintake.testkit.Await;
+import io.chatintake.testkit.Sql;
 import io.chatintake.testkit.TestDatabase;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
-import java.sql.Connection;
-import java.sql.ResultSet;
-import java.sql.Statement;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -21,7 +20,6 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.function.BooleanSupplier;
 import javax.sql.DataSource;
 import org.apache.camel.CamelContext;
 import org.apache.camel.builder.RouteBuilder;
@@ -104,9 +102,9 @@ class WorkDispatcherTest {
         store(1, 1);
         startDispatcher(5);
 
-        await(() -> handled.contains(BOT + ":1"));
-        await(() -> "done".equals(string("SELECT state FROM work_item")));
-        assertThat(number("SELECT attempts FROM work_item")).isEqualTo(3);
+        Await.until("condition", WAIT, () -> handled.contains(BOT + ":1"));
+        Await.until("condition", WAIT, () -> "done".equals(Sql.string(dataSource, "SELECT state FROM work_item")));
+        assertThat(Sql.count(dataSource, "SELECT attempts FROM work_item")).isEqualTo(3);
         assertThat(attemptTimes).hasSize(3);
         // Backoff waits at least half of base * 2^(n-1): 100 ms, then 200 ms.
         assertThat(Duration.between(attemptTimes.get(0), attemptTimes.get(1))).isGreaterThanOrEqualTo(Duration.ofMillis(100));
@@ -119,9 +117,9 @@ class WorkDispatcherTest {
         store(1, 7);
         startDispatcher(3);
 
-        await(() -> "parked".equals(string("SELECT state FROM work_item")));
-        assertThat(number("SELECT attempts FROM work_item")).isEqualTo(3);
-        assertThat(string("SELECT last_error FROM work_item")).contains("handler failure for 31:7");
+        Await.until("condition", WAIT, () -> "parked".equals(Sql.string(dataSource, "SELECT state FROM work_item")));
+        assertThat(Sql.count(dataSource, "SELECT attempts FROM work_item")).isEqualTo(3);
+        assertThat(Sql.string(dataSource, "SELECT last_error FROM work_item")).contains("handler failure for 31:7");
         Thread.sleep(500);
         assertThat(attemptTimes).as("a parked item does not run again").hasSize(3);
     }
@@ -133,7 +131,7 @@ class WorkDispatcherTest {
         store(200, 4);
         startDispatcher(5);
 
-        await(() -> handled.size() == 4);
+        Await.until("condition", WAIT, () -> handled.size() == 4);
         List<String> chat100 = handled.stream().filter(k -> List.of(BOT + ":1", BOT + ":2", BOT + ":3").contains(k)).toList();
         assertThat(chat100).containsExactly(BOT + ":1", BOT + ":2", BOT + ":3");
         assertThat(handled.indexOf(BOT + ":4")).as("the other chat is not held").isLessThan(handled.indexOf(BOT + ":1"));
@@ -143,14 +141,14 @@ class WorkDispatcherTest {
     void aTelegramUpdateRedeliveredAfterACrashDoesNotRunItsHandlerAgain() throws Exception {
         store(5, 10, 11);
         startDispatcher(3);
-        await(() -> handled.size() == 2);
+        Await.until("condition", WAIT, () -> handled.size() == 2);
 
         TelegramInbox.StoredBatch again = store(5, 10, 11);
 
         assertThat(again.stored()).isEmpty();
         Thread.sleep(500);
         assertThat(handled).containsExactly(BOT + ":10", BOT + ":11");
-        assertThat(number("SELECT count(*) FROM work_item")).isEqualTo(2);
+        assertThat(Sql.count(dataSource, "SELECT count(*) FROM work_item")).isEqualTo(2);
     }
 
     @Test
@@ -176,7 +174,7 @@ class WorkDispatcherTest {
             e.getMessage().setHeader(EffectGuard.IDEMPOTENT_DOWNSTREAM, true);
         });
         assertThat(downstreamIdempotent.getException()).isNull();
-        assertThat(string("SELECT state FROM outbound_effect WHERE effect_key = 'k2:effect'")).isEqualTo("done");
+        assertThat(Sql.string(dataSource, "SELECT state FROM outbound_effect WHERE effect_key = 'k2:effect'")).isEqualTo("done");
     }
 
     @Test
@@ -185,40 +183,21 @@ class WorkDispatcherTest {
         store(1, 1);
         store(2, 2);
         startDispatcher(1);
-        await(() -> "parked".equals(string("SELECT state FROM work_item WHERE source_key = '31:1'")));
-        await(() -> "done".equals(string("SELECT state FROM work_item WHERE source_key = '31:2'")));
+        Await.until("condition", WAIT, () -> "parked".equals(Sql.string(dataSource, "SELECT state FROM work_item WHERE source_key = '31:1'")));
+        Await.until("condition", WAIT, () -> "done".equals(Sql.string(dataSource, "SELECT state FROM work_item WHERE source_key = '31:2'")));
         WorkQueue queue = new WorkQueue(dataSource);
 
         assertThat(queue.retry(null)).isEqualTo(1);
-        await(() -> "done".equals(string("SELECT state FROM work_item WHERE source_key = '31:1'")));
+        Await.until("condition", WAIT, () -> "done".equals(Sql.string(dataSource, "SELECT state FROM work_item WHERE source_key = '31:1'")));
         assertThat(handled).containsExactlyInAnyOrder(BOT + ":1", BOT + ":2");
 
         assertThat(queue.replay("some-other-kind", Instant.EPOCH)).isZero();
         assertThat(queue.replay("telegram-update", Instant.now().plusSeconds(60))).isZero();
         assertThat(queue.replay("telegram-update", Instant.EPOCH)).isEqualTo(2);
-        await(() -> handled.size() == 4);
+        Await.until("condition", WAIT, () -> handled.size() == 4);
         assertThat(handled).containsExactlyInAnyOrder(BOT + ":1", BOT + ":2", BOT + ":1", BOT + ":2");
     }
 
-    private static void await(BooleanSupplier condition) throws InterruptedException {
-        long deadline = System.nanoTime() + WAIT.toNanos();
-        while (!condition.getAsBoolean()) {
-            if (System.nanoTime() > deadline) {
-                throw new AssertionError("condition not met within " + WAIT);
-            }
-            Thread.sleep(20);
-        }
-    }
 
-    private String string(String sql) {
-        try (Connection c = dataSource.getConnection(); Statement s = c.createStatement(); ResultSet rs = s.executeQuery(sql)) {
-            return rs.next() ? rs.getString(1) : null;
-        } catch (Exception e) {
-            throw new IllegalStateException(e);
-        }
-    }
 
-    private long number(String sql) {
-        return Long.parseLong(string(sql));
-    }
 }

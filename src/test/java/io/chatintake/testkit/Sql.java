@@ -1,0 +1,42 @@
+package io.chatintake.testkit;
+
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.Statement;
+import javax.sql.DataSource;
+import org.postgresql.ds.PGSimpleDataSource;
+
+/** One-line SQL for test assertions. */
+public final class Sql {
+    private Sql() {
+    }
+
+    public static DataSource dataSource(String jdbcUrl, String user) {
+        PGSimpleDataSource ds = new PGSimpleDataSource();
+        ds.setUrl(jdbcUrl);
+        ds.setUser(user);
+        return ds;
+    }
+
+    /** The first column of the first row as a number; 0 when there is no row. */
+    public static long count(DataSource db, String sql) {
+        String value = string(db, sql);
+        return value == null ? 0 : Long.parseLong(value);
+    }
+
+    public static String string(DataSource db, String sql) {
+        try (Connection c = db.getConnection(); Statement s = c.createStatement(); ResultSet rs = s.executeQuery(sql)) {
+            return rs.next() ? rs.getString(1) : null;
+        } catch (Exception e) {
+            throw new IllegalStateException(sql + ": " + e.getMessage(), e);
+        }
+    }
+
+    public static void execute(DataSource db, String sql) {
+        try (Connection c = db.getConnection(); Statement s = c.createStatement()) {
+            s.execute(sql);
+        } catch (Exception e) {
+            throw new IllegalStateException(sql + ": " + e.getMessage(), e);
+        }
+    }
+}
