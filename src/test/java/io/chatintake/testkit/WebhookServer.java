@@ -23,11 +23,16 @@ public final class WebhookServer implements AutoCloseable {
 
     /** @param settings configuration keys (e.g. {@code unifyport.signing-secrets}) as the runner would pass them */
     public static WebhookServer start(DataSource dataSource, Map<String, String> settings) {
+        return start(dataSource, settings, "file:routes/unifyport-*.yaml");
+    }
+
+    /** @param routes Camel's routes-include-pattern, e.g. the shipped files plus one a test wrote */
+    public static WebhookServer start(DataSource dataSource, Map<String, String> settings, String routes) {
         int port = RunnerProcess.freePort();
         Main main = new Main();
         main.bind("dataSource", dataSource);
         Map<String, String> properties = new HashMap<>(settings);
-        properties.put("camel.main.routes-include-pattern", "file:routes/unifyport-*.yaml");
+        properties.put("camel.main.routes-include-pattern", routes);
         properties.put("camel.server.enabled", "true");
         properties.put("camel.server.host", "127.0.0.1");
         properties.put("camel.server.port", Integer.toString(port));
