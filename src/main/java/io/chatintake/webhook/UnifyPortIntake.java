@@ -3,6 +3,7 @@ package io.chatintake.webhook;
 import io.chatintake.config.Secret;
 import io.chatintake.config.Settings;
 import io.chatintake.webhook.SignatureVerifier.Verification;
+import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.sql.SQLException;
 import java.time.Clock;
@@ -98,7 +99,7 @@ public final class UnifyPortIntake extends ServiceSupport implements Processor {
         } catch (RuntimeException e) {
             // Our fault whatever it is: the provider must retry, and the answer carries no stack trace.
             LOG.error("{} webhook: delivery {} failed unexpectedly ({}); nothing committed, 503 returned", configPrefix,
-                    in.getHeader(DELIVERY_ID_HEADER, String.class), e.toString());
+                    deliveryId(in), firstLine(e.toString()));
             reply(exchange, 503, "{\"error\":\"internal_error\"}", "internal_error");
         }
     }
@@ -129,7 +130,7 @@ public final class UnifyPortIntake extends ServiceSupport implements Processor {
             if (!verification.verified()) {
                 String reason = verification.reason().code();
                 LOG.warn("{} webhook: delivery {} rejected ({}); nothing stored, 401 returned", configPrefix,
-                        in.getHeader(DELIVERY_ID_HEADER, String.class), reason);
+                        deliveryId(in), reason);
                 reply(exchange, 401, "{\"error\":\"" + reason + "\"}", reason);
                 return;
             }
@@ -181,9 +182,17 @@ public final class UnifyPortIntake extends ServiceSupport implements Processor {
             meters = registry;
         }
         if (registry != null) {
-            registry.counter(METRIC, "channel", channel, "workspace", workspace, "status", Integer.toString(status),
-                    "outcome", outcome).increment();
+            Counter.builder(METRIC)
+                    .description("Webhook deliveries by answer: stored, duplicate, or why not")
+                    .tags("channel", channel, "workspace", workspace, "status", Integer.toString(status), "outcome", outcome)
+                    .register(registry)
+                    .increment();
         }
+    }
+
+    private static String deliveryId(Message in) {
+        String id = in.getHeader(DELIVERY_ID_HEADER, String.class);
+        return id == null ? "(no delivery id)" : id;
     }
 
     private static String firstLine(String message) {
