@@ -113,6 +113,48 @@ class UnifyPortWebhookIT {
         }
     }
 
+    @Test
+    void editingAnotherRouteFileNeverMakesTheWebhookAnswer404() throws Exception {
+        Map<String, String> env = env();
+        env.put("UNIFYPORT_SIGNING_SECRETS", SECRET);
+        Path other = work.resolve("routes/other.yaml");
+        Files.writeString(other, otherRoute("one"));
+        try (RunnerProcess runner = RunnerProcess.start(work, env).awaitReady()) {
+            SignedDeliverySender sender = new SignedDeliverySender(
+                    URI.create("http://127.0.0.1:" + runner.httpPort() + "/webhooks/unifyport"), Secret.of(SECRET));
+            List<Integer> statuses = new ArrayList<>();
+            long deadline = System.nanoTime() + Duration.ofSeconds(4).toNanos();
+            int i = 0;
+            while (System.nanoTime() < deadline) {
+                if (i == 20) {
+                    Files.writeString(other, otherRoute("two"));
+                }
+                String id = "evt_reload_" + i++;
+                statuses.add(sender.post(sender.sign(id, ("{\"id\":\"" + id + "\"}").getBytes(StandardCharsets.UTF_8),
+                        TimestampForm.RFC3339)).status());
+            }
+            long reloaded = System.nanoTime() + Duration.ofSeconds(15).toNanos();
+            while (!runner.get("/other").body().equals("two") && System.nanoTime() < reloaded) {
+                Thread.sleep(100);
+            }
+            assertThat(runner.get("/other").body()).as("the other file was reloaded meanwhile").isEqualTo("two");
+            // UnifyPort dead-letters a 404: one during a reload would be a lost event.
+            assertThat(statuses).as("answers while another route file was reloaded").isNotEmpty().containsOnly(200);
+        }
+    }
+
+    private static String otherRoute(String body) {
+        return """
+                - route:
+                    id: other-route
+                    from:
+                      uri: "platform-http:/other"
+                      steps:
+                        - setBody:
+                            constant: "%s"
+                """.formatted(body);
+    }
+
     /** A runner with its own ports and data, and the shipped route files. */
     private Map<String, String> env() throws IOException {
         Map<String, String> env = new HashMap<>(RunnerProcess.baseEnv(work));
