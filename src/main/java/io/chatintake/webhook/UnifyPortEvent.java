@@ -18,7 +18,8 @@ import java.util.Optional;
  * Ids stay strings (they can exceed 64 bits or carry letters). A body that is not a JSON object
  * is still an event: it is kept raw with {@link #parseError()} set, so it is never lost.
  *
- * @param eventId     the idempotency key: {@code X-Device-Event-Id}, else the body's {@code id},
+ * @param eventId     the idempotency key: the body's {@code id} (covered by the signature, unlike the
+ *                    {@code X-Device-Event-Id} header, which carries the same value), else the header,
  *                    else a digest of the body (so a redelivered unparseable body is still recognised)
  * @param payloadJson the body as text when it is a JSON object PostgreSQL can store as jsonb, else null
  * @param parseError  null, {@code invalid_json} or {@code not_an_object}
@@ -54,7 +55,8 @@ public record UnifyPortEvent(String eventId, String deliveryId, String type, Str
         String type = text(root, "type");
         String provider = text(root, "provider");
         String accountId = text(root, "account_id");
-        String eventId = headerId != null ? headerId : Optional.ofNullable(text(root, "id")).orElseGet(() -> digest(body));
+        // A replayed request with an edited header must not become a second event.
+        String eventId = Optional.ofNullable(text(root, "id")).or(() -> Optional.ofNullable(headerId)).orElseGet(() -> digest(body));
         return new UnifyPortEvent(eventId, deliveryId, type, provider, accountId, instant(text(root, "occurred_at")),
                 body, text, null, message(type, provider, accountId, root.path("data")));
     }

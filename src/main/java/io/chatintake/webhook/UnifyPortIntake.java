@@ -135,8 +135,12 @@ public final class UnifyPortIntake extends ServiceSupport implements Processor {
                 return;
             }
         }
-        UnifyPortEvent event = UnifyPortEvent.parse(body, in.getHeader(EVENT_ID_HEADER, String.class),
-                in.getHeader(DELIVERY_ID_HEADER, String.class));
+        String headerEventId = in.getHeader(EVENT_ID_HEADER, String.class);
+        UnifyPortEvent event = UnifyPortEvent.parse(body, headerEventId, in.getHeader(DELIVERY_ID_HEADER, String.class));
+        if (headerEventId != null && !headerEventId.isBlank() && !headerEventId.trim().equals(event.eventId())) {
+            LOG.warn("{} webhook: delivery {}: {} differs from the signed body id {}; the body id is used", configPrefix,
+                    deliveryId(in), EVENT_ID_HEADER, event.eventId());
+        }
         WebhookEventStore.Stored stored;
         try {
             stored = store.store(workspace, channel, event);

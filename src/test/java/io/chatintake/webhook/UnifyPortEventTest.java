@@ -23,9 +23,10 @@ class UnifyPortEventTest {
     }
 
     @Test
-    void theHeaderIdIsTheKeyThenTheBodyIdThenADigestOfTheBody() {
-        assertThat(parse("{\"id\":\"evt_body\"}", "evt_header").eventId()).isEqualTo("evt_header");
+    void theSignedBodyIdIsTheKeyThenTheHeaderIdThenADigestOfTheBody() {
+        assertThat(parse("{\"id\":\"evt_body\"}", "evt_header").eventId()).as("the header is not signed").isEqualTo("evt_body");
         assertThat(parse("{\"id\":\"evt_body\"}", null).eventId()).isEqualTo("evt_body");
+        assertThat(parse("{\"type\":\"x\"}", "evt_header").eventId()).isEqualTo("evt_header");
         UnifyPortEvent noId = parse("{\"type\":\"x\"}", null);
         assertThat(noId.eventId()).startsWith("sha256:").isEqualTo(parse("{\"type\":\"x\"}", " ").eventId());
     }

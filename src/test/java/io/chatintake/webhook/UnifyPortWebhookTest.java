@@ -160,6 +160,15 @@ class UnifyPortWebhookTest {
     }
 
     @Test
+    void aReplayWithAnEditedEventIdHeaderIsStillTheSameEvent(DataSource db) throws Exception {
+        Delivery signed = sender.sign("evt_signed", message("evt_signed", "m1", "x"), TimestampForm.RFC3339);
+        assertThat(sender.post(signed).body()).isEqualTo("{\"status\":\"stored\"}");
+        // The header is not covered by the signature; the body's id is.
+        assertThat(sender.post(signed.withEventId("evt_edited")).body()).isEqualTo("{\"status\":\"duplicate\"}");
+        assertThat(eventIds(db)).containsExactly("evt_signed");
+    }
+
+    @Test
     void twentyConcurrentDeliveriesOfOneEventStoreOneRowAndAllAre2xx(DataSource db) throws Exception {
         byte[] body = message("evt_race", "m1", "race");
         ExecutorService pool = Executors.newFixedThreadPool(20);
