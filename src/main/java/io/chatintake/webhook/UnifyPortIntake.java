@@ -36,7 +36,6 @@ public final class UnifyPortIntake extends ServiceSupport implements Processor {
 
     public static final String EVENT_ID_HEADER = "X-Device-Event-Id";
     public static final String DELIVERY_ID_HEADER = "X-Device-Delivery-Id";
-    public static final String STORED = "ChatIntakeStored";
     public static final String FIRST_DELIVERY = "ChatIntakeFirstDelivery";
     public static final String WORKSPACE = "ChatIntakeWorkspace";
     public static final String CHANNEL = "ChatIntakeChannel";
@@ -53,10 +52,11 @@ public final class UnifyPortIntake extends ServiceSupport implements Processor {
     private List<Secret> signingSecrets = List.of();
     private boolean allowUnsigned;
     private long maxBodyBytes = 1024 * 1024;
-    private long timestampToleranceSeconds = SignatureScheme.DEFAULT_TOLERANCE.toSeconds();
+    /** Null: the scheme's own tolerance. */
+    private Long timestampToleranceSeconds;
     private long statementTimeoutMs = 5000;
     private DataSource dataSource;
-    private Clock clock = Clock.systemUTC();
+    private final Clock clock = Clock.systemUTC();
 
     private volatile SignatureVerifier verifier;
     private volatile WebhookEventStore store;
@@ -73,12 +73,14 @@ public final class UnifyPortIntake extends ServiceSupport implements Processor {
             throw new IllegalStateException(configPrefix + " webhook: no dataSource set (bind it as #dataSource)");
         }
         store = new WebhookEventStore(dataSource, Duration.ofMillis(statementTimeoutMs));
-        SignatureScheme chosen = SignatureScheme.parse(scheme).withTolerance(Duration.ofSeconds(timestampToleranceSeconds));
+        SignatureScheme parsed = SignatureScheme.parse(scheme);
+        SignatureScheme chosen = timestampToleranceSeconds == null ? parsed
+                : parsed.withTolerance(Duration.ofSeconds(timestampToleranceSeconds));
         String secretsVariable = Settings.envName(configPrefix + ".signing-secrets");
         if (!signingSecrets.isEmpty()) {
             verifier = new SignatureVerifier(chosen, signingSecrets);
             LOG.info("{} webhook: on for workspace {}: {} signing secret(s), scheme {}, timestamp tolerance +/-{}s, body cap {} bytes",
-                    configPrefix, workspace, signingSecrets.size(), chosen.name(), timestampToleranceSeconds, maxBodyBytes);
+                    configPrefix, workspace, signingSecrets.size(), chosen.name(), chosen.tolerance().toSeconds(), maxBodyBytes);
         } else if (allowUnsigned) {
             verifier = null;
             LOG.warn("{} webhook: INSECURE: accepting UNSIGNED deliveries for workspace {} ({}=true); anyone who can reach "
@@ -108,7 +110,8 @@ public final class UnifyPortIntake extends ServiceSupport implements Processor {
         if (!isStarted()) {
             throw new IllegalStateException(configPrefix + " webhook: not started (start() or a route using it)");
         }
-        // The size cap comes first: a declared oversize body is refused before anything reads it.
+        // The size cap comes first, before the body is looked at. (Vert.x has buffered it already;
+        // camel.server.max-body-size is the server-wide cap that refuses huge bodies while reading.)
         Long declared = in.getHeader(Exchange.CONTENT_LENGTH, Long.class);
         if (declared != null && declared > maxBodyBytes) {
             reply(exchange, 413, "{\"error\":\"body_too_large\"}", "body_too_large");
@@ -157,7 +160,6 @@ public final class UnifyPortIntake extends ServiceSupport implements Processor {
         }
         String outcome = stored.firstDelivery() ? "stored" : "duplicate";
         reply(exchange, 200, "{\"status\":\"" + outcome + "\"}", outcome);
-        exchange.setProperty(STORED, true);
         exchange.setProperty(FIRST_DELIVERY, stored.firstDelivery());
         exchange.setProperty(WORKSPACE, workspace);
         exchange.setProperty(CHANNEL, channel);
@@ -241,7 +243,7 @@ public final class UnifyPortIntake extends ServiceSupport implements Processor {
         this.maxBodyBytes = maxBodyBytes;
     }
 
-    public void setTimestampToleranceSeconds(long timestampToleranceSeconds) {
+    public void setTimestampToleranceSeconds(Long timestampToleranceSeconds) {
         this.timestampToleranceSeconds = timestampToleranceSeconds;
     }
 
@@ -251,10 +253,6 @@ public final class UnifyPortIntake extends ServiceSupport implements Processor {
 
     public void setDataSource(DataSource dataSource) {
         this.dataSource = dataSource;
-    }
-
-    public void setClock(Clock clock) {
-        this.clock = clock;
     }
 
     @Override

@@ -17,8 +17,10 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -134,7 +136,7 @@ class UnifyPortWebhookTest {
     @Test
     void anOversizedBodyIs413AndStoresNothing(DataSource db) throws Exception {
         byte[] big = new byte[1024 * 1024 + 1];
-        java.util.Arrays.fill(big, (byte) ' ');
+        Arrays.fill(big, (byte) ' ');
         big[0] = '{';
         big[big.length - 1] = '}';
         Response response = sender.post(sender.sign("evt_big", big, TimestampForm.RFC3339));
@@ -146,7 +148,7 @@ class UnifyPortWebhookTest {
     @Test
     void aRedeliveryIsAcknowledgedAndCountedOnTheSameRow(DataSource db) throws Exception {
         byte[] body = message("evt_dup", "m1", "once");
-        List<Response> first = sender.deliver("evt_dup", body, TimestampForm.RFC3339, 3, java.time.Duration.ZERO);
+        List<Response> first = sender.deliver("evt_dup", body, TimestampForm.RFC3339, 3, Duration.ZERO);
         Response second = sender.post(sender.sign("evt_dup", body, TimestampForm.UNIX_SECONDS));
         assertThat(first).singleElement().extracting(Response::status).isEqualTo(200);
         assertThat(first.get(0).body()).isEqualTo("{\"status\":\"stored\"}");
