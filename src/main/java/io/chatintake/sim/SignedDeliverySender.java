@@ -73,10 +73,6 @@ public final class SignedDeliverySender {
 
     /** What the receiver answered; status 0 when the connection failed. */
     public record Response(int status, String body, Delivery delivery) {
-        public boolean acknowledged() {
-            return status >= 200 && status < 300;
-        }
-
         /** The provider retries these and dead-letters every other 4xx. */
         public boolean retryable() {
             return status == 0 || status == 408 || status == 429 || status >= 500;

@@ -182,9 +182,4 @@ public record SignatureScheme(String name, Format format, String signatureHeader
         return new SignatureScheme(name, format, signatureHeader, timestampHeader, idHeader, template, encoding, prefix,
                 secretFormat, newTolerance);
     }
-
-    /** Whether a signing time is part of the scheme, so freshness is checked. */
-    public boolean hasTimestamp() {
-        return format == Format.STRIPE || timestampHeader != null;
-    }
 }

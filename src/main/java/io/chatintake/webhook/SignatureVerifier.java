@@ -60,10 +60,6 @@ public final class SignatureVerifier {
         }
     }
 
-    public SignatureScheme scheme() {
-        return scheme;
-    }
-
     /**
      * @param headers a request header by name (case-insensitive lookup is the caller's), null when absent
      * @param body    the raw body bytes exactly as received
