@@ -16,7 +16,7 @@ CREATE TABLE webhook_event (
     occurred_at       timestamptz,
     -- exactly the bytes that were signed, so the signature can be checked again later
     body              bytea       NOT NULL,
-    -- the body as JSON when it parses as a JSON object; NULL otherwise
+    -- the body as JSON when it parses (and jsonb can hold it); NULL otherwise
     payload           jsonb,
     -- why the body could not be used as an envelope (invalid_json, not_an_object); NULL when it could
     parse_error       text,

@@ -21,7 +21,7 @@ import java.util.Optional;
  * @param eventId     the idempotency key: the body's {@code id} (covered by the signature, unlike the
  *                    {@code X-Device-Event-Id} header, which carries the same value), else the header,
  *                    else a digest of the body (so a redelivered unparseable body is still recognised)
- * @param payloadJson the body as text when it is a JSON object PostgreSQL can store as jsonb, else null
+ * @param payloadJson the body as text when it is JSON PostgreSQL can store as jsonb, else null
  * @param parseError  null, {@code invalid_json} or {@code not_an_object}
  */
 public record UnifyPortEvent(String eventId, String deliveryId, String type, String provider, String accountId,
@@ -41,16 +41,13 @@ public record UnifyPortEvent(String eventId, String deliveryId, String type, Str
         } catch (IOException e) {
             root = null;
         }
-        if (root == null || root.isMissingNode()) {
-            return raw(body, headerId, deliveryId, "invalid_json");
+        String text = new String(body, StandardCharsets.UTF_8);
+        // Valid JSON may still hold a NUL character, which PostgreSQL's jsonb cannot store.
+        if (root == null || root.isMissingNode() || text.contains("\\u0000")) {
+            return raw(body, headerId, deliveryId, null, "invalid_json");
         }
         if (!root.isObject()) {
-            return raw(body, headerId, deliveryId, "not_an_object");
-        }
-        String text = new String(body, StandardCharsets.UTF_8);
-        if (text.contains("\\u0000")) {
-            // Valid JSON, but PostgreSQL's jsonb cannot hold a NUL character.
-            return raw(body, headerId, deliveryId, "invalid_json");
+            return raw(body, headerId, deliveryId, text, "not_an_object");
         }
         String type = text(root, "type");
         String provider = text(root, "provider");
@@ -61,9 +58,9 @@ public record UnifyPortEvent(String eventId, String deliveryId, String type, Str
                 body, text, null, message(type, provider, accountId, root.path("data")));
     }
 
-    private static UnifyPortEvent raw(byte[] body, String headerId, String deliveryId, String parseError) {
+    private static UnifyPortEvent raw(byte[] body, String headerId, String deliveryId, String payloadJson, String parseError) {
         return new UnifyPortEvent(headerId != null ? headerId : digest(body), deliveryId, null, null, null, null,
-                body, null, parseError, null);
+                body, payloadJson, parseError, null);
     }
 
     /** The child message a message.* event is about, when it names one. */

@@ -35,6 +35,7 @@ class UnifyPortEventTest {
     void bodiesThatCannotBeAnEnvelopeAreFlaggedNotRefused() {
         assertThat(parse("{\"a\":1} trailing", null).parseError()).isEqualTo("invalid_json");
         assertThat(parse("[1,2]", null).parseError()).isEqualTo("not_an_object");
+        assertThat(parse("[1,2]", null).payloadJson()).as("still JSON, kept as jsonb").isEqualTo("[1,2]");
         assertThat(parse("", null).parseError()).isEqualTo("invalid_json");
         assertThat(parse("{\"a\":\"nul \\u0000 inside\"}", null).parseError()).as("jsonb cannot hold NUL").isEqualTo("invalid_json");
         UnifyPortEvent raw = parse("<xml/>", "evt_x");
