@@ -11,8 +11,10 @@ import io.chatintake.sim.SignedDeliverySender.TimestampForm;
 import io.chatintake.store.EmbeddedDatabase;
 import io.chatintake.store.Migrations;
 import io.chatintake.testkit.RunnerProcess;
+import io.chatintake.testkit.TestDatabase;
 import io.chatintake.testkit.WebhookServer;
 import java.nio.file.Path;
+import java.sql.Connection;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -74,6 +76,29 @@ class UnifyPortWebhookDatabaseDownTest {
             assertThat(UnifyPortWebhookTest.count(pool, "SELECT count(*) FROM channel_message")).isEqualTo(2);
         } finally {
             database.close();
+        }
+    }
+
+    @Test
+    void aFullPoolIsAnswered503WithinThePoolWait() throws Exception {
+        HikariDataSource shared = (HikariDataSource) TestDatabase.dataSource();
+        HikariConfig config = new HikariConfig();
+        config.setJdbcUrl(shared.getJdbcUrl());
+        config.setUsername(shared.getUsername());
+        config.setMaximumPoolSize(1);
+        config.setConnectionTimeout(1000);
+        try (HikariDataSource pool = new HikariDataSource(config);
+             WebhookServer server = WebhookServer.start(pool, Map.of("unifyport.signing-secrets", "secret_1"));
+             Connection held = pool.getConnection()) {
+            SignedDeliverySender sender = new SignedDeliverySender(server.uri("/webhooks/unifyport"), Secret.of("secret_1"));
+            long started = System.nanoTime();
+            Response response = sender.post(sender.sign("evt_pool", UnifyPortWebhookTest.message("evt_pool", "m1", "x"),
+                    TimestampForm.RFC3339));
+            Duration took = Duration.ofNanos(System.nanoTime() - started);
+            assertThat(response.status()).isEqualTo(503);
+            assertThat(response.body()).isEqualTo("{\"error\":\"storage_unavailable\"}");
+            assertThat(took).isLessThan(Duration.ofSeconds(3));
+            assertThat(held.isValid(1)).isTrue();
         }
     }
 }

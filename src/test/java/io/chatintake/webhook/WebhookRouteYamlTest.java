@@ -92,4 +92,27 @@ class WebhookRouteYamlTest {
         return HttpClient.newHttpClient().send(HttpRequest.newBuilder(uri).headers(headers)
                 .POST(HttpRequest.BodyPublishers.ofByteArray(body)).build(), HttpResponse.BodyHandlers.ofString());
     }
+
+    @Test
+    void aFailingHandlerNeverChangesTheAnswer(DataSource db) throws Exception {
+        Path handler = Files.writeString(dir.resolve("failing-handler.yaml"), """
+                - route:
+                    id: unifyport-event
+                    from:
+                      uri: "direct:unifyport-event"
+                      steps:
+                        - throwException:
+                            exceptionType: java.lang.IllegalStateException
+                            message: "business work failed"
+                """);
+        try (WebhookServer server = WebhookServer.start(db, Map.of("unifyport.signing-secrets", "secret_1"),
+                "file:routes/unifyport-webhook.yaml,file:" + handler)) {
+            SignedDeliverySender sender = new SignedDeliverySender(server.uri("/webhooks/unifyport"), Secret.of("secret_1"));
+            byte[] body = UnifyPortWebhookTest.message("evt_handler_fails", "m1", "x");
+            SignedDeliverySender.Response response = sender.post(sender.sign("evt_handler_fails", body, TimestampForm.RFC3339));
+            assertThat(response.status()).isEqualTo(200);
+            assertThat(response.body()).isEqualTo("{\"status\":\"stored\"}");
+        }
+        assertThat(UnifyPortWebhookTest.eventIds(db)).containsExactly("evt_handler_fails");
+    }
 }
