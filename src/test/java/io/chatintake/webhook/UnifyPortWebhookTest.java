@@ -247,7 +247,11 @@ class UnifyPortWebhookTest {
         post(SignedDeliverySender.envelope("evt_del", "message.deleted", "whatsapp", "acc_1", t0.plusSeconds(120),
                 messageData("12345678901234567890123", null, null)));
         assertThat(count(db, "SELECT count(*) FROM channel_message WHERE deleted_at IS NOT NULL AND text = 'edited'")).isEqualTo(1);
-        assertThat(count(db, "SELECT count(*) FROM webhook_event")).isEqualTo(3);
+        // An older edit arriving last neither overwrites newer content nor undeletes.
+        post(SignedDeliverySender.envelope("evt_upd_old", "message.updated", "whatsapp", "acc_1", t0.plusSeconds(30),
+                messageData("12345678901234567890123", "stale edit", null)));
+        assertThat(count(db, "SELECT count(*) FROM channel_message WHERE deleted_at IS NOT NULL AND text = 'edited'")).isEqualTo(1);
+        assertThat(count(db, "SELECT count(*) FROM webhook_event")).isEqualTo(4);
     }
 
     @Test
