@@ -103,6 +103,9 @@ public final class Runner {
                 Map.entry("camel.main.routes-reload-enabled", Boolean.toString(reload)),
                 Map.entry("camel.main.routes-reload-directory", routesDir.toString()),
                 Map.entry("camel.main.routes-reload-pattern", "*.yaml"),
+                // Reload only the changed file's routes: reloading all of them unregisters every HTTP
+                // path for a moment, and a webhook answered 404 then is dead-lettered by its sender.
+                Map.entry("camel.main.routes-reload-remove-all-routes", "false"),
                 Map.entry("camel.server.enabled", "true"),
                 Map.entry("camel.server.host", settings.get(HTTP_HOST, "0.0.0.0")),
                 Map.entry("camel.server.port", Integer.toString(port)),
