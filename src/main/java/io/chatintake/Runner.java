@@ -10,7 +10,8 @@ import io.chatintake.telegram.TelegramWorkSource;
 import io.chatintake.work.EffectGuard;
 import io.chatintake.work.WorkDispatcher;
 import io.chatintake.work.WorkQueue;
-import io.chatintake.ops.MeterRegistryLookup;
+import io.chatintake.work.WorkSource;
+import io.chatintake.webhook.UnifyPortWorkSource;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -93,6 +94,8 @@ public final class Runner {
         camel.bind("effectGuard", new EffectGuard(database.dataSource()));
         WorkDispatcher.Options workOptions = WorkDispatcher.Options.from(settings);
         WorkDispatcher[] dispatcher = new WorkDispatcher[1];
+        List<WorkSource> workSources = List.of(new TelegramWorkSource("direct:telegram-update"),
+                new UnifyPortWorkSource("direct:unifyport-event"));
 
         // Every key of the configuration file can be used as a {{placeholder}} in YAML routes.
         settings.describe().keySet().forEach(key -> settings.get(key).ifPresent(v -> camel.addInitialProperty(key, v)));
@@ -136,14 +139,14 @@ public final class Runner {
             public void afterConfigure(BaseMainSupport main) {
                 HealthCheckHelper.getHealthCheckRegistry(main.getCamelContext())
                         .register(new DatabaseHealthCheck(database.dataSource()));
+                // Bound before the routes start, so intake can wake it; it starts once they run.
+                dispatcher[0] = new WorkDispatcher(main.getCamelContext(), new WorkQueue(database.dataSource()), workSources, workOptions);
+                main.getCamelContext().getRegistry().bind("workDispatcher", dispatcher[0]);
             }
 
             @Override
             public void afterStart(BaseMainSupport main) {
                 CamelContext context = main.getCamelContext();
-                dispatcher[0] = new WorkDispatcher(context, new WorkQueue(database.dataSource()),
-                        List.of(new TelegramWorkSource("direct:telegram-update")), workOptions, MeterRegistryLookup.of(context));
-                context.getRegistry().bind("workDispatcher", dispatcher[0]);
                 dispatcher[0].start();
                 LOG.info("routes: {} running from {}/*.yaml and built-ins: {}", context.getRoutes().size(), routesDir,
                         context.getRoutes().stream().map(Route::getRouteId).sorted().collect(Collectors.joining(", ")));

@@ -2,7 +2,9 @@ package io.chatintake.webhook;
 
 import io.chatintake.config.Secret;
 import io.chatintake.config.Settings;
+import io.chatintake.ops.MeterRegistryLookup;
 import io.chatintake.webhook.SignatureVerifier.Verification;
+import io.chatintake.work.WorkDispatcher;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.sql.SQLException;
@@ -14,7 +16,6 @@ import javax.sql.DataSource;
 import org.apache.camel.Exchange;
 import org.apache.camel.Message;
 import org.apache.camel.Processor;
-import org.apache.camel.component.micrometer.MicrometerConstants;
 import org.apache.camel.support.service.ServiceSupport;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -27,22 +28,15 @@ import org.slf4j.LoggerFactory;
  * Configured through setters so a route file can declare one per workspace (YAML {@code beans:}
  * with {@code {{placeholders}}}); the route using it starts it.
  * <p>
- * After a first delivery is stored, the exchange carries {@code ChatIntake*} properties
- * (workspace, channel, event id, type, provider, stored row id) for the route's hand-off to
- * business work; the response body and status are already set.
+ * A first delivery is stored with its work item in the same transaction; the work dispatcher
+ * then runs {@code direct:unifyport-event} for it, so business work never holds up the answer
+ * and a failure there is retried from storage.
  */
 public final class UnifyPortIntake extends ServiceSupport implements Processor {
     private static final Logger LOG = LoggerFactory.getLogger(UnifyPortIntake.class);
 
     public static final String EVENT_ID_HEADER = "X-Device-Event-Id";
     public static final String DELIVERY_ID_HEADER = "X-Device-Delivery-Id";
-    public static final String FIRST_DELIVERY = "ChatIntakeFirstDelivery";
-    public static final String WORKSPACE = "ChatIntakeWorkspace";
-    public static final String CHANNEL = "ChatIntakeChannel";
-    public static final String EVENT_ID = "ChatIntakeEventId";
-    public static final String EVENT_TYPE = "ChatIntakeEventType";
-    public static final String PROVIDER = "ChatIntakeProvider";
-    public static final String STORED_ID = "ChatIntakeStoredId";
     static final String METRIC = "chat.intake.webhook.deliveries";
 
     private String configPrefix = "unifyport";
@@ -160,13 +154,13 @@ public final class UnifyPortIntake extends ServiceSupport implements Processor {
         }
         String outcome = stored.firstDelivery() ? "stored" : "duplicate";
         reply(exchange, 200, "{\"status\":\"" + outcome + "\"}", outcome);
-        exchange.setProperty(FIRST_DELIVERY, stored.firstDelivery());
-        exchange.setProperty(WORKSPACE, workspace);
-        exchange.setProperty(CHANNEL, channel);
-        exchange.setProperty(EVENT_ID, event.eventId());
-        exchange.setProperty(EVENT_TYPE, event.type());
-        exchange.setProperty(PROVIDER, event.provider());
-        exchange.setProperty(STORED_ID, stored.id());
+        if (stored.firstDelivery()) {
+            // Its work item is committed; wake the dispatcher instead of waiting for its next look.
+            WorkDispatcher dispatcher = exchange.getContext().getRegistry().findSingleByType(WorkDispatcher.class);
+            if (dispatcher != null) {
+                dispatcher.nudge();
+            }
+        }
     }
 
     /** Request headers are dropped first: platform-http would echo them (signature included) in the response. */
@@ -183,17 +177,14 @@ public final class UnifyPortIntake extends ServiceSupport implements Processor {
         MeterRegistry registry = meters;
         if (registry == null) {
             // Looked up lazily: camel-micrometer binds its registry while the context starts, after beans exist.
-            registry = exchange.getContext().getRegistry()
-                    .lookupByNameAndType(MicrometerConstants.METRICS_REGISTRY_NAME, MeterRegistry.class);
+            registry = MeterRegistryLookup.of(exchange.getContext());
             meters = registry;
         }
-        if (registry != null) {
-            Counter.builder(METRIC)
-                    .description("Webhook deliveries by answer: stored, duplicate, or why not")
-                    .tags("channel", channel, "workspace", workspace, "status", Integer.toString(status), "outcome", outcome)
-                    .register(registry)
-                    .increment();
-        }
+        Counter.builder(METRIC)
+                .description("Webhook deliveries by answer: stored, duplicate, or why not")
+                .tags("channel", channel, "workspace", workspace, "status", Integer.toString(status), "outcome", outcome)
+                .register(registry)
+                .increment();
     }
 
     private static String deliveryId(Message in) {

@@ -53,10 +53,14 @@ public final class WebhookEventStore {
                     s.execute("SET LOCAL statement_timeout = " + statementTimeout.toMillis());
                 }
                 Stored stored = insertEvent(connection, workspace, channel, event);
-                // A redelivery was applied when it was first stored; applying it again could undo a newer change.
-                if (stored.firstDelivery() && event.message() != null) {
-                    ChannelMessageStore.apply(connection, workspace, event.eventId(), event.occurredAt(), event.message(),
-                            ChannelMessage.Change.of(event.type()));
+                // A redelivery was applied and scheduled when it was first stored; applying it again
+                // could undo a newer change, scheduling it again would run its business work twice.
+                if (stored.firstDelivery()) {
+                    if (event.message() != null) {
+                        ChannelMessageStore.apply(connection, workspace, event.eventId(), event.occurredAt(), event.message(),
+                                ChannelMessage.Change.of(event.type()));
+                    }
+                    schedule(connection, workspace, channel, event, stored.id());
                 }
                 connection.commit();
                 return stored;
@@ -87,6 +91,24 @@ public final class WebhookEventStore {
                 rs.next();
                 return new Stored(rs.getLong("id"), rs.getBoolean("inserted"), rs.getInt("delivery_count"));
             }
+        }
+    }
+
+    private static final String SCHEDULE = """
+            INSERT INTO work_item (kind, source_key, source_id, chat_key) VALUES (?, ?, ?, ?)
+            ON CONFLICT ON CONSTRAINT work_item_source DO NOTHING""";
+
+    /** The event's business work, committed with the event: stored means scheduled. */
+    private static void schedule(Connection connection, String workspace, String channel, UnifyPortEvent event, long eventRowId)
+            throws SQLException {
+        ChannelMessage message = event.message();
+        try (PreparedStatement ps = connection.prepareStatement(SCHEDULE)) {
+            ps.setString(1, UnifyPortWorkSource.KIND);
+            ps.setString(2, String.join(":", workspace, channel, event.eventId()));
+            ps.setLong(3, eventRowId);
+            ps.setString(4, message == null ? null
+                    : String.join(":", workspace, message.provider(), message.accountId(), message.conversationId()));
+            ps.executeUpdate();
         }
     }
 

@@ -2,6 +2,7 @@ package io.chatintake.work;
 
 import io.chatintake.ProcessIdentity;
 import io.chatintake.config.Settings;
+import io.chatintake.ops.MeterRegistryLookup;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -70,7 +71,7 @@ public final class WorkDispatcher {
     private final Options options;
     private final Backoff backoff;
     private final String worker = ProcessIdentity.name();
-    private final MeterRegistry registry;
+    private MeterRegistry registry;
     private final Map<String, AtomicLong> depth = new ConcurrentHashMap<>();
     private final Object idle = new Object();
     private final List<Thread> threads = new ArrayList<>();
@@ -78,19 +79,20 @@ public final class WorkDispatcher {
     private ProducerTemplate producer;
     private Instant lastDepthRefresh = Instant.EPOCH;
 
-    public WorkDispatcher(CamelContext camel, WorkQueue queue, List<WorkSource> sources, Options options, MeterRegistry registry) {
+    public WorkDispatcher(CamelContext camel, WorkQueue queue, List<WorkSource> sources, Options options) {
         this.camel = camel;
         this.queue = queue;
         this.sources = sources.stream().collect(Collectors.toMap(WorkSource::kind, s -> s));
         this.options = options;
         this.backoff = new Backoff(options.backoffBase(), options.backoffCap());
-        this.registry = registry;
     }
 
     public synchronized void start() {
         if (running) {
             return;
         }
+        // Looked up at start: camel-micrometer binds its registry while the context starts.
+        registry = MeterRegistryLookup.of(camel);
         running = true;
         producer = camel.createProducerTemplate();
         for (int i = 0; i < options.concurrency(); i++) {

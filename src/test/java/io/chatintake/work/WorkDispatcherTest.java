@@ -10,7 +10,6 @@ import io.chatintake.telegram.TelegramWorkSource;
 import io.chatintake.testkit.Await;
 import io.chatintake.testkit.Sql;
 import io.chatintake.testkit.TestDatabase;
-import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -83,7 +82,7 @@ class WorkDispatcherTest {
     private void startDispatcher(int maxAttempts) {
         dispatcher = new WorkDispatcher(camel, new WorkQueue(dataSource), List.of(new TelegramWorkSource("direct:telegram-update")),
                 new WorkDispatcher.Options(2, maxAttempts, Duration.ofMillis(200), Duration.ofMillis(800), Duration.ofSeconds(30),
-                        Duration.ofMillis(50), Set.of("telegram-update")), new SimpleMeterRegistry());
+                        Duration.ofMillis(50), Set.of("telegram-update")));
         dispatcher.start();
     }
 
