@@ -2,6 +2,7 @@ package io.chatintake.webhook;
 
 import java.sql.Connection;
 import java.sql.PreparedStatement;
+import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Types;
 import java.time.Instant;
@@ -39,6 +40,7 @@ final class ChannelMessageStore {
                 deleted_at = COALESCE(channel_message.deleted_at, EXCLUDED.deleted_at),
                 last_event_at = GREATEST(channel_message.last_event_at, EXCLUDED.last_event_at),
                 updated_at = now()
+            RETURNING id, (xmax = 0) AS inserted
             """;
 
     /** message.received / message.updated: the newest event's values win, older ones only fill gaps. */
@@ -55,8 +57,12 @@ final class ChannelMessageStore {
     private ChannelMessageStore() {
     }
 
-    static void apply(Connection connection, String workspace, String eventId, Instant occurredAt, ChannelMessage m,
-                      ChannelMessage.Change change) throws SQLException {
+    /** The child's row, and whether this event stored it for the first time (a redelivered child counts once). */
+    record Applied(long id, boolean inserted) {
+    }
+
+    static Applied apply(Connection connection, String workspace, String eventId, Instant occurredAt, ChannelMessage m,
+                         ChannelMessage.Change change) throws SQLException {
         String sql = change == ChannelMessage.Change.CONTENT ? UPSERT_CONTENT : UPSERT_FILL_ONLY;
         try (PreparedStatement ps = connection.prepareStatement(sql)) {
             int i = 0;
@@ -77,7 +83,10 @@ final class ChannelMessageStore {
             ps.setObject(++i, timestamp(deletedAt), Types.TIMESTAMP_WITH_TIMEZONE);
             ps.setString(++i, eventId);
             ps.setObject(++i, timestamp(occurredAt), Types.TIMESTAMP_WITH_TIMEZONE);
-            ps.executeUpdate();
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                return new Applied(rs.getLong(1), rs.getBoolean(2));
+            }
         }
     }
 
