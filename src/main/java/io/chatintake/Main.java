@@ -2,6 +2,7 @@ package io.chatintake;
 
 import io.chatintake.config.ConfigurationException;
 import io.chatintake.config.Settings;
+import io.chatintake.ops.AlbumCommands;
 import io.chatintake.ops.TelegramCommands;
 import io.chatintake.ops.WorkCommands;
 import java.io.PrintStream;
@@ -37,6 +38,12 @@ public final class Main {
                 }
                 case "work" -> {
                     return new WorkCommands(loadSettings(), out).run(args.subList(1, args.size()));
+                }
+                case "albums" -> {
+                    if (args.size() > 1 && !args.get(1).equals("status")) {
+                        throw new ConfigurationException("unknown albums command '" + args.get(1) + "' (status)");
+                    }
+                    return new AlbumCommands(loadSettings(), out).status();
                 }
                 case "config" -> {
                     Settings settings = loadSettings();
@@ -75,6 +82,7 @@ public final class Main {
                 "  work status                              stored work by kind and state, parked items, effects to reconcile",
                 "  work retry --id N | --all-parked         put parked work back to pending",
                 "  work replay --kind K --since T           run done work of kind K created since T again (explicit only)",
+                "  albums status                            open albums, oldest open age, recent decisions, conflicts",
                 "  config    print the effective configuration, secrets redacted",
                 "  help      this text",
                 "configuration: config/application.properties (or $" + CONFIG_FILE_ENV + "), each key overridable by",

@@ -1,7 +1,13 @@
 package io.chatintake;
 
 import io.chatintake.config.ConfigurationException;
+import io.chatintake.album.AlbumAggregation;
+import io.chatintake.album.AlbumChildSource;
+import io.chatintake.album.AlbumDecisionSource;
+import io.chatintake.album.AlbumDecisions;
+import io.chatintake.album.AlbumMetrics;
 import io.chatintake.config.Settings;
+import io.chatintake.ops.MeterRegistryLookup;
 import io.chatintake.store.Database;
 import io.chatintake.store.DatabaseHealthCheck;
 import io.chatintake.store.EmbeddedDatabase;
@@ -18,6 +24,7 @@ import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
+import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CountDownLatch;
@@ -29,6 +36,8 @@ import org.apache.camel.health.HealthCheckHelper;
 import org.apache.camel.main.BaseMainSupport;
 import org.apache.camel.main.Main;
 import org.apache.camel.main.MainListenerSupport;
+import org.apache.camel.processor.aggregate.jdbc.JdbcAggregationRepository;
+import org.springframework.jdbc.datasource.DataSourceTransactionManager;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -95,7 +104,13 @@ public final class Runner {
         WorkDispatcher.Options workOptions = WorkDispatcher.Options.from(settings);
         WorkDispatcher[] dispatcher = new WorkDispatcher[1];
         List<WorkSource> workSources = List.of(new TelegramWorkSource("direct:telegram-update"),
-                new UnifyPortWorkSource("direct:unifyport-event"));
+                new UnifyPortWorkSource("direct:unifyport-event"),
+                new AlbumChildSource(Duration.ofSeconds(settings.getLong("albums.quiet-period-seconds", 20)),
+                        Duration.ofSeconds(settings.getLong("albums.telegram-quiet-period-seconds", 5))),
+                new AlbumDecisionSource());
+        camel.bind("albumAggregation", new AlbumAggregation());
+        camel.bind("albumAggregationRepository", albumRepository(database));
+        camel.bind("albumDecisions", new AlbumDecisions(database.dataSource()));
 
         // Every key of the configuration file can be used as a {{placeholder}} in YAML routes.
         settings.describe().keySet().forEach(key -> settings.get(key).ifPresent(v -> camel.addInitialProperty(key, v)));
@@ -148,6 +163,7 @@ public final class Runner {
             public void afterStart(BaseMainSupport main) {
                 CamelContext context = main.getCamelContext();
                 dispatcher[0].start();
+                AlbumMetrics.register(MeterRegistryLookup.of(context), database.dataSource());
                 LOG.info("routes: {} running from {}/*.yaml and built-ins: {}", context.getRoutes().size(), routesDir,
                         context.getRoutes().stream().map(Route::getRouteId).sorted().collect(Collectors.joining(", ")));
                 LOG.info("http: listening on port {}; health at /observe/health, metrics at /observe/metrics", port);
@@ -169,6 +185,15 @@ public final class Runner {
             }
         });
         return camel;
+    }
+
+    /** Open album groups in PostgreSQL; recovery re-delivers a completed group whose decision failed. */
+    private static JdbcAggregationRepository albumRepository(Database database) {
+        JdbcAggregationRepository repository = new JdbcAggregationRepository(
+                new DataSourceTransactionManager(database.dataSource()), "album_aggregation", database.dataSource());
+        repository.setUseRecovery(true);
+        repository.setRecoveryInterval(5, TimeUnit.SECONDS);
+        return repository;
     }
 
     private static void recordStart(Database database) {

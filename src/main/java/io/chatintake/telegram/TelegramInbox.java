@@ -1,6 +1,7 @@
 package io.chatintake.telegram;
 
 import io.chatintake.CrashPoint;
+import io.chatintake.album.AlbumKey;
 import java.sql.Array;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -23,6 +24,9 @@ import javax.sql.DataSource;
  * costs one round trip, not 100.
  */
 public final class TelegramInbox {
+    /** Telegram children belong to the default workspace; a bot is its own account within it. */
+    public static final String WORKSPACE = "default";
+
     private final DataSource dataSource;
 
     public TelegramInbox(DataSource dataSource) {
@@ -75,6 +79,34 @@ public final class TelegramInbox {
             SELECT i.id, i.update_id, i.generation, i.update_type, w.id
               FROM inserted i LEFT JOIN work w ON w.source_id = i.id""";
 
+    // Messages become children in channel_message like any channel's (provider telegram-bot,
+    // account = bot id, conversation = chat id); those of a media group are scheduled into their
+    // album in this same transaction. Files are described, not fetched: the attachment fetcher does that.
+    private static final String CHILDREN = """
+            WITH msgs AS (
+                SELECT u.bot_id, u.update_id,
+                       COALESCE(u.payload -> 'message', u.payload -> 'channel_post', u.payload -> 'business_message') AS m
+                  FROM telegram_update u WHERE u.id = ANY (?::bigint[]))
+            INSERT INTO channel_message (workspace, provider, account_id, conversation_id, message_id, message_type,
+                                         text, caption, attachments, sent_at, album_id, first_event_id, last_event_at)
+            SELECT '%s', 'telegram-bot', bot_id::text, m -> 'chat' ->> 'id', m ->> 'message_id',
+                   COALESCE((SELECT k FROM unnest(ARRAY['photo', 'video', 'document', 'audio', 'voice', 'animation',
+                                                        'video_note', 'sticker', 'location', 'contact', 'text']) k
+                              WHERE jsonb_exists(m, k) LIMIT 1), 'unknown'),
+                   m ->> 'text', m ->> 'caption',
+                   (SELECT jsonb_agg(jsonb_build_object('telegram_bot_id', bot_id, 'telegram_file_id', f ->> 'file_id',
+                                                        'file_unique_id', f ->> 'file_unique_id', 'kind', k,
+                                                        'file_size', f -> 'file_size', 'mime_type', f ->> 'mime_type',
+                                                        'file_name', f ->> 'file_name'))
+                      FROM (SELECT e.key AS k, CASE WHEN e.key = 'photo' THEN e.value -> -1 ELSE e.value END AS f
+                              FROM jsonb_each(m) e
+                             WHERE e.key IN ('photo', 'video', 'document', 'audio', 'voice', 'animation', 'video_note', 'sticker')) files),
+                   to_timestamp((m ->> 'date')::bigint), m ->> 'media_group_id',
+                   'telegram:' || bot_id || ':' || update_id, to_timestamp((m ->> 'date')::bigint)
+              FROM msgs WHERE m IS NOT NULL AND m -> 'chat' ->> 'id' IS NOT NULL AND m ->> 'message_id' IS NOT NULL
+            ON CONFLICT (workspace, provider, account_id, conversation_id, message_id) DO NOTHING
+            RETURNING id""".formatted(WORKSPACE);
+
     private static final String ADVANCE = """
             UPDATE telegram_checkpoint
                SET next_offset = ?, last_poll_at = now(), last_batch_at = now(),
@@ -95,6 +127,7 @@ public final class TelegramInbox {
                     throw new LeaseLostException(lease.botId());
                 }
                 List<StoredUpdate> stored = insert(c, lease.botId(), batch);
+                AlbumKey.scheduleChildren(c, storeChildren(c, stored));
                 int duplicates = batch.size() - stored.size();
                 try (PreparedStatement ps = c.prepareStatement(ADVANCE)) {
                     ps.setLong(1, nextOffset);
@@ -148,6 +181,19 @@ public final class TelegramInbox {
         }
         stored.sort((a, b) -> Long.compare(a.rowId(), b.rowId()));
         return stored;
+    }
+
+    private static List<Long> storeChildren(Connection c, List<StoredUpdate> stored) throws SQLException {
+        List<Long> children = new ArrayList<>();
+        try (PreparedStatement ps = c.prepareStatement(CHILDREN)) {
+            ps.setArray(1, c.createArrayOf("bigint", stored.stream().map(StoredUpdate::rowId).toArray()));
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    children.add(rs.getLong(1));
+                }
+            }
+        }
+        return children;
     }
 
     private static void rollbackQuietly(Connection c) {

@@ -1,5 +1,6 @@
 package io.chatintake.webhook;
 
+import io.chatintake.album.AlbumKey;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -7,6 +8,7 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.sql.Types;
 import java.time.Duration;
+import java.util.List;
 import javax.sql.DataSource;
 
 /**
@@ -57,8 +59,11 @@ public final class WebhookEventStore {
                 // could undo a newer change, scheduling it again would run its business work twice.
                 if (stored.firstDelivery()) {
                     if (event.message() != null) {
-                        ChannelMessageStore.apply(connection, workspace, event.eventId(), event.occurredAt(), event.message(),
-                                ChannelMessage.Change.of(event.type()));
+                        ChannelMessageStore.Applied child = ChannelMessageStore.apply(connection, workspace, event.eventId(),
+                                event.occurredAt(), event.message(), ChannelMessage.Change.of(event.type()));
+                        if (child.inserted()) {
+                            AlbumKey.scheduleChildren(connection, List.of(child.id()));
+                        }
                     }
                     schedule(connection, workspace, channel, event, stored.id());
                 }

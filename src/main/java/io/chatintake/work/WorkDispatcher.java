@@ -60,7 +60,7 @@ public final class WorkDispatcher {
                     Duration.ofMillis(settings.getLong("work.backoff-cap-millis", 300_000)),
                     Duration.ofSeconds(settings.getLong("work.claim-seconds", 120)),
                     Duration.ofMillis(settings.getLong("work.poll-interval-millis", 500)),
-                    Arrays.stream(settings.get("work.ordered-kinds", "telegram-update").split(","))
+                    Arrays.stream(settings.get("work.ordered-kinds", "telegram-update,album-child").split(","))
                             .map(String::trim).filter(s -> !s.isEmpty()).collect(Collectors.toSet()));
         }
     }

@@ -1,0 +1,65 @@
+package io.chatintake.album;
+
+import io.chatintake.work.WorkItem;
+import io.chatintake.work.WorkSource;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.time.Duration;
+import org.apache.camel.Message;
+
+/**
+ * A stored album child on its way into the aggregator ({@code direct:album-child}). Each child
+ * enters once (its work item is unique), so a redelivered child never counts twice; should it
+ * run again after a crash, the aggregation strategy ignores a child it already holds.
+ */
+public final class AlbumChildSource implements WorkSource {
+    public static final String KIND = "album-child";
+    public static final String ALBUM_KEY = "AlbumKey";
+    public static final String CHILD_ID = "AlbumChildId";
+    public static final String INDEX = "AlbumIndex";
+    public static final String TOTAL = "AlbumTotal";
+    /** How long the album must stay quiet before it is decided without a consistent total. */
+    public static final String QUIET_PERIOD_MILLIS = "AlbumQuietPeriodMillis";
+    static final String TELEGRAM_PROVIDER = "telegram-bot";
+
+    private final Duration quietPeriod;
+    private final Duration telegramQuietPeriod;
+
+    public AlbumChildSource(Duration quietPeriod, Duration telegramQuietPeriod) {
+        this.quietPeriod = quietPeriod;
+        this.telegramQuietPeriod = telegramQuietPeriod;
+    }
+
+    @Override
+    public String kind() {
+        return KIND;
+    }
+
+    @Override
+    public String endpointUri() {
+        return "direct:album-child";
+    }
+
+    @Override
+    public void load(Connection connection, WorkItem item, Message message) throws SQLException {
+        try (PreparedStatement ps = connection.prepareStatement("SELECT " + AlbumKey.OF_CHILD
+                + ", provider, album_index, album_total FROM channel_message WHERE id = ?")) {
+            ps.setLong(1, item.sourceId());
+            try (ResultSet rs = ps.executeQuery()) {
+                if (!rs.next()) {
+                    throw new SQLException("channel_message row " + item.sourceId() + " of work item " + item.id() + " is missing");
+                }
+                message.setHeader(ALBUM_KEY, rs.getString(1));
+                message.setHeader(CHILD_ID, item.sourceId());
+                message.setHeader(INDEX, (Integer) rs.getObject(3));
+                message.setHeader(TOTAL, (Integer) rs.getObject(4));
+                // Telegram albums have no total: only a quiet period can close them.
+                Duration quiet = TELEGRAM_PROVIDER.equals(rs.getString(2)) ? telegramQuietPeriod : quietPeriod;
+                message.setHeader(QUIET_PERIOD_MILLIS, quiet.toMillis());
+                message.setBody(AlbumState.child(item.sourceId(), (Integer) rs.getObject(3), (Integer) rs.getObject(4)));
+            }
+        }
+    }
+}

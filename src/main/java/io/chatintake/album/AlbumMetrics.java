@@ -1,0 +1,49 @@
+package io.chatintake.album;
+
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.time.Duration;
+import java.time.Instant;
+import javax.sql.DataSource;
+
+/** Open albums and the age of the oldest, read from the database at most every few seconds, not per scrape. */
+public final class AlbumMetrics {
+    /** Open: never decided, or a child arrived after the last decision (a late snapshot is coming). */
+    public static final String OPEN = "decided_version = 0 OR last_child_at > decided_at";
+    private static final Duration REFRESH = Duration.ofSeconds(5);
+    private final DataSource dataSource;
+    private Instant readAt = Instant.EPOCH;
+    private double open;
+    private double oldestOpenSeconds;
+
+    private AlbumMetrics(DataSource dataSource) {
+        this.dataSource = dataSource;
+    }
+
+    public static void register(MeterRegistry registry, DataSource dataSource) {
+        AlbumMetrics metrics = new AlbumMetrics(dataSource);
+        Gauge.builder("chat_intake_albums_open", metrics, m -> m.read().open).register(registry);
+        Gauge.builder("chat_intake_albums_oldest_open_seconds", metrics, m -> m.read().oldestOpenSeconds).register(registry);
+    }
+
+    private synchronized AlbumMetrics read() {
+        if (Duration.between(readAt, Instant.now()).compareTo(REFRESH) < 0) {
+            return this;
+        }
+        readAt = Instant.now();
+        try (Connection c = dataSource.getConnection(); PreparedStatement ps = c.prepareStatement(
+                "SELECT count(*), COALESCE(extract(epoch FROM now() - min(first_child_at)), 0)"
+                        + " FROM album WHERE " + OPEN);
+             ResultSet rs = ps.executeQuery()) {
+            rs.next();
+            open = rs.getLong(1);
+            oldestOpenSeconds = rs.getDouble(2);
+        } catch (Exception e) {
+            // keep the last values; the database health check reports the outage
+        }
+        return this;
+    }
+}

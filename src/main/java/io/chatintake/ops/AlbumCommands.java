@@ -1,0 +1,59 @@
+package io.chatintake.ops;
+
+import io.chatintake.album.AlbumMetrics;
+import io.chatintake.config.ConfigurationException;
+import io.chatintake.config.Settings;
+import io.chatintake.store.Database;
+import io.chatintake.store.Migrations;
+import java.io.PrintStream;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+
+/** {@code albums status}: open albums, the oldest open one, recent decisions, conflicts awaiting a person. */
+public final class AlbumCommands {
+    private final Settings settings;
+    private final PrintStream out;
+
+    public AlbumCommands(Settings settings, PrintStream out) {
+        this.settings = settings;
+        this.out = out;
+    }
+
+    public int status() {
+        try (Database database = Database.openForCommand(settings); Connection c = openMigrated(database)) {
+            try (PreparedStatement ps = c.prepareStatement("SELECT count(*), extract(epoch FROM now() - min(first_child_at))::bigint"
+                    + " FROM album WHERE " + AlbumMetrics.OPEN); ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                out.printf("open albums: %d%s%n", rs.getLong(1), rs.getLong(1) == 0 ? "" : " (oldest open for " + rs.getLong(2) + " s)");
+            }
+            out.println("recent decisions:");
+            try (PreparedStatement ps = c.prepareStatement("SELECT decided_at, album_key, version, kind, jsonb_array_length(child_ids)"
+                    + " FROM album_decision ORDER BY decided_at DESC, id DESC LIMIT 20"); ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    out.printf("  %s %s v%d %s, %d child(ren)%n", rs.getTimestamp(1).toInstant(), rs.getString(2), rs.getInt(3),
+                            rs.getString(4), rs.getInt(5));
+                }
+            }
+            try (PreparedStatement ps = c.prepareStatement("SELECT album_key, decided_version FROM album WHERE needs_person ORDER BY album_key");
+                 ResultSet rs = ps.executeQuery()) {
+                StringBuilder lines = new StringBuilder();
+                int count = 0;
+                while (rs.next()) {
+                    count++;
+                    lines.append(String.format("  %s (decision v%d)%n", rs.getString(1), rs.getInt(2)));
+                }
+                out.printf("conflicts awaiting a person: %d%n%s", count, lines);
+            }
+            return 0;
+        } catch (SQLException e) {
+            throw new ConfigurationException("cannot read the album tables: " + e.getMessage(), e);
+        }
+    }
+
+    private static Connection openMigrated(Database database) throws SQLException {
+        Migrations.apply(database.dataSource());
+        return database.dataSource().getConnection();
+    }
+}

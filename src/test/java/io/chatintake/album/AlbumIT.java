@@ -1,0 +1,268 @@
+package io.chatintake.album;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.chatintake.config.Secret;
+import io.chatintake.sim.BotApiSimulator;
+import io.chatintake.sim.SignedDeliverySender;
+import io.chatintake.sim.SignedDeliverySender.TimestampForm;
+import io.chatintake.store.EmbeddedDatabase;
+import io.chatintake.testkit.Await;
+import io.chatintake.testkit.RunnerProcess;
+import io.chatintake.testkit.Sql;
+import java.net.URI;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import javax.sql.DataSource;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** Albums through the real jar: children from signed UnifyPort deliveries and from Telegram polling. */
+class AlbumIT {
+    private static final Duration WAIT = Duration.ofSeconds(90);
+    private static final String SECRET = "album_secret_1";
+
+    @TempDir
+    Path work;
+    private BotApiSimulator simulator;
+    private String token;
+    private int events;
+
+    @BeforeEach
+    void startSimulator() {
+        simulator = BotApiSimulator.start();
+        token = simulator.addBot(606, "FAKE-album-test-token", "album_bot");
+    }
+
+    @AfterEach
+    void stopSimulator() {
+        simulator.close();
+    }
+
+    private Map<String, String> env(Path dir) {
+        Map<String, String> env = new HashMap<>(RunnerProcess.baseEnv(dir));
+        env.put("CHAT_INTAKE_ROUTES_DIR", Path.of("routes").toAbsolutePath().toString());
+        env.put("UNIFYPORT_SIGNING_SECRETS", SECRET);
+        env.put("TELEGRAM_BOT_TOKEN", token);
+        env.put("TELEGRAM_API_URL", simulator.url());
+        env.put("TELEGRAM_POLL_TIMEOUT_SECONDS", "1");
+        env.put("TELEGRAM_LEASE_SECONDS", "8");
+        env.put("ALBUMS_QUIET_PERIOD_SECONDS", "2");
+        env.put("ALBUMS_TELEGRAM_QUIET_PERIOD_SECONDS", "2");
+        env.put("WORK_POLL_INTERVAL_MILLIS", "100");
+        return env;
+    }
+
+    private SignedDeliverySender sender(RunnerProcess runner) {
+        return new SignedDeliverySender(URI.create("http://127.0.0.1:" + runner.httpPort() + "/webhooks/unifyport"), Secret.of(SECRET));
+    }
+
+    /** One UnifyPort child; a null index or total leaves it out, as providers do. */
+    private void child(SignedDeliverySender sender, String conversation, String messageId, String albumId, Integer index, Integer total) {
+        String album = "{\"id\":\"" + albumId + "\"" + (index == null ? "" : ",\"index\":" + index)
+                + (total == null ? "" : ",\"total\":" + total) + "}";
+        String data = "{\"conversation\":{\"id\":\"" + conversation + "\",\"type\":\"user\"},\"sender\":{\"id\":\"u1\",\"type\":\"user\"},"
+                + "\"message\":{\"id\":\"" + messageId + "\",\"type\":\"image\",\"caption\":\"caption of " + messageId + "\","
+                + "\"direction\":\"in\",\"sent_at\":\"2026-07-01T09:15:00Z\",\"album\":" + album + "}}";
+        String eventId = "evt_album_" + (++events);
+        byte[] body = SignedDeliverySender.envelope(eventId, "message.received", "whatsapp", "acc_1", Instant.now(), data);
+        assertThat(sender.post(sender.sign(eventId, body, TimestampForm.RFC3339)).status()).isEqualTo(200);
+    }
+
+    private static String key(String provider, String account, String conversation, String albumId) {
+        return "[\"default\", \"" + provider + "\", \"" + account + "\", \"" + conversation + "\", \"" + albumId + "\"]";
+    }
+
+    private static String decision(DataSource db, String albumKey, int version) {
+        return Sql.string(db, "SELECT kind || ' ' || jsonb_array_length(child_ids) FROM album_decision WHERE album_key = '"
+                + albumKey + "' AND version = " + version);
+    }
+
+    private static void awaitDecision(DataSource db, String albumKey, int version) {
+        Await.until("decision " + version + " of " + albumKey, WAIT, () -> decision(db, albumKey, version) != null);
+    }
+
+    @Test
+    void unifyPortAlbumsFollowEveryRuleOfTheSeed() throws Exception {
+        Map<String, String> env = env(work);
+        env.remove("TELEGRAM_BOT_TOKEN");
+        DataSource db = RunnerProcess.embeddedDatabase(env);
+        try (RunnerProcess runner = RunnerProcess.start(work, env).awaitReady()) {
+            SignedDeliverySender sender = sender(runner);
+            // duplicates: B twice, C once -> two distinct children (total 3 never reached)
+            child(sender, "c-dup", "B", "dup", 1, 3);
+            child(sender, "c-dup", "B", "dup", 1, 3);
+            child(sender, "c-dup", "C", "dup", 2, 3);
+            // out-of-order indexes
+            child(sender, "c-ooo", "o3", "ooo", 3, 3);
+            child(sender, "c-ooo", "o1", "ooo", 1, 3);
+            child(sender, "c-ooo", "o2", "ooo", 2, 3);
+            // the same album id in two conversations: two albums
+            child(sender, "c-one", "s1", "same", 1, 2);
+            child(sender, "c-two", "s2", "same", 1, 2);
+            child(sender, "c-one", "s3", "same", 2, 2);
+            // missing total
+            child(sender, "c-nototal", "n1", "nototal", 1, null);
+            child(sender, "c-nototal", "n2", "nototal", 2, null);
+            // conflicting totals
+            child(sender, "c-totals", "t1", "totals", 1, 3);
+            child(sender, "c-totals", "t2", "totals", 2, 4);
+            // an index clash
+            child(sender, "c-clash", "i1", "clash", 1, 2);
+            child(sender, "c-clash", "i2", "clash", 1, 2);
+            // complete, then a late child
+            child(sender, "c-late", "l1", "late", 1, 2);
+            child(sender, "c-late", "l2", "late", 2, 2);
+
+            String late = key("whatsapp", "acc_1", "c-late", "late");
+            awaitDecision(db, late, 1);
+            assertThat(decision(db, late, 1)).isEqualTo("complete 2");
+            child(sender, "c-late", "l3", "late", 3, 2);
+
+            String ooo = key("whatsapp", "acc_1", "c-ooo", "ooo");
+            for (String k : List.of(key("whatsapp", "acc_1", "c-dup", "dup"), ooo, key("whatsapp", "acc_1", "c-one", "same"),
+                    key("whatsapp", "acc_1", "c-nototal", "nototal"), key("whatsapp", "acc_1", "c-totals", "totals"),
+                    key("whatsapp", "acc_1", "c-clash", "clash"))) {
+                awaitDecision(db, k, 1);
+            }
+            awaitDecision(db, late, 2);
+
+            assertThat(decision(db, key("whatsapp", "acc_1", "c-dup", "dup"), 1)).isEqualTo("provisional 2");
+            assertThat(decision(db, ooo, 1)).isEqualTo("complete 3");
+            assertThat(Sql.string(db, "SELECT message_ids::text FROM album_decision WHERE album_key = '" + ooo + "'"))
+                    .isEqualTo("[\"o1\", \"o2\", \"o3\"]");
+            assertThat(decision(db, key("whatsapp", "acc_1", "c-one", "same"), 1)).isEqualTo("complete 2");
+            awaitDecision(db, key("whatsapp", "acc_1", "c-two", "same"), 1);
+            assertThat(decision(db, key("whatsapp", "acc_1", "c-two", "same"), 1)).isEqualTo("provisional 1");
+            assertThat(decision(db, key("whatsapp", "acc_1", "c-nototal", "nototal"), 1)).isEqualTo("provisional 2");
+            assertThat(decision(db, key("whatsapp", "acc_1", "c-totals", "totals"), 1)).isEqualTo("conflict 2");
+            assertThat(decision(db, key("whatsapp", "acc_1", "c-clash", "clash"), 1)).isEqualTo("conflict 2");
+            assertThat(Sql.count(db, "SELECT count(*) FROM album WHERE needs_person")).isEqualTo(2);
+            assertThat(decision(db, late, 2)).isEqualTo("late 3");
+            assertThat(Sql.count(db, "SELECT count(*) FROM channel_message WHERE album_id = 'dup'")).isEqualTo(2);
+            assertThat(Sql.string(db, "SELECT caption FROM channel_message WHERE message_id = 'C'")).isEqualTo("caption of C");
+            Await.until("the late decision reaches its handler", WAIT,
+                    () -> runner.output().contains("album " + late + " version 2: late with 3 child(ren)"));
+            assertThat(Sql.count(db, "SELECT count(*) FROM album_decision")).as("one decision per album, two for the late one").isEqualTo(9);
+
+            RunnerProcess status = RunnerProcess.start(work.resolve("status"), env, "albums", "status");
+            assertThat(status.awaitExit(WAIT)).as(status.output()).isZero();
+            assertThat(status.output()).contains("conflicts awaiting a person: 2").contains(key("whatsapp", "acc_1", "c-totals", "totals"));
+        }
+    }
+
+    private long part(long chatId, String group, long messageId) {
+        return simulator.enqueue(token, id -> {
+            ObjectNode message = simulator.message(chatId, null);
+            message.put("message_id", messageId);
+            message.put("media_group_id", group);
+            message.putArray("photo").addObject().put("file_id", "f" + messageId).put("file_unique_id", "u" + messageId);
+            ObjectNode update = message.objectNode();
+            update.set("message", message);
+            return update;
+        });
+    }
+
+    @Test
+    void telegramAlbumsCloseByTheQuietPeriodAndAHundredPartsAcrossPagesMakeOneAlbum() throws Exception {
+        Map<String, String> env = env(work);
+        env.put("TELEGRAM_POLL_LIMIT", "30");
+        DataSource db = RunnerProcess.embeddedDatabase(env);
+        try (RunnerProcess runner = RunnerProcess.start(work, env).awaitReady()) {
+            // the same message twice (two updates): one child
+            part(70, "g-dup", 1);
+            part(70, "g-dup", 1);
+            part(70, "g-dup", 2);
+            // the same media_group_id in two chats
+            part(71, "g-same", 10);
+            part(72, "g-same", 10);
+            // a hundred parts over four getUpdates pages
+            for (int i = 0; i < 100; i++) {
+                part(73, "g-hundred", 100 + i);
+            }
+            String hundred = key("telegram-bot", "606", "73", "g-hundred");
+            awaitDecision(db, hundred, 1);
+            assertThat(decision(db, hundred, 1)).isEqualTo("provisional 100");
+            assertThat(decision(db, key("telegram-bot", "606", "70", "g-dup"), 1)).isEqualTo("provisional 2");
+            awaitDecision(db, key("telegram-bot", "606", "71", "g-same"), 1);
+            awaitDecision(db, key("telegram-bot", "606", "72", "g-same"), 1);
+            assertThat(decision(db, key("telegram-bot", "606", "71", "g-same"), 1)).isEqualTo("provisional 1");
+
+            // a late part after the decision
+            part(70, "g-dup", 3);
+            awaitDecision(db, key("telegram-bot", "606", "70", "g-dup"), 2);
+            assertThat(decision(db, key("telegram-bot", "606", "70", "g-dup"), 2)).isEqualTo("late 3");
+            assertThat(Sql.string(db, "SELECT attachments -> 0 ->> 'telegram_file_id' FROM channel_message WHERE message_id = '3'"
+                    + " AND provider = 'telegram-bot'")).isEqualTo("f3");
+            assertThat(simulator.sentMessages(token)).as("no customer-facing resend").isEmpty();
+            assertThat(Sql.count(db, "SELECT count(*) FROM album_decision")).isEqualTo(5);
+        }
+    }
+
+    @Test
+    void afterAKill9WithAlbumsOpenEveryAlbumIsDecidedOnceWithAllItsChildren() throws Exception {
+        Map<String, String> env = env(work);
+        env.remove("TELEGRAM_BOT_TOKEN");
+        env.put("ALBUMS_QUIET_PERIOD_SECONDS", "3");
+        env.put("WORK_CLAIM_SECONDS", "3");
+        DataSource db = RunnerProcess.embeddedDatabase(env);
+        Random random = new Random(9);
+        RunnerProcess first = RunnerProcess.start(work, env).awaitReady();
+        SignedDeliverySender sender = sender(first);
+        for (int album = 0; album < 12; album++) {
+            int size = 2 + random.nextInt(3);
+            // every third album has no total: it stays open until its quiet period ends
+            for (int i = 1; i <= size; i++) {
+                child(sender, "k-" + album, "k" + album + "-" + i, "kill-" + album, i, album % 3 == 0 ? null : size);
+            }
+        }
+        first.kill9();
+
+        try (RunnerProcess second = RunnerProcess.start(work, env).awaitReady()) {
+            Await.until("every album decided", WAIT, () -> Sql.count(db, "SELECT count(*) FROM album WHERE decided_version >= 1") == 12);
+            Thread.sleep(4000); // a second completion (recovery, a restored timeout) would land by now
+            assertThat(Sql.count(db, "SELECT count(*) FROM album_decision")).as("decided once each").isEqualTo(12);
+            assertThat(Sql.count(db, """
+                    SELECT count(*) FROM channel_message m
+                     WHERE m.album_id IS NOT NULL AND NOT EXISTS (
+                           SELECT 1 FROM album_decision d WHERE d.child_ids @> to_jsonb(m.id))""")).as("no child missing").isZero();
+        }
+    }
+
+    @Test
+    void twoProcessesOnOneDatabaseMakeEachDecisionVersionOnce() throws Exception {
+        EmbeddedDatabase database = EmbeddedDatabase.start(work.resolve("shared-pg"), RunnerProcess.freePort(), false);
+        DataSource db = Sql.dataSource(database.jdbcUrl(), database.user());
+        Map<String, String> envA = env(work.resolve("a"));
+        Map<String, String> envB = env(work.resolve("b"));
+        for (Map<String, String> env : List.of(envA, envB)) {
+            env.remove("TELEGRAM_BOT_TOKEN");
+            env.put("CHAT_INTAKE_DB_URL", database.jdbcUrl());
+            env.put("CHAT_INTAKE_DB_USER", database.user());
+        }
+        try (RunnerProcess a = RunnerProcess.start(work.resolve("a"), envA).awaitReady();
+             RunnerProcess b = RunnerProcess.start(work.resolve("b"), envB).awaitReady()) {
+            List<SignedDeliverySender> senders = List.of(sender(a), sender(b));
+            for (int album = 0; album < 10; album++) {
+                for (int i = 1; i <= 4; i++) {
+                    child(senders.get(i % 2), "two-" + album, "two" + album + "-" + i, "two-" + album, i, album % 2 == 0 ? 4 : null);
+                }
+            }
+            Await.until("every album decided", WAIT, () -> Sql.count(db, "SELECT count(*) FROM album WHERE decided_version >= 1") == 10);
+            Thread.sleep(4000);
+            assertThat(Sql.count(db, "SELECT count(*) FROM album_decision")).isEqualTo(10);
+            assertThat(Sql.count(db, "SELECT count(*) FROM album_decision WHERE jsonb_array_length(child_ids) = 4")).isEqualTo(10);
+            assertThat(Sql.count(db, "SELECT count(*) FROM album_decision WHERE kind = 'complete'")).isEqualTo(5);
+        } finally {
+            database.close();
+        }
+    }
+}
