@@ -1,5 +1,6 @@
 package io.chatintake;
 
+import io.chatintake.bench.TelegramIntakeBenchmark;
 import io.chatintake.config.ConfigurationException;
 import io.chatintake.config.Settings;
 import io.chatintake.ops.AlbumCommands;
@@ -45,6 +46,16 @@ public final class Main {
                     }
                     return new AlbumCommands(loadSettings(), out).status();
                 }
+                case "bench" -> {
+                    if (args.size() < 2 || !args.get(1).equals("telegram")) {
+                        throw new ConfigurationException("usage: bench telegram [updates]");
+                    }
+                    try {
+                        return new TelegramIntakeBenchmark(out).run(args.size() > 2 ? Integer.parseInt(args.get(2)) : 20_000);
+                    } catch (Exception e) {
+                        throw new ConfigurationException("benchmark failed: " + e.getMessage(), e);
+                    }
+                }
                 case "config" -> {
                     Settings settings = loadSettings();
                     out.println("configuration file: " + settings.source().map(Path::toString).orElse("(none: built-in defaults)"));
@@ -83,6 +94,7 @@ public final class Main {
                 "  work retry --id N | --all-parked         put parked work back to pending",
                 "  work replay --kind K --since T           run done work of kind K created since T again (explicit only)",
                 "  albums status                            open albums, oldest open age, recent decisions, conflicts",
+                "  bench telegram [N]                       Telegram intake rate as a ratio to raw JDBC (simulator, embedded db)",
                 "  config    print the effective configuration, secrets redacted",
                 "  help      this text",
                 "configuration: config/application.properties (or $" + CONFIG_FILE_ENV + "), each key overridable by",

@@ -79,9 +79,11 @@ public final class TelegramInbox {
             SELECT i.id, i.update_id, i.generation, i.update_type, w.id
               FROM inserted i LEFT JOIN work w ON w.source_id = i.id""";
 
-    // Messages become children in channel_message like any channel's (provider telegram-bot,
-    // account = bot id, conversation = chat id); those of a media group are scheduled into their
-    // album in this same transaction. Files are described, not fetched: the attachment fetcher does that.
+    // Parts of a media group become album children in channel_message like any channel's
+    // (provider telegram-bot, account = bot id, conversation = chat id) and are scheduled into their
+    // album in this same transaction. Other messages stay only in telegram_update: copying every
+    // text would double the write cost of intake for nothing albums need. Files are described,
+    // not fetched: the attachment fetcher does that.
     private static final String CHILDREN = """
             WITH msgs AS (
                 SELECT u.bot_id, u.update_id,
@@ -103,7 +105,7 @@ public final class TelegramInbox {
                              WHERE e.key IN ('photo', 'video', 'document', 'audio', 'voice', 'animation', 'video_note', 'sticker')) files),
                    to_timestamp((m ->> 'date')::bigint), m ->> 'media_group_id',
                    'telegram:' || bot_id || ':' || update_id, to_timestamp((m ->> 'date')::bigint)
-              FROM msgs WHERE m IS NOT NULL AND m -> 'chat' ->> 'id' IS NOT NULL AND m ->> 'message_id' IS NOT NULL
+              FROM msgs WHERE m ->> 'media_group_id' IS NOT NULL AND m -> 'chat' ->> 'id' IS NOT NULL AND m ->> 'message_id' IS NOT NULL
             ON CONFLICT (workspace, provider, account_id, conversation_id, message_id) DO NOTHING
             RETURNING id""".formatted(WORKSPACE);
 

@@ -15,6 +15,10 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
 import javax.sql.DataSource;
 import org.apache.camel.Exchange;
 import org.apache.camel.Processor;
@@ -52,12 +56,16 @@ public class TelegramInboxConsumer extends DefaultConsumer {
     private static final Duration WEBHOOK_RECHECK = Duration.ofMinutes(1);
     private static final Duration PENDING_COUNT_REFRESH = Duration.ofMinutes(1);
 
+    /** Stored batches waiting for the route; beyond this the dispatcher takes over. */
+    private static final int HANDOFF_BATCHES = 16;
+
     private final TelegramInboxEndpoint endpoint;
     private final String bot;
     private final Object phase = new Object();
     private volatile boolean running;
     private boolean inLongPoll;
     private Thread loop;
+    private ThreadPoolExecutor handoff;
 
     private BotApiClient client;
     private PollLease leases;
@@ -92,6 +100,8 @@ public class TelegramInboxConsumer extends DefaultConsumer {
         metrics = new TelegramMetrics(MeterRegistryLookup.of(endpoint.getCamelContext()), bot, clock);
         holder = ProcessIdentity.name();
         running = true;
+        handoff = new ThreadPoolExecutor(1, 1, 0, TimeUnit.MILLISECONDS, new ArrayBlockingQueue<>(HANDOFF_BATCHES),
+                r -> new Thread(r, "telegram-inbox-" + bot + "-handoff"), new ThreadPoolExecutor.AbortPolicy());
         loop = new Thread(this::pollLoop, "telegram-inbox-" + bot);
         loop.start();
     }
@@ -110,6 +120,12 @@ public class TelegramInboxConsumer extends DefaultConsumer {
             loop.join(Duration.ofSeconds(60).toMillis());
             loop = null;
         }
+        if (handoff != null) {
+            // Stored updates not handed over yet are not lost: the work dispatcher runs them.
+            handoff.shutdown();
+            handoff.awaitTermination(30, TimeUnit.SECONDS);
+            handoff = null;
+        }
         super.doStop();
     }
 
@@ -124,6 +140,11 @@ public class TelegramInboxConsumer extends DefaultConsumer {
         Instant lastPendingRefresh = Instant.EPOCH;
         boolean standbyLogged = false;
         boolean idRestartLogged = false;
+        // Renewing costs a commit; the batch transaction renews too. A renewal this recent still
+        // covers a whole long poll (timeout + the answer's grace) with room to spare.
+        Duration renewEvery = Duration.ofMillis(Math.max(0, Math.min(leaseDuration.toMillis() / 4,
+                leaseDuration.minusSeconds(endpoint.getTimeout() + 20L).toMillis())));
+        long leaseRenewedAt = System.nanoTime();
         while (running) {
             try {
                 if (identity == null) {
@@ -143,6 +164,7 @@ public class TelegramInboxConsumer extends DefaultConsumer {
                     }
                     standbyLogged = false;
                     lease = acquired.get();
+                    leaseRenewedAt = System.nanoTime();
                     OffsetCheckpoint.Saved saved = checkpoints.load(identity.id(), bot);
                     offset = saved.nextOffset();
                     Instant now = clock.instant();
@@ -159,8 +181,11 @@ public class TelegramInboxConsumer extends DefaultConsumer {
                     LOG.info("telegram bot '{}': polling as {} (fencing token {}), from saved offset {}; {} update(s) pending at Telegram",
                             bot, holder, lease.fencingToken(), offset, webhook.pendingUpdateCount());
                 }
-                if (!leases.renew(lease, leaseDuration)) {
-                    throw new TelegramInbox.LeaseLostException(lease.botId());
+                if (System.nanoTime() - leaseRenewedAt >= renewEvery.toNanos()) {
+                    if (!leases.renew(lease, leaseDuration)) {
+                        throw new TelegramInbox.LeaseLostException(lease.botId());
+                    }
+                    leaseRenewedAt = System.nanoTime();
                 }
                 List<BotApiClient.RawUpdate> batch = longPoll(offset);
                 if (!running && batch == null) {
@@ -171,6 +196,7 @@ public class TelegramInboxConsumer extends DefaultConsumer {
                     checkpoints.recordEmptyPoll(identity.id());
                 } else {
                     TelegramInbox.StoredBatch result = inbox.store(lease, leaseDuration, batch);
+                    leaseRenewedAt = System.nanoTime();
                     CrashPoint.reach(CrashPoint.TELEGRAM_AFTER_COMMIT);
                     long lowest = batch.stream().mapToLong(BotApiClient.RawUpdate::updateId).min().getAsLong();
                     if (lowest < offset && !idRestartLogged) {
@@ -180,7 +206,7 @@ public class TelegramInboxConsumer extends DefaultConsumer {
                     }
                     offset = result.nextOffset();
                     metrics.stored(result.stored().size(), result.duplicates());
-                    emit(identity, result.stored());
+                    handOff(identity, result.stored());
                 }
                 metrics.polled(offset, clock.millis());
                 backoff.reset();
@@ -279,6 +305,18 @@ public class TelegramInboxConsumer extends DefaultConsumer {
                 inLongPoll = false;
                 Thread.interrupted();
             }
+        }
+    }
+
+    /**
+     * The route runs on its own thread, so slow handlers never hold up polling (and with it the
+     * confirmation of the next batch). When it falls behind, batches are left to the dispatcher.
+     */
+    private void handOff(BotApiClient.BotIdentity identity, List<TelegramInbox.StoredUpdate> stored) {
+        try {
+            handoff.execute(() -> emit(identity, stored));
+        } catch (RejectedExecutionException e) {
+            LOG.debug("telegram bot '{}': handlers are behind; {} stored update(s) left to the work dispatcher", bot, stored.size());
         }
     }
 
