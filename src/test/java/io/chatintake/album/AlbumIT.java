@@ -15,7 +15,6 @@ import java.net.URI;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
@@ -48,16 +47,10 @@ class AlbumIT {
     }
 
     private Map<String, String> env(Path dir) {
-        Map<String, String> env = new HashMap<>(RunnerProcess.baseEnv(dir));
-        env.put("CHAT_INTAKE_ROUTES_DIR", Path.of("routes").toAbsolutePath().toString());
+        Map<String, String> env = RunnerProcess.pollingEnv(dir, simulator.url(), token);
         env.put("UNIFYPORT_SIGNING_SECRETS", SECRET);
-        env.put("TELEGRAM_BOT_TOKEN", token);
-        env.put("TELEGRAM_API_URL", simulator.url());
-        env.put("TELEGRAM_POLL_TIMEOUT_SECONDS", "1");
-        env.put("TELEGRAM_LEASE_SECONDS", "8");
         env.put("ALBUMS_QUIET_PERIOD_SECONDS", "2");
         env.put("ALBUMS_TELEGRAM_QUIET_PERIOD_SECONDS", "2");
-        env.put("WORK_POLL_INTERVAL_MILLIS", "100");
         return env;
     }
 

@@ -45,12 +45,7 @@ class TelegramIntakeIT {
     }
 
     private Map<String, String> env(Path dir) {
-        Map<String, String> env = new HashMap<>(RunnerProcess.baseEnv(dir));
-        env.put("CHAT_INTAKE_ROUTES_DIR", Path.of("routes").toAbsolutePath().toString());
-        env.put("TELEGRAM_BOT_TOKEN", token);
-        env.put("TELEGRAM_API_URL", simulator.url());
-        env.put("TELEGRAM_POLL_TIMEOUT_SECONDS", "1");
-        env.put("TELEGRAM_LEASE_SECONDS", "8");
+        Map<String, String> env = RunnerProcess.pollingEnv(dir, simulator.url(), token);
         env.put("TELEGRAM_BACKOFF_CAP_MILLIS", "1000");
         env.put("CHAT_INTAKE_DB_CONNECT_TIMEOUT_SECONDS", "2");
         return env;

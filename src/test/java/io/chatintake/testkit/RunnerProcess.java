@@ -47,6 +47,21 @@ public final class RunnerProcess implements AutoCloseable {
         return env;
     }
 
+    /**
+     * {@link #baseEnv} plus the shipped routes and a bot polling the simulator with test-speed
+     * settings (1 s long polls, an 8 s lease, idle workers looking every 100 ms).
+     */
+    public static Map<String, String> pollingEnv(Path workDir, String simulatorUrl, String token) {
+        Map<String, String> env = baseEnv(workDir);
+        env.put("CHAT_INTAKE_ROUTES_DIR", Path.of("routes").toAbsolutePath().toString());
+        env.put("TELEGRAM_BOT_TOKEN", token);
+        env.put("TELEGRAM_API_URL", simulatorUrl);
+        env.put("TELEGRAM_POLL_TIMEOUT_SECONDS", "1");
+        env.put("TELEGRAM_LEASE_SECONDS", "8");
+        env.put("WORK_POLL_INTERVAL_MILLIS", "100");
+        return env;
+    }
+
     /** The embedded database of a runner started with {@link #baseEnv}, reachable while its postgres runs. */
     public static javax.sql.DataSource embeddedDatabase(Map<String, String> env) {
         return Sql.dataSource("jdbc:postgresql://127.0.0.1:" + env.get("CHAT_INTAKE_DB_EMBEDDED_PORT") + "/chat_intake", "postgres");

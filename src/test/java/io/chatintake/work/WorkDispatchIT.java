@@ -40,15 +40,10 @@ class WorkDispatchIT {
     }
 
     private Map<String, String> env(Path dir, Path routes) {
-        Map<String, String> env = new HashMap<>(RunnerProcess.baseEnv(dir));
+        Map<String, String> env = RunnerProcess.pollingEnv(dir, simulator.url(), token);
         env.put("CHAT_INTAKE_ROUTES_DIR", routes.toString());
-        env.put("TELEGRAM_BOT_TOKEN", token);
-        env.put("TELEGRAM_API_URL", simulator.url());
-        env.put("TELEGRAM_POLL_TIMEOUT_SECONDS", "1");
-        env.put("TELEGRAM_LEASE_SECONDS", "8");
         env.put("WORK_CLAIM_SECONDS", "3");
         env.put("WORK_BACKOFF_BASE_MILLIS", "200");
-        env.put("WORK_POLL_INTERVAL_MILLIS", "100");
         return env;
     }
 
