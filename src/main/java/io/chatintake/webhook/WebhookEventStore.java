@@ -1,5 +1,6 @@
 package io.chatintake.webhook;
 
+import io.chatintake.album.AttachmentStore;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -57,8 +58,10 @@ public final class WebhookEventStore {
                 // could undo a newer change, scheduling it again would run its business work twice.
                 if (stored.firstDelivery()) {
                     if (event.message() != null) {
-                        ChannelMessageStore.apply(connection, workspace, event.eventId(), event.occurredAt(), event.message(),
-                                ChannelMessage.Change.of(event.type()));
+                        ChannelMessageStore.Applied applied = ChannelMessageStore.apply(connection, workspace, event.eventId(),
+                                event.occurredAt(), event.message(), ChannelMessage.Change.of(event.type()));
+                        // Its attachments and their downloads commit with the child (albums rule 8).
+                        AttachmentStore.recordFor(connection, applied.id());
                     }
                     schedule(connection, workspace, channel, event, stored.id());
                 }
