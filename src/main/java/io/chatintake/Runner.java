@@ -1,10 +1,13 @@
 package io.chatintake;
 
+import io.chatintake.album.AttachmentFetcher;
+import io.chatintake.album.AttachmentWorkSource;
 import io.chatintake.config.ConfigurationException;
 import io.chatintake.config.Settings;
 import io.chatintake.store.Database;
 import io.chatintake.store.DatabaseHealthCheck;
 import io.chatintake.store.EmbeddedDatabase;
+import io.chatintake.ops.TelegramCommands;
 import io.chatintake.store.Migrations;
 import io.chatintake.telegram.TelegramWorkSource;
 import io.chatintake.work.EffectGuard;
@@ -95,7 +98,10 @@ public final class Runner {
         WorkDispatcher.Options workOptions = WorkDispatcher.Options.from(settings);
         WorkDispatcher[] dispatcher = new WorkDispatcher[1];
         List<WorkSource> workSources = List.of(new TelegramWorkSource("direct:telegram-update"),
-                new UnifyPortWorkSource("direct:unifyport-event"));
+                new UnifyPortWorkSource("direct:unifyport-event"), new AttachmentWorkSource("direct:attachment-fetch"));
+        camel.bind("attachmentFetcher", new AttachmentFetcher(database.dataSource(),
+                AttachmentFetcher.Options.from(settings, workOptions.maxAttempts()),
+                botName -> settings.secret(TelegramCommands.tokenKey(botName))));
 
         // Every key of the configuration file can be used as a {{placeholder}} in YAML routes.
         settings.describe().keySet().forEach(key -> settings.get(key).ifPresent(v -> camel.addInitialProperty(key, v)));
