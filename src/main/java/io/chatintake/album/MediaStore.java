@@ -40,10 +40,6 @@ public final class MediaStore {
         this.tmp = root.resolve("tmp");
     }
 
-    public Path root() {
-        return root;
-    }
-
     public StoredFile save(InputStream in, long maxBytes) throws IOException, TooLargeException {
         Files.createDirectories(tmp);
         Path part = Files.createTempFile(tmp, "download-", ".part");

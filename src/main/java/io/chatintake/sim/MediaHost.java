@@ -7,7 +7,6 @@ import java.io.OutputStream;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.security.SecureRandom;
-import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.HashMap;
@@ -39,21 +38,15 @@ public final class MediaHost implements AutoCloseable {
         return t;
     });
     private final Map<String, Media> media = new ConcurrentHashMap<>();
-    private final Clock clock;
 
-    private MediaHost(HttpServer server, Clock clock) {
+    private MediaHost(HttpServer server) {
         this.server = server;
-        this.clock = clock;
     }
 
     public static MediaHost start() {
-        return start(Clock.systemUTC());
-    }
-
-    public static MediaHost start(Clock clock) {
         try {
             HttpServer server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 50);
-            MediaHost host = new MediaHost(server, clock);
+            MediaHost host = new MediaHost(server);
             server.createContext("/media/", host::handle);
             server.setExecutor(host.executor);
             server.start();
@@ -66,7 +59,7 @@ public final class MediaHost implements AutoCloseable {
     /** Serves {@code content} at a new signed URL valid for {@code validFor} (negative: expired already). */
     public String publish(byte[] content, String contentType, Duration validFor) {
         String id = random(8);
-        Media m = new Media(content.clone(), contentType, random(16), clock.instant().plus(validFor),
+        Media m = new Media(content.clone(), contentType, random(16), Instant.now().plus(validFor),
                 new AtomicInteger(), new AtomicInteger());
         media.put(id, m);
         return "http://127.0.0.1:" + server.getAddress().getPort() + "/media/" + id
@@ -102,7 +95,7 @@ public final class MediaHost implements AutoCloseable {
                 return;
             }
             m.requests().incrementAndGet();
-            if (!m.signature().equals(query.get("sig")) || !clock.instant().isBefore(m.expiresAt())) {
+            if (!m.signature().equals(query.get("sig")) || !Instant.now().isBefore(m.expiresAt())) {
                 exchange.sendResponseHeaders(403, -1);
                 return;
             }
