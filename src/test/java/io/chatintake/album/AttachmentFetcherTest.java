@@ -181,6 +181,21 @@ class AttachmentFetcherTest {
     }
 
     @Test
+    void aUrlFailingEveryAttemptIsFailedAndItsWorkParkedForRetry() {
+        String url = media.publish(randomBytes(100), "image/png", Duration.ofMinutes(5));
+        media.failNext(url, Integer.MAX_VALUE);
+
+        receive("evt_down", "m_down", "[{\"url\":\"" + url + "\"}]", "");
+
+        awaitStatus(0, "failed");
+        assertThat(column(0, "attempts")).isEqualTo(Integer.toString(MAX_ATTEMPTS));
+        assertThat(column(0, "last_error")).isEqualTo("answered 500");
+        Await.until("the download's work is parked", WAIT,
+                () -> "parked".equals(Sql.string(db, "SELECT state FROM work_item WHERE kind = 'attachment'")));
+        assertThat(media.requests(url)).isEqualTo(MAX_ATTEMPTS);
+    }
+
+    @Test
     void aFileOverTheCapIsTooLargeAndLeavesNothingOnDisk() throws Exception {
         byte[] content = randomBytes(MAX_BYTES + 1);
         String url = media.publish(content, "application/zip", Duration.ofMinutes(5));
