@@ -4,10 +4,10 @@ import io.chatintake.album.AttachmentFetcher;
 import io.chatintake.album.AttachmentWorkSource;
 import io.chatintake.config.ConfigurationException;
 import io.chatintake.config.Settings;
+import io.chatintake.ops.TelegramCommands;
 import io.chatintake.store.Database;
 import io.chatintake.store.DatabaseHealthCheck;
 import io.chatintake.store.EmbeddedDatabase;
-import io.chatintake.ops.TelegramCommands;
 import io.chatintake.store.Migrations;
 import io.chatintake.telegram.TelegramWorkSource;
 import io.chatintake.work.EffectGuard;
@@ -98,7 +98,8 @@ public final class Runner {
         WorkDispatcher.Options workOptions = WorkDispatcher.Options.from(settings);
         WorkDispatcher[] dispatcher = new WorkDispatcher[1];
         List<WorkSource> workSources = List.of(new TelegramWorkSource("direct:telegram-update"),
-                new UnifyPortWorkSource("direct:unifyport-event"), new AttachmentWorkSource("direct:attachment-fetch"));
+                new UnifyPortWorkSource("direct:unifyport-event"),
+                new AttachmentWorkSource("direct:attachment-fetch"));
         camel.bind("attachmentFetcher", new AttachmentFetcher(database.dataSource(),
                 AttachmentFetcher.Options.from(settings, workOptions.maxAttempts()),
                 botName -> settings.secret(TelegramCommands.tokenKey(botName))));

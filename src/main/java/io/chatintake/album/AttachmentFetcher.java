@@ -29,6 +29,7 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Function;
 import javax.sql.DataSource;
 import org.apache.camel.Exchange;
@@ -208,14 +209,16 @@ public final class AttachmentFetcher {
 
     /** Streams the body into the media store; the whole download must end within the timeout. */
     private Fetched save(InputStream body, String contentType, Secret url) throws RetryableDownloadException {
-        try (InputStream in = body; Deadline ignored = new Deadline(options.downloadTimeout())) {
+        Deadline deadline = new Deadline(body, options.downloadTimeout());
+        try (InputStream in = body; deadline) {
             MediaStore.StoredFile file = media.save(in, options.maxBytes());
             return new Fetched(Outcome.stored(file.sha256(), file.size(), contentType, file.relativePath()),
                     file.duplicate() ? "duplicate_content" : "stored");
         } catch (MediaStore.TooLargeException e) {
             return tooLarge(e.getMessage());
         } catch (IOException e) {
-            throw new RetryableDownloadException(describe(e, url));
+            throw new RetryableDownloadException(deadline.passed()
+                    ? "not complete within " + options.downloadTimeout().toSeconds() + " s" : describe(e, url));
         }
     }
 
@@ -240,32 +243,31 @@ public final class AttachmentFetcher {
     }
 
     /**
-     * Interrupts the downloading thread when time is up (a blocked read of the response body then
-     * fails), and never after it was closed; the interrupt is cleared on close, so the dispatcher's
-     * thread goes on clean.
+     * Closes the response body when time is up: a read blocked on a server that stopped sending
+     * then fails at once (an interrupt would not end it), and the attempt is retried.
      */
     private static final class Deadline implements AutoCloseable {
-        private final Thread thread = Thread.currentThread();
+        private final AtomicBoolean passed = new AtomicBoolean();
         private final ScheduledFuture<?> timer;
-        private boolean closed;
 
-        Deadline(Duration timeout) {
-            timer = DEADLINES.schedule(this::expire, timeout.toMillis(), TimeUnit.MILLISECONDS);
+        Deadline(InputStream body, Duration timeout) {
+            timer = DEADLINES.schedule(() -> {
+                passed.set(true);
+                try {
+                    body.close();
+                } catch (IOException e) {
+                    // Closing is all that was asked; the reader sees the stream closed either way.
+                }
+            }, timeout.toMillis(), TimeUnit.MILLISECONDS);
         }
 
-        private synchronized void expire() {
-            if (!closed) {
-                thread.interrupt();
-            }
+        boolean passed() {
+            return passed.get();
         }
 
         @Override
         public void close() {
-            synchronized (this) {
-                closed = true;
-            }
             timer.cancel(false);
-            Thread.interrupted();
         }
     }
 }

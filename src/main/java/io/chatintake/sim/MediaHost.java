@@ -22,13 +22,13 @@ import java.util.concurrent.atomic.AtomicInteger;
  * A media server on loopback handing out temporary signed URLs, as UnifyPort's attachments carry:
  * {@code /media/<id>?expires=<epoch s>&sig=<random>}. A wrong signature or a passed expiry is
  * answered 403, as signed storage URLs are; an unknown id 404. Tests can make the next requests
- * of a file fail with 500 and count the requests each file got.
+ * of a file fail with 500 or stall halfway, and count the requests each file got.
  */
 public final class MediaHost implements AutoCloseable {
     private static final SecureRandom RANDOM = new SecureRandom();
 
     private record Media(byte[] content, String contentType, String signature, Instant expiresAt,
-                         AtomicInteger failuresLeft, AtomicInteger requests) {
+                         AtomicInteger failuresLeft, AtomicInteger stallsLeft, AtomicInteger requests) {
     }
 
     private final HttpServer server;
@@ -60,7 +60,7 @@ public final class MediaHost implements AutoCloseable {
     public String publish(byte[] content, String contentType, Duration validFor) {
         String id = random(8);
         Media m = new Media(content.clone(), contentType, random(16), Instant.now().plus(validFor),
-                new AtomicInteger(), new AtomicInteger());
+                new AtomicInteger(), new AtomicInteger(), new AtomicInteger());
         media.put(id, m);
         return "http://127.0.0.1:" + server.getAddress().getPort() + "/media/" + id
                 + "?expires=" + m.expiresAt().getEpochSecond() + "&sig=" + m.signature();
@@ -69,6 +69,11 @@ public final class MediaHost implements AutoCloseable {
     /** The next {@code times} requests for this URL's file are answered 500. */
     public void failNext(String url, int times) {
         byId(url).failuresLeft().set(times);
+    }
+
+    /** The next {@code times} requests for this URL's file get the headers and half the bytes, then nothing more. */
+    public void stallNext(String url, int times) {
+        byId(url).stallsLeft().set(times);
     }
 
     public int requests(String url) {
@@ -106,8 +111,23 @@ public final class MediaHost implements AutoCloseable {
             exchange.getResponseHeaders().set("Content-Type", m.contentType());
             exchange.sendResponseHeaders(200, m.content().length);
             try (OutputStream out = exchange.getResponseBody()) {
+                if (m.stallsLeft().getAndUpdate(n -> Math.max(0, n - 1)) > 0) {
+                    out.write(m.content(), 0, m.content().length / 2);
+                    out.flush();
+                    stall();
+                    return;
+                }
                 out.write(m.content());
             }
+        }
+    }
+
+    /** Until the client gives up and closes the connection (or the host stops). */
+    private static void stall() {
+        try {
+            Thread.sleep(Duration.ofMinutes(1).toMillis());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
         }
     }
 

@@ -92,7 +92,14 @@ public final class BotApiClient {
      * names it; the caller closes the stream.
      */
     public InputStream downloadFile(String filePath, Duration answerTimeout) throws BotApiException {
-        HttpRequest request = HttpRequest.newBuilder(URI.create(apiUrl + "/file/bot" + token.reveal() + "/" + filePath))
+        URI uri;
+        try {
+            uri = URI.create(apiUrl + "/file/bot" + token.reveal() + "/" + filePath);
+        } catch (IllegalArgumentException e) {
+            // Its message would quote the whole URL, token included.
+            throw BotApiException.fromAnswer(400, "the file path is not a valid URI path", 0);
+        }
+        HttpRequest request = HttpRequest.newBuilder(uri)
                 .timeout(answerTimeout)
                 .GET()
                 .build();

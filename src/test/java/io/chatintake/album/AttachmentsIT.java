@@ -87,11 +87,13 @@ class AttachmentsIT {
                     assertThat(work.resolve("data/media").resolve(mediaPath)).exists();
                 }
                 assertThat(media.requests(url)).isEqualTo(2);
-                assertThat(runner.get("/observe/metrics").body())
-                        .contains("chat_intake_attachment_downloads_total{outcome=\"stored\",source=\"url\"} 1.0")
-                        .contains("chat_intake_attachment_downloads_total{outcome=\"retry\",source=\"url\"} 1.0")
-                        .contains("chat_intake_attachment_downloads_total{outcome=\"expired\",source=\"url\"} 1.0")
-                        .contains("chat_intake_attachment_downloads_total{outcome=\"stored\",source=\"telegram-file\"} 1.0");
+                List<String> counted = List.of("{outcome=\"stored\",source=\"url\"} 1.0", "{outcome=\"retry\",source=\"url\"} 1.0",
+                        "{outcome=\"expired\",source=\"url\"} 1.0", "{outcome=\"stored\",source=\"telegram-file\"} 1.0");
+                // Counted just after each row is recorded.
+                Await.until("every download counted", Duration.ofSeconds(10), () -> {
+                    String metrics = runner.get("/observe/metrics").body();
+                    return counted.stream().allMatch(c -> metrics.contains("chat_intake_attachment_downloads_total" + c));
+                });
                 assertThat(runner.terminate(Duration.ofSeconds(60))).isIn(0, 143);
 
                 String output = runner.output();
