@@ -1,5 +1,7 @@
 package io.chatintake;
 
+import io.chatintake.album.AttachmentFetcher;
+import io.chatintake.album.AttachmentWorkSource;
 import io.chatintake.config.ConfigurationException;
 import io.chatintake.album.AlbumAggregation;
 import io.chatintake.album.AlbumChildSource;
@@ -8,6 +10,7 @@ import io.chatintake.album.AlbumDecisions;
 import io.chatintake.album.AlbumMetrics;
 import io.chatintake.config.Settings;
 import io.chatintake.ops.MeterRegistryLookup;
+import io.chatintake.ops.TelegramCommands;
 import io.chatintake.store.Database;
 import io.chatintake.store.DatabaseHealthCheck;
 import io.chatintake.store.EmbeddedDatabase;
@@ -107,10 +110,14 @@ public final class Runner {
                 new UnifyPortWorkSource("direct:unifyport-event"),
                 new AlbumChildSource(Duration.ofSeconds(settings.getLong("albums.quiet-period-seconds", 20)),
                         Duration.ofSeconds(settings.getLong("albums.telegram-quiet-period-seconds", 5))),
-                new AlbumDecisionSource());
+                new AlbumDecisionSource(),
+                new AttachmentWorkSource("direct:attachment-fetch"));
         camel.bind("albumAggregation", new AlbumAggregation());
         camel.bind("albumAggregationRepository", albumRepository(database));
         camel.bind("albumDecisions", new AlbumDecisions(database.dataSource()));
+        camel.bind("attachmentFetcher", new AttachmentFetcher(database.dataSource(),
+                AttachmentFetcher.Options.from(settings, workOptions.maxAttempts()),
+                botName -> settings.secret(TelegramCommands.tokenKey(botName))));
 
         // Every key of the configuration file can be used as a {{placeholder}} in YAML routes.
         settings.describe().keySet().forEach(key -> settings.get(key).ifPresent(v -> camel.addInitialProperty(key, v)));

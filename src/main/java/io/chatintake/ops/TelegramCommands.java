@@ -115,7 +115,8 @@ public final class TelegramCommands {
                 new BotApiClient(settings.get("telegram.api-url", "https://api.telegram.org"), Secret.of(token)));
     }
 
-    private static String tokenKey(String botName) {
+    /** The configuration key of a bot's token: {@code telegram.bot-token} for main, {@code telegram.bots.<name>.token} otherwise. */
+    public static String tokenKey(String botName) {
         return "main".equals(botName) ? "telegram.bot-token" : "telegram.bots." + botName + ".token";
     }
 

@@ -31,7 +31,8 @@ import java.util.function.LongFunction;
  * A Telegram Bot API server on loopback that behaves as {@code contracts/telegram-bot-api.md}
  * describes, for tests, the demo and benchmarks: getMe, getUpdates (offset confirmation, limit
  * clamp, long poll, negative offset, the 409 displacement rule, 24 h expiry by an adjustable
- * clock, offsets outside the queue treated as its head), getWebhookInfo, setWebhook, deleteWebhook.
+ * clock, offsets outside the queue treated as its head), getWebhookInfo, setWebhook, deleteWebhook,
+ * getFile and file downloads ({@code /file/bot<token>/<file_path>}) of files a test registered.
  * <p>
  * It records every request, lets a test inject faults, and at every getUpdates that confirms
  * updates asks a {@link ConfirmationAudit} whether those updates are already stored: a
@@ -86,6 +87,7 @@ public final class BotApiSimulator implements AutoCloseable {
         int maxConcurrentPolls;
         int conflicts;
         final List<JsonNode> sent = new ArrayList<>();
+        final Map<String, byte[]> files = new ConcurrentHashMap<>();
 
         Bot(long id, String token, String username) {
             this.id = id;
@@ -205,6 +207,11 @@ public final class BotApiSimulator implements AutoCloseable {
         }
     }
 
+    /** Registers a file the bot can fetch: getFile answers with {@code file_path} "files/<fileId>". */
+    public void addFile(String token, String fileId, byte[] content) {
+        bot(token).files.put(fileId, content.clone());
+    }
+
     public void injectFault(String token, Fault fault) {
         Bot bot = bot(token);
         synchronized (bot) {
@@ -275,6 +282,10 @@ public final class BotApiSimulator implements AutoCloseable {
     private void handle(HttpExchange exchange) throws IOException {
         try (exchange) {
             String path = exchange.getRequestURI().getPath();
+            if (path.startsWith("/file/bot")) {
+                serveFile(exchange, path.substring("/file/bot".length()));
+                return;
+            }
             int slash = path.indexOf('/', 1);
             if (!path.startsWith("/bot") || slash < 0) {
                 answer(exchange, 404, error(404, "Not Found"));
@@ -335,6 +346,16 @@ public final class BotApiSimulator implements AutoCloseable {
                         bot.sent.add(params);
                     }
                     answer(exchange, 200, ok(sent));
+                }
+                case "getFile" -> {
+                    String fileId = params.path("file_id").asText("");
+                    byte[] content = bot.files.get(fileId);
+                    if (content == null) {
+                        answer(exchange, 400, error(400, "Bad Request: invalid file_id"));
+                    } else {
+                        answer(exchange, 200, ok(JSON.createObjectNode().put("file_id", fileId).put("file_unique_id", fileId + "-u")
+                                .put("file_size", content.length).put("file_path", "files/" + fileId)));
+                    }
                 }
                 default -> answer(exchange, 404, error(404, "Not Found: method not found"));
             }
@@ -442,6 +463,24 @@ public final class BotApiSimulator implements AutoCloseable {
                 return null;
             }
             return bot.faults.removeFirst();
+        }
+    }
+
+    /** {@code <token>/files/<fileId>}: the bytes as Telegram's file server sends them, 404 for anything else. */
+    private void serveFile(HttpExchange exchange, String tokenAndPath) throws IOException {
+        int slash = tokenAndPath.indexOf('/');
+        Bot bot = slash < 0 ? null : botsByToken.get(tokenAndPath.substring(0, slash));
+        String filePath = slash < 0 ? "" : tokenAndPath.substring(slash + 1);
+        byte[] content = bot == null || !filePath.startsWith("files/") ? null : bot.files.get(filePath.substring("files/".length()));
+        requests.add(new Request("file", bot == null ? -1 : bot.id, null, clock.instant()));
+        if (content == null) {
+            answer(exchange, 404, error(404, "Not Found"));
+            return;
+        }
+        exchange.getResponseHeaders().set("Content-Type", "application/octet-stream");
+        exchange.sendResponseHeaders(200, content.length);
+        try (OutputStream out = exchange.getResponseBody()) {
+            out.write(content);
         }
     }
 

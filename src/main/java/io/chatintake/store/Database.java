@@ -54,7 +54,7 @@ public final class Database implements AutoCloseable {
             LOG.info("database: {}", description);
             return new Database(pool(url.get(), user, password, poolSize, connectTimeout, Settings.envName(URL), shown), null, description);
         }
-        Path dataDir = Path.of(settings.get(DATA_DIR, "./data")).toAbsolutePath().normalize();
+        Path dataDir = dataDir(settings);
         Path pgDir = dataDir.resolve("pg");
         LOG.info("database: no {} set, starting embedded PostgreSQL 15 in {}", Settings.envName(URL), pgDir);
         EmbeddedDatabase embedded = EmbeddedDatabase.start(pgDir, settings.getInt(EMBEDDED_PORT, 0), true);
@@ -70,6 +70,11 @@ public final class Database implements AutoCloseable {
         }
     }
 
+    /** Where the embedded database and the media store live ({@code CHAT_INTAKE_DATA_DIR}). */
+    public static Path dataDir(Settings settings) {
+        return Path.of(settings.get(DATA_DIR, "./data")).toAbsolutePath().normalize();
+    }
+
     /**
      * For operator commands: the configured external database, or the embedded one a running
      * runner keeps (never a second server on its data directory), or else an embedded one of
@@ -79,7 +84,7 @@ public final class Database implements AutoCloseable {
         if (settings.get(URL).isPresent()) {
             return open(settings);
         }
-        Path pgDir = Path.of(settings.get(DATA_DIR, "./data")).toAbsolutePath().normalize().resolve("pg");
+        Path pgDir = dataDir(settings).resolve("pg");
         Optional<Integer> port = EmbeddedDatabase.runningServerPort(pgDir);
         if (port.isPresent()) {
             String url = "jdbc:postgresql://127.0.0.1:" + port.get() + "/" + EmbeddedDatabase.DATABASE_NAME;

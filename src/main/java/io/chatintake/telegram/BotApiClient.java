@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.chatintake.config.Secret;
 import java.io.IOException;
+import java.io.InputStream;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -77,6 +78,40 @@ public final class BotApiClient {
         call("deleteWebhook", JSON.createObjectNode().put("drop_pending_updates", false), Duration.ofSeconds(30));
     }
 
+    /** Where a file can be downloaded for the next hour, and its size when Telegram knows it (else -1). */
+    public record TelegramFile(String filePath, long fileSize) {
+    }
+
+    public TelegramFile getFile(String fileId) throws BotApiException {
+        JsonNode result = call("getFile", JSON.createObjectNode().put("file_id", fileId), Duration.ofSeconds(30));
+        return new TelegramFile(result.path("file_path").asText(""), result.path("file_size").asLong(-1));
+    }
+
+    /**
+     * Opens the bytes of a {@link #getFile} path. The download URL holds the token, so no error
+     * names it; the caller closes the stream.
+     */
+    public InputStream downloadFile(String filePath, Duration answerTimeout) throws BotApiException {
+        URI uri;
+        try {
+            uri = URI.create(apiUrl + "/file/bot" + token.reveal() + "/" + filePath);
+        } catch (IllegalArgumentException e) {
+            // Its message would quote the whole URL, token included.
+            throw BotApiException.fromAnswer(400, "the file path is not a valid URI path", 0);
+        }
+        HttpRequest request = HttpRequest.newBuilder(uri)
+                .timeout(answerTimeout)
+                .GET()
+                .build();
+        // Only a 200's body is kept; any other answer's body is discarded.
+        HttpResponse<InputStream> response = send(request, info -> info.statusCode() == 200
+                ? HttpResponse.BodySubscribers.ofInputStream() : HttpResponse.BodySubscribers.replacing(InputStream.nullInputStream()));
+        if (response.statusCode() != 200) {
+            throw BotApiException.fromAnswer(response.statusCode(), "file download answered " + response.statusCode(), 0);
+        }
+        return response.body();
+    }
+
     static String typeOf(JsonNode update) {
         Iterator<String> names = update.fieldNames();
         while (names.hasNext()) {
@@ -94,15 +129,7 @@ public final class BotApiClient {
                 .header("Content-Type", "application/json")
                 .POST(HttpRequest.BodyPublishers.ofString(params.toString()))
                 .build();
-        HttpResponse<String> response;
-        try {
-            response = http.send(request, HttpResponse.BodyHandlers.ofString());
-        } catch (IOException e) {
-            throw BotApiException.network(scrub(e.getClass().getSimpleName() + (e.getMessage() == null ? "" : ": " + e.getMessage())));
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw BotApiException.network("interrupted");
-        }
+        HttpResponse<String> response = send(request, HttpResponse.BodyHandlers.ofString());
         JsonNode body;
         try {
             body = JSON.readTree(response.body());
@@ -116,6 +143,17 @@ public final class BotApiClient {
             throw BotApiException.fromAnswer(code, scrub(description), retryAfter);
         }
         return body.path("result");
+    }
+
+    private <T> HttpResponse<T> send(HttpRequest request, HttpResponse.BodyHandler<T> handler) throws BotApiException {
+        try {
+            return http.send(request, handler);
+        } catch (IOException e) {
+            throw BotApiException.network(scrub(e.getClass().getSimpleName() + (e.getMessage() == null ? "" : ": " + e.getMessage())));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw BotApiException.network("interrupted");
+        }
     }
 
     private String scrub(String text) {

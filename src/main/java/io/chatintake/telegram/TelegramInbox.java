@@ -2,6 +2,7 @@ package io.chatintake.telegram;
 
 import io.chatintake.CrashPoint;
 import io.chatintake.album.AlbumKey;
+import io.chatintake.album.AttachmentStore;
 import java.sql.Array;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -129,7 +130,11 @@ public final class TelegramInbox {
                     throw new LeaseLostException(lease.botId());
                 }
                 List<StoredUpdate> stored = insert(c, lease.botId(), batch);
-                AlbumKey.scheduleChildren(c, storeChildren(c, stored));
+                List<Long> children = storeChildren(c, stored);
+                for (long child : children) {
+                    AttachmentStore.recordFor(c, child);
+                }
+                AlbumKey.scheduleChildren(c, children);
                 int duplicates = batch.size() - stored.size();
                 try (PreparedStatement ps = c.prepareStatement(ADVANCE)) {
                     ps.setLong(1, nextOffset);

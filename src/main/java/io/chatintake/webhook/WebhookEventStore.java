@@ -1,6 +1,7 @@
 package io.chatintake.webhook;
 
 import io.chatintake.album.AlbumKey;
+import io.chatintake.album.AttachmentStore;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -61,6 +62,8 @@ public final class WebhookEventStore {
                     if (event.message() != null) {
                         ChannelMessageStore.Applied child = ChannelMessageStore.apply(connection, workspace, event.eventId(),
                                 event.occurredAt(), event.message(), ChannelMessage.Change.of(event.type()));
+                        // Its attachments and their downloads commit with the child (albums rule 8).
+                        AttachmentStore.recordFor(connection, child.id());
                         if (child.inserted()) {
                             AlbumKey.scheduleChildren(connection, List.of(child.id()));
                         }

@@ -195,6 +195,8 @@ class AlbumIT {
             assertThat(decision(db, key("telegram-bot", "606", "70", "g-dup"), 2)).isEqualTo("late 3");
             assertThat(Sql.string(db, "SELECT attachments -> 0 ->> 'telegram_file_id' FROM channel_message WHERE message_id = '3'"
                     + " AND provider = 'telegram-bot'")).isEqualTo("f3");
+            assertThat(Sql.count(db, "SELECT count(*) FROM message_attachment WHERE telegram_file_id = 'f3' AND telegram_bot_id = 606"))
+                    .as("the part's photo is recorded for download with the child").isEqualTo(1);
             assertThat(simulator.sentMessages(token)).as("no customer-facing resend").isEmpty();
             assertThat(Sql.count(db, "SELECT count(*) FROM album_decision")).isEqualTo(5);
         }

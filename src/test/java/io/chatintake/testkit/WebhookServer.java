@@ -28,9 +28,15 @@ public final class WebhookServer implements AutoCloseable {
 
     /** @param routes Camel's routes-include-pattern, e.g. the shipped files plus one a test wrote */
     public static WebhookServer start(DataSource dataSource, Map<String, String> settings, String routes) {
+        return start(dataSource, settings, routes, Map.of());
+    }
+
+    /** @param beans bound before the routes start, as the runner binds them (e.g. {@code attachmentFetcher}) */
+    public static WebhookServer start(DataSource dataSource, Map<String, String> settings, String routes, Map<String, Object> beans) {
         int port = RunnerProcess.freePort();
         Main main = new Main();
         main.bind("dataSource", dataSource);
+        beans.forEach(main::bind);
         Map<String, String> properties = new HashMap<>(settings);
         properties.put("camel.main.routes-include-pattern", routes);
         properties.put("camel.server.enabled", "true");
