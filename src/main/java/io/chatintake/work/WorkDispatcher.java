@@ -47,7 +47,8 @@ public final class WorkDispatcher {
     public static final String WORK_ITEM_ID = "WorkItemId";
     public static final String WORK_KIND = "WorkKind";
     public static final String WORK_ATTEMPT = "WorkAttempt";
-    private static final int CLAIM_BATCH = 10;
+    /** One item per claim: an item held in a worker's local batch would wait behind a slow handler. */
+    private static final int CLAIM_BATCH = 1;
     private static final Duration DEPTH_REFRESH = Duration.ofSeconds(5);
 
     public record Options(int concurrency, int maxAttempts, Duration backoffBase, Duration backoffCap, Duration claim,
