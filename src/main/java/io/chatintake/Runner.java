@@ -53,6 +53,7 @@ public final class Runner {
 
     public static final String HTTP_PORT = "chat-intake.http.port";
     public static final String HTTP_HOST = "chat-intake.http.host";
+    public static final String HTTP_MAX_BODY_BYTES = "chat-intake.http.max-body-bytes";
     public static final String ROUTES_DIR = "chat-intake.routes-dir";
     public static final String ROUTES_RELOAD = "chat-intake.routes-reload";
     private static final int SHUTDOWN_WAIT_SECONDS = 60;
@@ -67,12 +68,13 @@ public final class Runner {
         int port = settings.getInt(HTTP_PORT, 8080);
         Path routesDir = Path.of(settings.get(ROUTES_DIR, "routes")).toAbsolutePath().normalize();
         boolean reload = settings.getBoolean(ROUTES_RELOAD, true);
+        long maxBodyBytes = settings.getLong(HTTP_MAX_BODY_BYTES, 8L * 1024 * 1024);
         Database database = Database.open(settings);
         Main camel;
         try {
             LOG.info("migrations: {}", Migrations.apply(database.dataSource()));
             recordStart(database);
-            camel = camelMain(settings, database, port, routesDir, reload);
+            camel = camelMain(settings, database, port, routesDir, reload, maxBodyBytes);
         } catch (RuntimeException e) {
             database.close();
             throw e;
@@ -100,7 +102,8 @@ public final class Runner {
         }
     }
 
-    private static Main camelMain(Settings settings, Database database, int port, Path routesDir, boolean reload) {
+    private static Main camelMain(Settings settings, Database database, int port, Path routesDir, boolean reload,
+                                  long maxBodyBytes) {
         Main camel = new Main();
         camel.bind("dataSource", database.dataSource());
         camel.bind("effectGuard", new EffectGuard(database.dataSource()));
@@ -134,6 +137,9 @@ public final class Runner {
                 Map.entry("camel.server.enabled", "true"),
                 Map.entry("camel.server.host", settings.get(HTTP_HOST, "0.0.0.0")),
                 Map.entry("camel.server.port", Integer.toString(port)),
+                // A hard ceiling for any request body, enforced while reading: without it the server
+                // buffers whatever a client sends before a route can refuse it.
+                Map.entry("camel.server.max-body-size", Long.toString(maxBodyBytes)),
                 Map.entry("camel.management.enabled", "true"),
                 Map.entry("camel.management.port", Integer.toString(port)),
                 Map.entry("camel.management.health-check-enabled", "true"),

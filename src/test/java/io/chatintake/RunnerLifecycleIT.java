@@ -96,6 +96,18 @@ class RunnerLifecycleIT {
     }
 
     @Test
+    void aBodyOverTheServerCeilingIsRefusedWhileBeingRead() throws Exception {
+        Map<String, String> env = new HashMap<>(RunnerProcess.baseEnv(work));
+        env.put("CHAT_INTAKE_HTTP_MAX_BODY_BYTES", "65536");
+        Path routes = Files.createDirectories(work.resolve("routes"));
+        Files.writeString(routes.resolve("echo.yaml"), route("echo", "/echo", "read"));
+        try (RunnerProcess runner = RunnerProcess.start(work, env).awaitReady()) {
+            assertThat(runner.post("/echo", new byte[200_000]).statusCode()).isEqualTo(413);
+            assertThat(runner.get("/echo").body()).isEqualTo("read");
+        }
+    }
+
+    @Test
     void anUnreachableDatabaseFailsFastWithOneLineNamingTheKey() {
         Map<String, String> env = new HashMap<>(RunnerProcess.baseEnv(work));
         env.put("CHAT_INTAKE_DB_URL", "jdbc:postgresql://127.0.0.1:" + RunnerProcess.freePort() + "/nowhere?password=hunter2");

@@ -105,7 +105,7 @@ public final class UnifyPortIntake extends ServiceSupport implements Processor {
             throw new IllegalStateException(configPrefix + " webhook: not started (start() or a route using it)");
         }
         // The size cap comes first, before the body is looked at. (Vert.x has buffered it already;
-        // camel.server.max-body-size is the server-wide cap that refuses huge bodies while reading.)
+        // chat-intake.http.max-body-bytes is the server-wide cap that refuses huge bodies while reading.)
         Long declared = in.getHeader(Exchange.CONTENT_LENGTH, Long.class);
         if (declared != null && declared > maxBodyBytes) {
             reply(exchange, 413, "{\"error\":\"body_too_large\"}", "body_too_large");
