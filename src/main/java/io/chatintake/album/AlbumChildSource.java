@@ -3,8 +3,6 @@ package io.chatintake.album;
 import io.chatintake.work.WorkItem;
 import io.chatintake.work.WorkSource;
 import java.sql.Connection;
-import java.sql.PreparedStatement;
-import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Duration;
 import org.apache.camel.Message;
@@ -14,7 +12,7 @@ import org.apache.camel.Message;
  * enters once (its work item is unique), so a redelivered child never counts twice; should it
  * run again after a crash, the aggregation strategy ignores a child it already holds.
  */
-public final class AlbumChildSource implements WorkSource {
+public final class AlbumChildSource extends WorkSource {
     public static final String KIND = "album-child";
     public static final String ALBUM_KEY = "AlbumKey";
     public static final String CHILD_ID = "AlbumChildId";
@@ -28,38 +26,25 @@ public final class AlbumChildSource implements WorkSource {
     private final Duration telegramQuietPeriod;
 
     public AlbumChildSource(Duration quietPeriod, Duration telegramQuietPeriod) {
+        super(KIND, "direct:album-child");
         this.quietPeriod = quietPeriod;
         this.telegramQuietPeriod = telegramQuietPeriod;
     }
 
     @Override
-    public String kind() {
-        return KIND;
-    }
-
-    @Override
-    public String endpointUri() {
-        return "direct:album-child";
-    }
-
-    @Override
     public void load(Connection connection, WorkItem item, Message message) throws SQLException {
-        try (PreparedStatement ps = connection.prepareStatement("SELECT " + AlbumKey.OF_CHILD
-                + ", provider, album_index, album_total FROM channel_message WHERE id = ?")) {
-            ps.setLong(1, item.sourceId());
-            try (ResultSet rs = ps.executeQuery()) {
-                if (!rs.next()) {
-                    throw new SQLException("channel_message row " + item.sourceId() + " of work item " + item.id() + " is missing");
-                }
-                message.setHeader(ALBUM_KEY, rs.getString(1));
-                message.setHeader(CHILD_ID, item.sourceId());
-                message.setHeader(INDEX, (Integer) rs.getObject(3));
-                message.setHeader(TOTAL, (Integer) rs.getObject(4));
-                // Telegram albums have no total: only a quiet period can close them.
-                Duration quiet = TELEGRAM_PROVIDER.equals(rs.getString(2)) ? telegramQuietPeriod : quietPeriod;
-                message.setHeader(QUIET_PERIOD_MILLIS, quiet.toMillis());
-                message.setBody(AlbumState.child(item.sourceId(), (Integer) rs.getObject(3), (Integer) rs.getObject(4)));
-            }
-        }
+        readRow(connection, "SELECT " + AlbumKey.OF_CHILD + ", provider, album_index, album_total FROM channel_message WHERE id = ?",
+                item, rs -> {
+                    Integer index = (Integer) rs.getObject(3);
+                    Integer total = (Integer) rs.getObject(4);
+                    message.setHeader(ALBUM_KEY, rs.getString(1));
+                    message.setHeader(CHILD_ID, item.sourceId());
+                    message.setHeader(INDEX, index);
+                    message.setHeader(TOTAL, total);
+                    // Telegram albums have no total: only a quiet period can close them.
+                    Duration quiet = TELEGRAM_PROVIDER.equals(rs.getString(2)) ? telegramQuietPeriod : quietPeriod;
+                    message.setHeader(QUIET_PERIOD_MILLIS, quiet.toMillis());
+                    message.setBody(AlbumState.child(item.sourceId(), index, total));
+                });
     }
 }

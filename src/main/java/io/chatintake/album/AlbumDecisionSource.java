@@ -3,8 +3,6 @@ package io.chatintake.album;
 import io.chatintake.work.WorkItem;
 import io.chatintake.work.WorkSource;
 import java.sql.Connection;
-import java.sql.PreparedStatement;
-import java.sql.ResultSet;
 import java.sql.SQLException;
 import org.apache.camel.Message;
 
@@ -13,38 +11,26 @@ import org.apache.camel.Message;
  * decision as JSON. A {@code late} decision is a new snapshot for display; handlers must not
  * send anything to a customer again because of it.
  */
-public final class AlbumDecisionSource implements WorkSource {
+public final class AlbumDecisionSource extends WorkSource {
     public static final String KIND = "album-decision";
 
-    @Override
-    public String kind() {
-        return KIND;
-    }
-
-    @Override
-    public String endpointUri() {
-        return "direct:album-ready";
+    public AlbumDecisionSource() {
+        super(KIND, "direct:album-ready");
     }
 
     @Override
     public void load(Connection connection, WorkItem item, Message message) throws SQLException {
-        try (PreparedStatement ps = connection.prepareStatement("""
+        readRow(connection, """
                 SELECT album_key, version, kind, jsonb_array_length(child_ids),
                        jsonb_build_object('album_key', album_key, 'version', version, 'kind', kind, 'child_ids', child_ids,
                                           'message_ids', message_ids, 'totals_seen', totals_seen, 'indexes_seen', indexes_seen,
                                           'completed_by', completed_by, 'decided_at', decided_at)::text
-                  FROM album_decision WHERE id = ?""")) {
-            ps.setLong(1, item.sourceId());
-            try (ResultSet rs = ps.executeQuery()) {
-                if (!rs.next()) {
-                    throw new SQLException("album_decision row " + item.sourceId() + " of work item " + item.id() + " is missing");
-                }
-                message.setHeader(AlbumChildSource.ALBUM_KEY, rs.getString(1));
-                message.setHeader(AlbumDecisions.DECISION_VERSION, rs.getInt(2));
-                message.setHeader(AlbumDecisions.DECISION_KIND, rs.getString(3));
-                message.setHeader("AlbumChildCount", rs.getInt(4));
-                message.setBody(rs.getString(5));
-            }
-        }
+                  FROM album_decision WHERE id = ?""", item, rs -> {
+            message.setHeader(AlbumChildSource.ALBUM_KEY, rs.getString(1));
+            message.setHeader(AlbumDecisions.DECISION_VERSION, rs.getInt(2));
+            message.setHeader(AlbumDecisions.DECISION_KIND, rs.getString(3));
+            message.setHeader("AlbumChildCount", rs.getInt(4));
+            message.setBody(rs.getString(5));
+        });
     }
 }

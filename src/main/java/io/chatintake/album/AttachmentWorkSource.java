@@ -11,23 +11,11 @@ import org.apache.camel.Message;
  * so they get the dispatcher's retries with backoff, parking and bounded concurrency. The body is
  * an {@link AttachmentStore.Attachment}, whose URL prints redacted; it is never put in a header.
  */
-public final class AttachmentWorkSource implements WorkSource {
+public final class AttachmentWorkSource extends WorkSource {
     public static final String ATTACHMENT_ID = "ChatIntakeAttachmentId";
 
-    private final String endpointUri;
-
     public AttachmentWorkSource(String endpointUri) {
-        this.endpointUri = endpointUri;
-    }
-
-    @Override
-    public String kind() {
-        return AttachmentStore.KIND;
-    }
-
-    @Override
-    public String endpointUri() {
-        return endpointUri;
+        super(AttachmentStore.KIND, endpointUri);
     }
 
     @Override

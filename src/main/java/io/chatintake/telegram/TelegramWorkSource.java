@@ -3,43 +3,23 @@ package io.chatintake.telegram;
 import io.chatintake.work.WorkItem;
 import io.chatintake.work.WorkSource;
 import java.sql.Connection;
-import java.sql.PreparedStatement;
-import java.sql.ResultSet;
 import java.sql.SQLException;
 import org.apache.camel.Message;
 
 /** Stored Telegram updates as work: handled by {@code direct:telegram-update}. */
-public final class TelegramWorkSource implements WorkSource {
+public final class TelegramWorkSource extends WorkSource {
     public static final String KIND = "telegram-update";
-    private final String endpointUri;
 
     public TelegramWorkSource(String endpointUri) {
-        this.endpointUri = endpointUri;
-    }
-
-    @Override
-    public String kind() {
-        return KIND;
-    }
-
-    @Override
-    public String endpointUri() {
-        return endpointUri;
+        super(KIND, endpointUri);
     }
 
     @Override
     public void load(Connection connection, WorkItem item, Message message) throws SQLException {
-        try (PreparedStatement ps = connection.prepareStatement("""
+        readRow(connection, """
                 SELECT u.bot_id, u.update_id, u.update_type, u.payload::text, COALESCE(c.bot_name, u.bot_id::text)
                   FROM telegram_update u LEFT JOIN telegram_checkpoint c ON c.bot_id = u.bot_id
-                 WHERE u.id = ?""")) {
-            ps.setLong(1, item.sourceId());
-            try (ResultSet rs = ps.executeQuery()) {
-                if (!rs.next()) {
-                    throw new SQLException("telegram_update row " + item.sourceId() + " of work item " + item.id() + " is missing");
-                }
-                TelegramUpdateMessage.fill(message, rs.getString(5), rs.getLong(1), rs.getLong(2), rs.getString(3), item.sourceId(), rs.getString(4));
-            }
-        }
+                 WHERE u.id = ?""", item, rs -> TelegramUpdateMessage.fill(message, rs.getString(5), rs.getLong(1),
+                rs.getLong(2), rs.getString(3), item.sourceId(), rs.getString(4)));
     }
 }

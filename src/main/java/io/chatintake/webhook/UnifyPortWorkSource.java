@@ -4,8 +4,6 @@ import io.chatintake.work.WorkItem;
 import io.chatintake.work.WorkSource;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
-import java.sql.PreparedStatement;
-import java.sql.ResultSet;
 import java.sql.SQLException;
 import org.apache.camel.Message;
 
@@ -13,7 +11,7 @@ import org.apache.camel.Message;
  * Stored webhook events as work: handled by {@code direct:unifyport-event}, with the body exactly
  * as it was signed. It can hold signed media URLs and reply tokens: handlers must not log it.
  */
-public final class UnifyPortWorkSource implements WorkSource {
+public final class UnifyPortWorkSource extends WorkSource {
     public static final String KIND = "unifyport-event";
     public static final String WORKSPACE = "ChatIntakeWorkspace";
     public static final String CHANNEL = "ChatIntakeChannel";
@@ -22,39 +20,21 @@ public final class UnifyPortWorkSource implements WorkSource {
     public static final String PROVIDER = "ChatIntakeProvider";
     public static final String STORED_ID = "ChatIntakeStoredId";
 
-    private final String endpointUri;
-
     public UnifyPortWorkSource(String endpointUri) {
-        this.endpointUri = endpointUri;
-    }
-
-    @Override
-    public String kind() {
-        return KIND;
-    }
-
-    @Override
-    public String endpointUri() {
-        return endpointUri;
+        super(KIND, endpointUri);
     }
 
     @Override
     public void load(Connection connection, WorkItem item, Message message) throws SQLException {
-        try (PreparedStatement ps = connection.prepareStatement(
-                "SELECT workspace, channel, event_id, event_type, provider, body FROM webhook_event WHERE id = ?")) {
-            ps.setLong(1, item.sourceId());
-            try (ResultSet rs = ps.executeQuery()) {
-                if (!rs.next()) {
-                    throw new SQLException("webhook_event row " + item.sourceId() + " of work item " + item.id() + " is missing");
-                }
-                message.setHeader(WORKSPACE, rs.getString(1));
-                message.setHeader(CHANNEL, rs.getString(2));
-                message.setHeader(EVENT_ID, rs.getString(3));
-                message.setHeader(EVENT_TYPE, rs.getString(4));
-                message.setHeader(PROVIDER, rs.getString(5));
-                message.setHeader(STORED_ID, item.sourceId());
-                message.setBody(new String(rs.getBytes(6), StandardCharsets.UTF_8));
-            }
-        }
+        readRow(connection, "SELECT workspace, channel, event_id, event_type, provider, body FROM webhook_event WHERE id = ?",
+                item, rs -> {
+                    message.setHeader(WORKSPACE, rs.getString(1));
+                    message.setHeader(CHANNEL, rs.getString(2));
+                    message.setHeader(EVENT_ID, rs.getString(3));
+                    message.setHeader(EVENT_TYPE, rs.getString(4));
+                    message.setHeader(PROVIDER, rs.getString(5));
+                    message.setHeader(STORED_ID, item.sourceId());
+                    message.setBody(new String(rs.getBytes(6), StandardCharsets.UTF_8));
+                });
     }
 }
