@@ -4,9 +4,9 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
+import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
@@ -15,7 +15,7 @@ import java.util.HexFormat;
 /**
  * Downloaded files under {@code <data-dir>/media}, content-addressed: {@code <first 2 hex>/<sha256>}.
  * A download streams into {@code media/tmp} while it is hashed and counted, is flushed to disk, and
- * only then moved into place, so a file under its hash is always complete; the same content is
+ * only then linked into place, so a file under its hash is always complete; the same content is
  * kept once, however many attachments carry it.
  */
 public final class MediaStore {
@@ -62,11 +62,15 @@ public final class MediaStore {
             String hash = HexFormat.of().formatHex(sha256.digest());
             String relative = hash.substring(0, 2) + "/" + hash;
             Path target = root.resolve(relative);
-            boolean duplicate = Files.exists(target);
-            if (!duplicate) {
-                Files.createDirectories(target.getParent());
-                // Same name, same bytes: a concurrent writer of the same content replaces it harmlessly.
-                Files.move(part, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+            Files.createDirectories(target.getParent());
+            boolean duplicate;
+            try {
+                // Creating the name is atomic: of two downloads of the same content at once, exactly
+                // one stores it and the other learns it is a duplicate.
+                Files.createLink(target, part);
+                duplicate = false;
+            } catch (FileAlreadyExistsException e) {
+                duplicate = true;
             }
             return new StoredFile(hash, size, relative, duplicate);
         } finally {
