@@ -155,7 +155,7 @@ public final class Runner {
         if (!Files.isDirectory(routesDir)) {
             try {
                 Files.createDirectories(routesDir);
-                LOG.warn("routes: directory {} did not exist ({}); created it empty, only the built-in routes run",
+                LOG.warn("routes: directory {} did not exist ({}); created it empty; no route runs until one is added there",
                         routesDir, Settings.envName(ROUTES_DIR));
             } catch (IOException e) {
                 throw new ConfigurationException(Settings.envName(ROUTES_DIR) + ": cannot create routes directory " + routesDir + ": " + e.getMessage());
@@ -177,7 +177,7 @@ public final class Runner {
                 CamelContext context = main.getCamelContext();
                 dispatcher[0].start();
                 AlbumMetrics.register(MeterRegistryLookup.of(context), database.dataSource());
-                LOG.info("routes: {} running from {}/*.yaml and built-ins: {}", context.getRoutes().size(), routesDir,
+                LOG.info("routes: {} running from {}/*.yaml: {}", context.getRoutes().size(), routesDir,
                         context.getRoutes().stream().map(Route::getRouteId).sorted().collect(Collectors.joining(", ")));
                 LOG.info("http: listening on port {}; health at /observe/health, metrics at /observe/metrics", port);
                 LOG.info("chat-intake ready");
