@@ -74,6 +74,21 @@ class RunnerLifecycleIT {
     }
 
     @Test
+    void aSecondRunnerOnTheSameDataDirIsRefusedAndTheFirstKeepsRunning() {
+        Map<String, String> env = RunnerProcess.baseEnv(work);
+        try (RunnerProcess first = RunnerProcess.start(work, env).awaitReady()) {
+            Map<String, String> second = new HashMap<>(env);
+            second.put("CHAT_INTAKE_HTTP_PORT", Integer.toString(RunnerProcess.freePort()));
+            try (RunnerProcess refused = RunnerProcess.start(work.resolve("second"), second)) {
+                assertThat(refused.awaitExit(Duration.ofSeconds(60))).isEqualTo(2);
+                assertThat(refused.output()).contains("chat-intake: another chat-intake process is running on "
+                        + work.resolve("data/pg")).doesNotContain("\tat ");
+            }
+            assertThat(first.get("/observe/health/ready").statusCode()).isEqualTo(200);
+        }
+    }
+
+    @Test
     void aYamlRouteDroppedIntoTheRoutesDirectoryIsPickedUpWithoutARebuild() throws Exception {
         Map<String, String> env = RunnerProcess.baseEnv(work);
         Path routes = Files.createDirectories(work.resolve("routes"));

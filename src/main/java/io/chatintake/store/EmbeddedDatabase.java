@@ -77,6 +77,8 @@ public final class EmbeddedDatabase implements AutoCloseable {
             EmbeddedDatabase database = new EmbeddedDatabase(postgres, directory, durable);
             database.createApplicationDatabase();
             return database;
+        } catch (ConfigurationException e) {
+            throw e;
         } catch (IOException | SQLException | RuntimeException e) {
             throw new ConfigurationException("embedded PostgreSQL could not start in " + directory.toAbsolutePath()
                     + " (CHAT_INTAKE_DATA_DIR): " + rootMessage(e), e);
