@@ -60,10 +60,7 @@ public final class AlbumDecisions {
                 .increment();
         exchange.getMessage().setHeader(DECISION_KIND, d.kind());
         exchange.getMessage().setHeader(DECISION_VERSION, d.version());
-        WorkDispatcher dispatcher = exchange.getContext().getRegistry().findSingleByType(WorkDispatcher.class);
-        if (dispatcher != null) {
-            dispatcher.nudge();
-        }
+        WorkDispatcher.nudge(exchange.getContext());
     }
 
     private static final String LOCK_ALBUM = """

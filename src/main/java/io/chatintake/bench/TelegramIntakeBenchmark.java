@@ -39,7 +39,7 @@ public final class TelegramIntakeBenchmark {
     public int run(int updates) throws Exception {
         Path dir = Files.createTempDirectory("chat-intake-bench");
         EmbeddedDatabase embedded = EmbeddedDatabase.start(dir.resolve("pg"), 0, true);
-        try (Database database = Database.embeddedForTests(embedded, 8); BotApiSimulator simulator = BotApiSimulator.start()) {
+        try (Database database = Database.embedded(embedded, 8); BotApiSimulator simulator = BotApiSimulator.start()) {
             Migrations.apply(database.dataSource());
             String payloadText = "x".repeat(900);
             double baseline = baseline(database, updates, payloadText);

@@ -94,8 +94,8 @@ public final class Database implements AutoCloseable {
         return open(settings);
     }
 
-    /** A pool over an embedded database the caller started (tests). */
-    public static Database embeddedForTests(EmbeddedDatabase embedded, int poolSize) {
+    /** A pool over an embedded database the caller started (tests, benchmarks). */
+    public static Database embedded(EmbeddedDatabase embedded, int poolSize) {
         return new Database(pool(embedded.jdbcUrl(), embedded.user(), Secret.of(""), poolSize, 10, "database", embedded.jdbcUrl()),
                 embedded, "embedded PostgreSQL in " + embedded.directory());
     }

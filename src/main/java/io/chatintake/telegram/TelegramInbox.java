@@ -35,7 +35,8 @@ public final class TelegramInbox {
     }
 
     /** An update this transaction stored for the first time: hand it to the route. */
-    public record StoredUpdate(long rowId, long updateId, int generation, String type, String json, long workItemId) {
+    public record StoredUpdate(long rowId, long updateId, int generation, String type, String json, long workItemId,
+                               String idempotencyKey) {
     }
 
     public record StoredBatch(List<StoredUpdate> stored, int duplicates, long nextOffset) {
@@ -76,8 +77,8 @@ public final class TelegramInbox {
                                                  payload #>> '{chat_member,chat,id}')
                   FROM inserted ORDER BY id
                 ON CONFLICT ON CONSTRAINT work_item_source DO NOTHING
-                RETURNING id, source_id)
-            SELECT i.id, i.update_id, i.generation, i.update_type, w.id
+                RETURNING id, source_id, source_key)
+            SELECT i.id, i.update_id, i.generation, i.update_type, w.id, w.source_key
               FROM inserted i LEFT JOIN work w ON w.source_id = i.id""";
 
     // Parts of a media group become album children in channel_message like any channel's
@@ -130,7 +131,8 @@ public final class TelegramInbox {
                     throw new LeaseLostException(lease.botId());
                 }
                 List<StoredUpdate> stored = insert(c, lease.botId(), batch);
-                List<Long> children = storeChildren(c, stored);
+                List<Long> children = storeChildren(c, stored.stream()
+                        .filter(u -> u.json().contains("\"media_group_id\"")).toList());
                 for (long child : children) {
                     AttachmentStore.recordFor(c, child);
                 }
@@ -182,7 +184,8 @@ public final class TelegramInbox {
                 Map<Long, String> sent = new HashMap<>();
                 batch.forEach(u -> sent.put(u.updateId(), u.json()));
                 while (rs.next()) {
-                    stored.add(new StoredUpdate(rs.getLong(1), rs.getLong(2), rs.getInt(3), rs.getString(4), sent.get(rs.getLong(2)), rs.getLong(5)));
+                    stored.add(new StoredUpdate(rs.getLong(1), rs.getLong(2), rs.getInt(3), rs.getString(4), sent.get(rs.getLong(2)), rs.getLong(5),
+                            rs.getString(6)));
                 }
             }
         }
@@ -190,8 +193,12 @@ public final class TelegramInbox {
         return stored;
     }
 
+    /** Only media-group parts become children; a batch without one costs no extra round trip. */
     private static List<Long> storeChildren(Connection c, List<StoredUpdate> stored) throws SQLException {
         List<Long> children = new ArrayList<>();
+        if (stored.isEmpty()) {
+            return children;
+        }
         try (PreparedStatement ps = c.prepareStatement(CHILDREN)) {
             ps.setArray(1, c.createArrayOf("bigint", stored.stream().map(StoredUpdate::rowId).toArray()));
             try (ResultSet rs = ps.executeQuery()) {

@@ -328,7 +328,7 @@ public class TelegramInboxConsumer extends DefaultConsumer {
     private void emit(BotApiClient.BotIdentity identity, List<TelegramInbox.StoredUpdate> stored) {
         Map<Long, TelegramInbox.StoredUpdate> byWorkItem = new HashMap<>();
         stored.forEach(u -> byWorkItem.put(u.workItemId(), u));
-        WorkDispatcher dispatcher = getEndpoint().getCamelContext().getRegistry().findSingleByType(WorkDispatcher.class);
+        WorkDispatcher dispatcher = WorkDispatcher.of(getEndpoint().getCamelContext());
         if (dispatcher != null) {
             dispatcher.runNow(List.copyOf(byWorkItem.keySet()).stream().sorted().toList(),
                     item -> exchangeFor(identity, byWorkItem.get(item.id())), this::runRoute);
@@ -336,8 +336,7 @@ public class TelegramInboxConsumer extends DefaultConsumer {
         }
         for (TelegramInbox.StoredUpdate update : stored) {
             Exchange exchange = exchangeFor(identity, update);
-            exchange.getMessage().setHeader(WorkDispatcher.IDEMPOTENCY_KEY, identity.id() + ":" + update.updateId()
-                    + (update.generation() == 0 ? "" : ":" + update.generation()));
+            exchange.getMessage().setHeader(WorkDispatcher.IDEMPOTENCY_KEY, update.idempotencyKey());
             try {
                 runRoute(exchange);
             } catch (Exception e) {

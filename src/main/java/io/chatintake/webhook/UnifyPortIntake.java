@@ -156,10 +156,7 @@ public final class UnifyPortIntake extends ServiceSupport implements Processor {
         reply(exchange, 200, "{\"status\":\"" + outcome + "\"}", outcome);
         if (stored.firstDelivery()) {
             // Its work item is committed; wake the dispatcher instead of waiting for its next look.
-            WorkDispatcher dispatcher = exchange.getContext().getRegistry().findSingleByType(WorkDispatcher.class);
-            if (dispatcher != null) {
-                dispatcher.nudge();
-            }
+            WorkDispatcher.nudge(exchange.getContext());
         }
     }
 

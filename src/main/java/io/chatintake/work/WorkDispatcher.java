@@ -122,6 +122,19 @@ public final class WorkDispatcher {
         threads.clear();
     }
 
+    /** The dispatcher the runner bound in this context, or null (a component used on its own). */
+    public static WorkDispatcher of(CamelContext context) {
+        return context.getRegistry().findSingleByType(WorkDispatcher.class);
+    }
+
+    /** Wakes this context's dispatcher, if it has one: new items were committed. */
+    public static void nudge(CamelContext context) {
+        WorkDispatcher dispatcher = of(context);
+        if (dispatcher != null) {
+            dispatcher.nudge();
+        }
+    }
+
     /** Wakes the workers: new items were stored. */
     public void nudge() {
         synchronized (idle) {

@@ -48,7 +48,7 @@ public final class TestDatabase implements BeforeEachCallback, ParameterResolver
             Path dir = Files.createTempDirectory("chat-intake-test-pg");
             // Tests that do not prove durability may leave fsync off, as zonky does, for speed.
             EmbeddedDatabase embedded = EmbeddedDatabase.start(dir, 0, false);
-            return Database.embeddedForTests(embedded, 24);
+            return Database.embedded(embedded, 24);
         } catch (java.io.IOException e) {
             throw new IllegalStateException(e);
         }
