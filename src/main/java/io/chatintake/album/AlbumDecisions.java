@@ -1,7 +1,7 @@
 package io.chatintake.album;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
-import io.chatintake.ops.MeterRegistryLookup;
+import io.chatintake.support.MeterRegistryLookup;
 import io.chatintake.work.WorkDispatcher;
 import io.micrometer.core.instrument.Counter;
 import java.sql.Connection;

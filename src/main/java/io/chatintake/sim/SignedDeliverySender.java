@@ -1,8 +1,8 @@
 package io.chatintake.sim;
 
 import io.chatintake.config.Secret;
-import io.chatintake.webhook.SignatureScheme;
-import io.chatintake.webhook.SignatureVerifier;
+import io.chatintake.channel.webhook.SignatureScheme;
+import io.chatintake.channel.webhook.SignatureVerifier;
 import java.io.IOException;
 import java.net.URI;
 import java.net.http.HttpClient;

@@ -1,8 +1,8 @@
 package io.chatintake.work;
 
-import io.chatintake.ProcessIdentity;
+import io.chatintake.support.ProcessIdentity;
 import io.chatintake.config.Settings;
-import io.chatintake.ops.MeterRegistryLookup;
+import io.chatintake.support.MeterRegistryLookup;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;

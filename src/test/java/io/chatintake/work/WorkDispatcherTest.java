@@ -2,11 +2,11 @@ package io.chatintake.work;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.chatintake.telegram.BotApiClient;
-import io.chatintake.telegram.OffsetCheckpoint;
-import io.chatintake.telegram.PollLease;
-import io.chatintake.telegram.TelegramInbox;
-import io.chatintake.telegram.TelegramWorkSource;
+import io.chatintake.channel.telegram.BotApiClient;
+import io.chatintake.channel.telegram.OffsetCheckpoint;
+import io.chatintake.channel.telegram.PollLease;
+import io.chatintake.channel.telegram.TelegramInbox;
+import io.chatintake.channel.telegram.TelegramWorkSource;
 import io.chatintake.testkit.Await;
 import io.chatintake.testkit.Sql;
 import io.chatintake.testkit.TestDatabase;

@@ -1,0 +1,273 @@
+package io.chatintake.attachment;
+
+import io.chatintake.attachment.AttachmentStore.Attachment;
+import io.chatintake.attachment.AttachmentStore.Outcome;
+import io.chatintake.config.Secret;
+import io.chatintake.config.Settings;
+import io.chatintake.support.MeterRegistryLookup;
+import io.chatintake.store.Database;
+import io.chatintake.channel.telegram.BotApiClient;
+import io.chatintake.channel.telegram.BotApiException;
+import io.chatintake.work.WorkDispatcher;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.MeterRegistry;
+import java.io.IOException;
+import java.io.InputStream;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Path;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Function;
+import javax.sql.DataSource;
+import org.apache.camel.Exchange;
+import org.apache.camel.Handler;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Downloads one attachment per work item into the {@link MediaStore} and records how it ended.
+ * Called by {@code routes/attachments.yaml} for items of kind {@code attachment}, as soon as the
+ * child is stored: never held until its album is complete.
+ * <p>
+ * Expired (403/404/410), too large and other permanent answers are recorded and the item is done;
+ * 5xx, 429 and network errors throw, so the dispatcher retries with backoff; the last attempt
+ * records {@code failed} (and the dispatcher parks the item, where {@code work retry} finds it).
+ * Signed URLs and Telegram download URLs hold secrets: no log line or error message names them.
+ */
+public final class AttachmentFetcher {
+    private static final Logger LOG = LoggerFactory.getLogger(AttachmentFetcher.class);
+    static final String METRIC = "chat_intake_attachment_downloads";
+    private static final Set<Integer> EXPIRED = Set.of(403, 404, 410);
+    // One timer thread for every download deadline; daemon, so it never holds the JVM.
+    private static final ScheduledExecutorService DEADLINES = Executors.newSingleThreadScheduledExecutor(r -> {
+        Thread t = new Thread(r, "attachment-download-deadline");
+        t.setDaemon(true);
+        return t;
+    });
+
+    public record Options(Path mediaDir, long maxBytes, int maxConcurrentDownloads, Duration downloadTimeout,
+                          String telegramApiUrl, int maxAttempts) {
+        /** @param maxAttempts the dispatcher's {@code work.max-attempts}: the attempt that records {@code failed} */
+        public static Options from(Settings settings, int maxAttempts) {
+            return new Options(Database.dataDir(settings).resolve("media"),
+                    settings.getLong("attachments.max-bytes", 50L * 1024 * 1024),
+                    settings.getInt("attachments.max-concurrent-downloads", 4),
+                    Duration.ofSeconds(settings.getLong("attachments.download-timeout-seconds", 120)),
+                    settings.get("telegram.api-url", "https://api.telegram.org"),
+                    maxAttempts);
+        }
+    }
+
+    /** A download worth another attempt; its message never holds the URL. */
+    static final class RetryableDownloadException extends Exception {
+        RetryableDownloadException(String message) {
+            super(message);
+        }
+    }
+
+    /** The outcome as recorded, and as counted (stored content seen before counts as duplicate_content). */
+    private record Fetched(Outcome outcome, String metric) {
+        static Fetched of(String status, String error) {
+            return new Fetched(Outcome.of(status, error), status);
+        }
+    }
+
+    private final AttachmentStore store;
+    private final MediaStore media;
+    private final Options options;
+    private final Function<String, Optional<Secret>> telegramTokens;
+    private final Semaphore downloads;
+    private final HttpClient http;
+    private final Map<String, BotApiClient> bots = new ConcurrentHashMap<>();
+    private volatile MeterRegistry meters;
+
+    /** @param telegramTokens the token of a bot by its name ({@code main}, ...), from the configuration */
+    public AttachmentFetcher(DataSource dataSource, Options options, Function<String, Optional<Secret>> telegramTokens) {
+        this.store = new AttachmentStore(dataSource);
+        this.media = new MediaStore(options.mediaDir());
+        this.options = options;
+        this.telegramTokens = telegramTokens;
+        // The dispatcher's work.concurrency bounds handlers of every kind; this bounds downloads alone.
+        this.downloads = new Semaphore(options.maxConcurrentDownloads());
+        this.http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(10))
+                .followRedirects(HttpClient.Redirect.NORMAL).build();
+    }
+
+    @Handler
+    public void fetch(Exchange exchange) throws Exception {
+        Attachment attachment = exchange.getMessage().getMandatoryBody(Attachment.class);
+        if (!"pending".equals(attachment.status()) && !"failed".equals(attachment.status())) {
+            return; // decided already: a replayed item changes nothing
+        }
+        int attempt = exchange.getMessage().getHeader(WorkDispatcher.WORK_ATTEMPT, 1, Integer.class);
+        Fetched fetched;
+        try {
+            fetched = download(attachment);
+        } catch (RetryableDownloadException e) {
+            if (attempt >= options.maxAttempts()) {
+                store.record(attachment, Outcome.of("failed", e.getMessage()));
+                count(exchange, attachment, "failed");
+                LOG.warn("attachment {}: failed after {} attempts: {}", attachment.id(), attempt, e.getMessage());
+            } else {
+                store.attemptFailed(attachment, e.getMessage());
+                count(exchange, attachment, "retry");
+            }
+            throw e;
+        }
+        store.record(attachment, fetched.outcome());
+        count(exchange, attachment, fetched.metric());
+        Outcome outcome = fetched.outcome();
+        if ("stored".equals(outcome.status())) {
+            LOG.info("attachment {}: stored {} bytes as media/{}{}", attachment.id(), outcome.sizeBytes(), outcome.mediaPath(),
+                    "duplicate_content".equals(fetched.metric()) ? " (content already stored)" : "");
+        } else {
+            LOG.info("attachment {}: {} ({})", attachment.id(), outcome.status(), outcome.error());
+        }
+    }
+
+    private Fetched download(Attachment attachment) throws RetryableDownloadException, InterruptedException, SQLException {
+        if (attachment.declaredSize() != null && attachment.declaredSize() > options.maxBytes()) {
+            return tooLarge("declared " + attachment.declaredSize() + " bytes");
+        }
+        downloads.acquire();
+        try {
+            return attachment.telegram() ? fromTelegram(attachment) : fromUrl(attachment);
+        } finally {
+            downloads.release();
+        }
+    }
+
+    private Fetched fromUrl(Attachment attachment) throws RetryableDownloadException {
+        URI uri;
+        try {
+            uri = URI.create(attachment.url().reveal());
+        } catch (IllegalArgumentException e) {
+            return Fetched.of("failed", "the url is not a valid URI"); // its message would quote the URL
+        }
+        HttpRequest request = HttpRequest.newBuilder(uri).timeout(options.downloadTimeout()).GET().build();
+        HttpResponse<InputStream> response;
+        try {
+            response = http.send(request, info -> info.statusCode() == 200
+                    ? HttpResponse.BodySubscribers.ofInputStream() : HttpResponse.BodySubscribers.replacing(InputStream.nullInputStream()));
+        } catch (IOException e) {
+            throw new RetryableDownloadException(describe(e, attachment.url()));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new RetryableDownloadException("interrupted");
+        }
+        int status = response.statusCode();
+        if (EXPIRED.contains(status)) {
+            return Fetched.of("expired", "answered " + status);
+        }
+        if (status >= 500 || status == 429 || status == 408) {
+            throw new RetryableDownloadException("answered " + status);
+        }
+        if (status != 200) {
+            return Fetched.of("failed", "answered " + status);
+        }
+        String type = response.headers().firstValue("Content-Type").orElse(attachment.declaredType());
+        return save(response.body(), type, attachment.url());
+    }
+
+    private Fetched fromTelegram(Attachment attachment) throws RetryableDownloadException {
+        String botName = attachment.telegramBotName();
+        if (botName == null) {
+            throw new RetryableDownloadException("bot " + attachment.telegramBotId() + " has never polled here (no telegram_checkpoint row)");
+        }
+        BotApiClient bot = bots.computeIfAbsent(botName,
+                name -> telegramTokens.apply(name).map(token -> new BotApiClient(options.telegramApiUrl(), token)).orElse(null));
+        if (bot == null) {
+            throw new RetryableDownloadException("no token configured for bot '" + botName + "'");
+        }
+        try {
+            BotApiClient.TelegramFile file = bot.getFile(attachment.telegramFileId());
+            if (file.fileSize() > options.maxBytes()) {
+                return tooLarge("getFile says " + file.fileSize() + " bytes");
+            }
+            return save(bot.downloadFile(file.filePath(), options.downloadTimeout()), attachment.declaredType(), null);
+        } catch (BotApiException e) {
+            // 400 is Telegram's answer for a file over its 20 MB limit or an unknown file_id: asking again will not help.
+            if (e.errorCode() == 400) {
+                return e.getMessage().contains("too big") ? tooLarge(e.getMessage()) : Fetched.of("failed", e.getMessage());
+            }
+            throw new RetryableDownloadException(e.getMessage());
+        }
+    }
+
+    /** Streams the body into the media store; the whole download must end within the timeout. */
+    private Fetched save(InputStream body, String contentType, Secret url) throws RetryableDownloadException {
+        Deadline deadline = new Deadline(body, options.downloadTimeout());
+        try (InputStream in = body; deadline) {
+            MediaStore.StoredFile file = media.save(in, options.maxBytes());
+            return new Fetched(Outcome.stored(file.sha256(), file.size(), contentType, file.relativePath()),
+                    file.duplicate() ? "duplicate_content" : "stored");
+        } catch (MediaStore.TooLargeException e) {
+            return tooLarge(e.getMessage());
+        } catch (IOException e) {
+            throw new RetryableDownloadException(deadline.passed()
+                    ? "not complete within " + options.downloadTimeout().toSeconds() + " s" : describe(e, url));
+        }
+    }
+
+    private static Fetched tooLarge(String why) {
+        return Fetched.of("too_large", why);
+    }
+
+    private static String describe(IOException e, Secret url) {
+        String text = e.getClass().getSimpleName() + (e.getMessage() == null ? "" : ": " + e.getMessage());
+        return url == null ? text : text.replace(url.reveal(), "[url]");
+    }
+
+    private void count(Exchange exchange, Attachment attachment, String outcome) {
+        MeterRegistry registry = meters;
+        if (registry == null) {
+            // Looked up lazily: camel-micrometer binds its registry while the context starts, after beans exist.
+            registry = MeterRegistryLookup.of(exchange.getContext());
+            meters = registry;
+        }
+        Counter.builder(METRIC).description("Attachment downloads by outcome")
+                .tags("source", attachment.source(), "outcome", outcome).register(registry).increment();
+    }
+
+    /**
+     * Closes the response body when time is up: a read blocked on a server that stopped sending
+     * then fails at once (an interrupt would not end it), and the attempt is retried.
+     */
+    private static final class Deadline implements AutoCloseable {
+        private final AtomicBoolean passed = new AtomicBoolean();
+        private final ScheduledFuture<?> timer;
+
+        Deadline(InputStream body, Duration timeout) {
+            timer = DEADLINES.schedule(() -> {
+                passed.set(true);
+                try {
+                    body.close();
+                } catch (IOException e) {
+                    // Closing is all that was asked; the reader sees the stream closed either way.
+                }
+            }, timeout.toMillis(), TimeUnit.MILLISECONDS);
+        }
+
+        boolean passed() {
+            return passed.get();
+        }
+
+        @Override
+        public void close() {
+            timer.cancel(false);
+        }
+    }
+}

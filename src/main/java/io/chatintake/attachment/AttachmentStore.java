@@ -1,0 +1,206 @@
+package io.chatintake.attachment;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.chatintake.config.Secret;
+import java.io.IOException;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Types;
+import javax.sql.DataSource;
+
+/**
+ * The attachments of child messages, one row each with its own status: pending -> stored, or
+ * expired (the temporary URL is gone), too_large (over the cap, or no URL at all: UnifyPort's
+ * {@code is_big_file}), failed (every attempt used). Rows and their download work are written in
+ * the transaction that stores the child, so a stored child never misses its downloads, and
+ * nothing here waits for the album.
+ */
+public final class AttachmentStore {
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    public static final String KIND = "attachment";
+
+    /** What the fetcher needs to know about one attachment. The URL is a secret. */
+    public record Attachment(long id, String source, Secret url, Long telegramBotId, String telegramBotName,
+                             String telegramFileId, Long declaredSize, String declaredType, String status) {
+        public boolean telegram() {
+            return "telegram-file".equals(source);
+        }
+    }
+
+    /** How a download ended, as recorded on the row. */
+    public record Outcome(String status, String error, String sha256, Long sizeBytes, String contentType, String mediaPath) {
+        public static Outcome stored(String sha256, long size, String contentType, String mediaPath) {
+            return new Outcome("stored", null, sha256, size, contentType, mediaPath);
+        }
+
+        public static Outcome of(String status, String error) {
+            return new Outcome(status, error, null, null, null, null);
+        }
+    }
+
+    private static final String SELECT_ELEMENTS = "SELECT attachments::text FROM channel_message WHERE id = ?";
+
+    /**
+     * A redelivered child changes nothing; a new URL (a message.updated) replaces one that did not
+     * work yet, and the attachment is fetched again. A stored file is never replaced.
+     */
+    private static final String UPSERT = """
+            INSERT INTO message_attachment (channel_message_id, position, source, url, telegram_bot_id, telegram_file_id,
+                                            title, declared_size, declared_type, status)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT ON CONSTRAINT message_attachment_position DO UPDATE
+               SET url = EXCLUDED.url, status = 'pending', last_error = NULL, updated_at = now()
+             WHERE message_attachment.status IN ('pending', 'failed', 'expired')
+               AND EXCLUDED.url IS NOT NULL AND message_attachment.url IS DISTINCT FROM EXCLUDED.url
+            RETURNING id, status""";
+
+    /** A refreshed attachment's earlier work item (done, parked or still retrying) runs again from the start. */
+    private static final String SCHEDULE = """
+            INSERT INTO work_item (kind, source_key, source_id, chat_key) VALUES (?, ?, ?, NULL)
+            ON CONFLICT ON CONSTRAINT work_item_source DO UPDATE
+               SET state = 'pending', attempts = 0, next_attempt_at = now(), claimed_by = NULL, claim_expires_at = NULL,
+                   last_error = NULL, done_at = NULL, updated_at = now()""";
+
+    private static final String LOAD = """
+            SELECT a.id, a.source, a.url, a.telegram_bot_id, c.bot_name, a.telegram_file_id, a.declared_size,
+                   a.declared_type, a.status
+              FROM message_attachment a LEFT JOIN telegram_checkpoint c ON c.bot_id = a.telegram_bot_id
+             WHERE a.id = ?""";
+
+    private static final String ATTEMPT = """
+            UPDATE message_attachment SET attempts = attempts + 1, last_error = ?, updated_at = now()
+             WHERE id = ? AND url IS NOT DISTINCT FROM ?""";
+
+    /** The outcome belongs to the URL it came from: a URL refreshed meanwhile is fetched again instead. */
+    private static final String RECORD = """
+            UPDATE message_attachment
+               SET status = ?, last_error = ?, sha256 = ?, size_bytes = ?, content_type = ?, media_path = ?,
+                   attempts = attempts + 1, updated_at = now(),
+                   stored_at = CASE WHEN ? = 'stored' THEN now() ELSE stored_at END
+             WHERE id = ? AND url IS NOT DISTINCT FROM ?""";
+
+    private final DataSource dataSource;
+
+    public AttachmentStore(DataSource dataSource) {
+        this.dataSource = dataSource;
+    }
+
+    /**
+     * Records the attachments of one child, inside the caller's (intake) transaction, right after
+     * the child was upserted, and schedules a download for each new or refreshed one.
+     */
+    public static void recordFor(Connection connection, long channelMessageId) throws SQLException {
+        JsonNode elements = elements(connection, channelMessageId);
+        for (int position = 0; position < elements.size(); position++) {
+            JsonNode element = elements.get(position);
+            try (PreparedStatement ps = connection.prepareStatement(UPSERT)) {
+                bind(ps, channelMessageId, position, element);
+                try (ResultSet rs = ps.executeQuery()) {
+                    if (rs.next() && "pending".equals(rs.getString(2))) {
+                        schedule(connection, rs.getLong(1));
+                    }
+                }
+            }
+        }
+    }
+
+    private static JsonNode elements(Connection connection, long channelMessageId) throws SQLException {
+        try (PreparedStatement ps = connection.prepareStatement(SELECT_ELEMENTS)) {
+            ps.setLong(1, channelMessageId);
+            try (ResultSet rs = ps.executeQuery()) {
+                String json = rs.next() ? rs.getString(1) : null;
+                JsonNode node = json == null ? null : JSON.readTree(json);
+                return node != null && node.isArray() ? node : JSON.createArrayNode();
+            }
+        } catch (IOException e) {
+            // jsonb always parses; anything else is a bug, and the intake transaction must not commit half.
+            throw new SQLException("attachments of channel_message " + channelMessageId + " are not JSON", e);
+        }
+    }
+
+    /**
+     * Two element shapes: UnifyPort's as the provider sends them (only {@code url} can be relied
+     * on), and the normalised Telegram one ({@code telegram_bot_id}, {@code telegram_file_id}, ...).
+     */
+    private static void bind(PreparedStatement ps, long channelMessageId, int position, JsonNode a) throws SQLException {
+        boolean telegram = a.hasNonNull("telegram_file_id");
+        String url = telegram ? null : text(a, "url");
+        boolean available = telegram ? a.path("telegram_bot_id").canConvertToLong() : url != null && !a.path("metadata").path("is_big_file").asBoolean(false);
+        int i = 0;
+        ps.setLong(++i, channelMessageId);
+        ps.setInt(++i, position);
+        ps.setString(++i, telegram ? "telegram-file" : "url");
+        ps.setString(++i, available ? url : null);
+        ps.setObject(++i, telegram && available ? a.get("telegram_bot_id").asLong() : null, Types.BIGINT);
+        ps.setString(++i, telegram ? text(a, "telegram_file_id") : null);
+        ps.setString(++i, text(a, telegram ? "file_name" : "title"));
+        JsonNode size = a.path(telegram ? "file_size" : "size");
+        ps.setObject(++i, size.canConvertToLong() ? size.asLong() : null, Types.BIGINT);
+        ps.setString(++i, text(a, "mime_type"));
+        ps.setString(++i, available ? "pending" : "too_large");
+    }
+
+    private static String text(JsonNode node, String field) {
+        JsonNode value = node.path(field);
+        return value.isValueNode() && !value.isNull() && !value.asText().isEmpty() ? value.asText() : null;
+    }
+
+    private static void schedule(Connection connection, long attachmentId) throws SQLException {
+        try (PreparedStatement ps = connection.prepareStatement(SCHEDULE)) {
+            ps.setString(1, KIND);
+            ps.setString(2, "attachment:" + attachmentId);
+            ps.setLong(3, attachmentId);
+            ps.executeUpdate();
+        }
+    }
+
+    /** The attachment of a work item, or an exception when its row is gone. */
+    public static Attachment load(Connection connection, long id) throws SQLException {
+        try (PreparedStatement ps = connection.prepareStatement(LOAD)) {
+            ps.setLong(1, id);
+            try (ResultSet rs = ps.executeQuery()) {
+                if (!rs.next()) {
+                    throw new SQLException("message_attachment row " + id + " is missing");
+                }
+                String url = rs.getString(3);
+                return new Attachment(rs.getLong(1), rs.getString(2), url == null ? null : Secret.of(url),
+                        (Long) rs.getObject(4), rs.getString(5), rs.getString(6), (Long) rs.getObject(7), rs.getString(8),
+                        rs.getString(9));
+            }
+        }
+    }
+
+    /** A failed attempt that will be retried: the status stays pending. */
+    public void attemptFailed(Attachment attachment, String error) throws SQLException {
+        try (Connection c = dataSource.getConnection(); PreparedStatement ps = c.prepareStatement(ATTEMPT)) {
+            ps.setString(1, error);
+            ps.setLong(2, attachment.id());
+            ps.setString(3, reveal(attachment.url()));
+            ps.executeUpdate();
+        }
+    }
+
+    public void record(Attachment attachment, Outcome outcome) throws SQLException {
+        try (Connection c = dataSource.getConnection(); PreparedStatement ps = c.prepareStatement(RECORD)) {
+            int i = 0;
+            ps.setString(++i, outcome.status());
+            ps.setString(++i, outcome.error());
+            ps.setString(++i, outcome.sha256());
+            ps.setObject(++i, outcome.sizeBytes(), Types.BIGINT);
+            ps.setString(++i, outcome.contentType());
+            ps.setString(++i, outcome.mediaPath());
+            ps.setString(++i, outcome.status());
+            ps.setLong(++i, attachment.id());
+            ps.setString(++i, reveal(attachment.url()));
+            ps.executeUpdate();
+        }
+    }
+
+    private static String reveal(Secret url) {
+        return url == null ? null : url.reveal();
+    }
+}

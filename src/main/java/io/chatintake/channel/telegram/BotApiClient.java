@@ -1,0 +1,162 @@
+package io.chatintake.channel.telegram;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.chatintake.config.Secret;
+import java.io.IOException;
+import java.io.InputStream;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.List;
+
+/**
+ * The few Bot API methods intake needs, over plain HTTP with raw JSON: updates are kept as the
+ * JSON Telegram sent, whatever their type, so nothing a newer Bot API adds is dropped.
+ * The token only ever goes into the request path; it is scrubbed from every error message.
+ */
+public final class BotApiClient {
+    private static final ObjectMapper JSON = new ObjectMapper();
+    /** Time on top of the long-poll timeout before a getUpdates answer counts as lost. */
+    private static final Duration ANSWER_GRACE = Duration.ofSeconds(15);
+
+    private final HttpClient http;
+    private final String apiUrl;
+    private final Secret token;
+
+    public BotApiClient(String apiUrl, Secret token) {
+        this.apiUrl = apiUrl.endsWith("/") ? apiUrl.substring(0, apiUrl.length() - 1) : apiUrl;
+        this.token = token;
+        this.http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(10)).build();
+    }
+
+    public record BotIdentity(long id, String username) {
+    }
+
+    /** One update as Telegram sent it; {@code type} is its one optional field ("message", "callback_query", ...). */
+    public record RawUpdate(long updateId, String type, String json) {
+    }
+
+    public record WebhookInfo(String url, long pendingUpdateCount, String lastErrorMessage) {
+        public boolean webhookSet() {
+            return url != null && !url.isEmpty();
+        }
+    }
+
+    public BotIdentity getMe() throws BotApiException {
+        JsonNode result = call("getMe", JSON.createObjectNode(), Duration.ofSeconds(30));
+        return new BotIdentity(result.path("id").asLong(), result.path("username").asText(""));
+    }
+
+    public List<RawUpdate> getUpdates(long offset, int limit, int timeoutSeconds, List<String> allowedUpdates)
+            throws BotApiException {
+        ObjectNode params = JSON.createObjectNode().put("offset", offset).put("limit", limit).put("timeout", timeoutSeconds);
+        if (allowedUpdates != null && !allowedUpdates.isEmpty()) {
+            allowedUpdates.forEach(params.putArray("allowed_updates")::add);
+        }
+        JsonNode result = call("getUpdates", params, Duration.ofSeconds(timeoutSeconds).plus(ANSWER_GRACE));
+        List<RawUpdate> updates = new ArrayList<>(result.size());
+        for (JsonNode update : result) {
+            updates.add(new RawUpdate(update.path("update_id").asLong(), typeOf(update), update.toString()));
+        }
+        return updates;
+    }
+
+    public WebhookInfo getWebhookInfo() throws BotApiException {
+        JsonNode result = call("getWebhookInfo", JSON.createObjectNode(), Duration.ofSeconds(30));
+        return new WebhookInfo(result.path("url").asText(""), result.path("pending_update_count").asLong(0),
+                result.path("last_error_message").asText(""));
+    }
+
+    /** Always keeps the queued updates: dropping them is never what a switch to polling means. */
+    public void deleteWebhookKeepingUpdates() throws BotApiException {
+        call("deleteWebhook", JSON.createObjectNode().put("drop_pending_updates", false), Duration.ofSeconds(30));
+    }
+
+    /** Where a file can be downloaded for the next hour, and its size when Telegram knows it (else -1). */
+    public record TelegramFile(String filePath, long fileSize) {
+    }
+
+    public TelegramFile getFile(String fileId) throws BotApiException {
+        JsonNode result = call("getFile", JSON.createObjectNode().put("file_id", fileId), Duration.ofSeconds(30));
+        return new TelegramFile(result.path("file_path").asText(""), result.path("file_size").asLong(-1));
+    }
+
+    /**
+     * Opens the bytes of a {@link #getFile} path. The download URL holds the token, so no error
+     * names it; the caller closes the stream.
+     */
+    public InputStream downloadFile(String filePath, Duration answerTimeout) throws BotApiException {
+        URI uri;
+        try {
+            uri = URI.create(apiUrl + "/file/bot" + token.reveal() + "/" + filePath);
+        } catch (IllegalArgumentException e) {
+            // Its message would quote the whole URL, token included.
+            throw BotApiException.fromAnswer(400, "the file path is not a valid URI path", 0);
+        }
+        HttpRequest request = HttpRequest.newBuilder(uri)
+                .timeout(answerTimeout)
+                .GET()
+                .build();
+        // Only a 200's body is kept; any other answer's body is discarded.
+        HttpResponse<InputStream> response = send(request, info -> info.statusCode() == 200
+                ? HttpResponse.BodySubscribers.ofInputStream() : HttpResponse.BodySubscribers.replacing(InputStream.nullInputStream()));
+        if (response.statusCode() != 200) {
+            throw BotApiException.fromAnswer(response.statusCode(), "file download answered " + response.statusCode(), 0);
+        }
+        return response.body();
+    }
+
+    static String typeOf(JsonNode update) {
+        Iterator<String> names = update.fieldNames();
+        while (names.hasNext()) {
+            String name = names.next();
+            if (!name.equals("update_id")) {
+                return name;
+            }
+        }
+        return "unknown";
+    }
+
+    private JsonNode call(String method, ObjectNode params, Duration answerTimeout) throws BotApiException {
+        HttpRequest request = HttpRequest.newBuilder(URI.create(apiUrl + "/bot" + token.reveal() + "/" + method))
+                .timeout(answerTimeout)
+                .header("Content-Type", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofString(params.toString()))
+                .build();
+        HttpResponse<String> response = send(request, HttpResponse.BodyHandlers.ofString());
+        JsonNode body;
+        try {
+            body = JSON.readTree(response.body());
+        } catch (IOException e) {
+            throw BotApiException.fromAnswer(response.statusCode(), "answer is not JSON", 0);
+        }
+        if (body == null || !body.path("ok").asBoolean(false)) {
+            int code = body == null ? response.statusCode() : body.path("error_code").asInt(response.statusCode());
+            String description = body == null ? "" : body.path("description").asText("");
+            int retryAfter = body == null ? 0 : body.path("parameters").path("retry_after").asInt(0);
+            throw BotApiException.fromAnswer(code, scrub(description), retryAfter);
+        }
+        return body.path("result");
+    }
+
+    private <T> HttpResponse<T> send(HttpRequest request, HttpResponse.BodyHandler<T> handler) throws BotApiException {
+        try {
+            return http.send(request, handler);
+        } catch (IOException e) {
+            throw BotApiException.network(scrub(e.getClass().getSimpleName() + (e.getMessage() == null ? "" : ": " + e.getMessage())));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw BotApiException.network("interrupted");
+        }
+    }
+
+    private String scrub(String text) {
+        return text.replace(token.reveal(), "[redacted]");
+    }
+}

@@ -1,0 +1,101 @@
+package io.chatintake.channel.telegram;
+
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.Optional;
+import javax.sql.DataSource;
+
+/**
+ * One active poller per bot across every process sharing the database (seed 004: "keep one active
+ * polling owner per bot"). Telegram's 409 is only a hint: two pollers can both receive the same
+ * unconfirmed batch without one, so ownership comes from this lease.
+ * <p>
+ * Taking the lease from another holder (only once it expired) increments the fencing token;
+ * {@link TelegramInbox} checks the token in the transaction that advances the checkpoint, so a
+ * poller that paused past its lease cannot confirm anything. Expiry uses the database clock, so
+ * processes on machines with different clocks agree.
+ */
+public final class PollLease {
+    private final DataSource dataSource;
+
+    public PollLease(DataSource dataSource) {
+        this.dataSource = dataSource;
+    }
+
+    /** A lease held: who, and the fencing token that proves it. */
+    public record Held(long botId, String holder, long fencingToken) {
+    }
+
+    public record Holder(String holder, long fencingToken, boolean expired) {
+    }
+
+    private static final String ACQUIRE = """
+            INSERT INTO telegram_poll_lease (bot_id, holder, fencing_token, acquired_at, expires_at)
+            VALUES (?, ?, 1, now(), now() + make_interval(secs => ?))
+            ON CONFLICT (bot_id) DO UPDATE
+               SET holder = EXCLUDED.holder,
+                   fencing_token = telegram_poll_lease.fencing_token + 1,
+                   acquired_at = now(),
+                   expires_at = EXCLUDED.expires_at
+             WHERE telegram_poll_lease.expires_at < now()
+            RETURNING fencing_token""";
+
+    /** Takes the lease if nobody holds it or the holder's lease expired. */
+    public Optional<Held> tryAcquire(long botId, String holder, Duration duration) throws SQLException {
+        try (Connection c = dataSource.getConnection(); PreparedStatement ps = c.prepareStatement(ACQUIRE)) {
+            ps.setLong(1, botId);
+            ps.setString(2, holder);
+            ps.setDouble(3, duration.toMillis() / 1000.0);
+            try (ResultSet rs = ps.executeQuery()) {
+                return rs.next() ? Optional.of(new Held(botId, holder, rs.getLong(1))) : Optional.empty();
+            }
+        }
+    }
+
+    static final String RENEW = """
+            UPDATE telegram_poll_lease SET expires_at = now() + make_interval(secs => ?)
+             WHERE bot_id = ? AND holder = ? AND fencing_token = ?""";
+
+    /** @return false when the lease was taken over: stop polling at once */
+    public boolean renew(Held lease, Duration duration) throws SQLException {
+        try (Connection c = dataSource.getConnection()) {
+            return renew(c, lease, duration);
+        }
+    }
+
+    /** Renews inside the caller's transaction; the row lock it takes serialises the holder's commit with a takeover. */
+    static boolean renew(Connection c, Held lease, Duration duration) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(RENEW)) {
+            ps.setDouble(1, duration.toMillis() / 1000.0);
+            ps.setLong(2, lease.botId());
+            ps.setString(3, lease.holder());
+            ps.setLong(4, lease.fencingToken());
+            return ps.executeUpdate() == 1;
+        }
+    }
+
+    /** Lets another process take over at once, instead of after the lease runs out. */
+    public void release(Held lease) throws SQLException {
+        try (Connection c = dataSource.getConnection(); PreparedStatement ps = c.prepareStatement(
+                "UPDATE telegram_poll_lease SET expires_at = now() - interval '1 millisecond'"
+                        + " WHERE bot_id = ? AND holder = ? AND fencing_token = ?")) {
+            ps.setLong(1, lease.botId());
+            ps.setString(2, lease.holder());
+            ps.setLong(3, lease.fencingToken());
+            ps.executeUpdate();
+        }
+    }
+
+    public Optional<Holder> current(long botId) throws SQLException {
+        try (Connection c = dataSource.getConnection(); PreparedStatement ps = c.prepareStatement(
+                "SELECT holder, fencing_token, expires_at < now() FROM telegram_poll_lease WHERE bot_id = ?")) {
+            ps.setLong(1, botId);
+            try (ResultSet rs = ps.executeQuery()) {
+                return rs.next() ? Optional.of(new Holder(rs.getString(1), rs.getLong(2), rs.getBoolean(3))) : Optional.empty();
+            }
+        }
+    }
+}

@@ -1,0 +1,55 @@
+package io.chatintake.channel.telegram;
+
+import java.time.Clock;
+import java.util.Map;
+import javax.sql.DataSource;
+import org.apache.camel.Endpoint;
+import org.apache.camel.support.CamelContextHelper;
+import org.apache.camel.support.DefaultComponent;
+
+/**
+ * {@code telegram-inbox:<bot name>}: durable Telegram Bot API long polling. Unlike camel-telegram's
+ * consumer (offset in memory, advanced even when the exchange failed, unknown update types dropped)
+ * this one commits every batch and the next offset to PostgreSQL before it polls again.
+ */
+public class TelegramInboxComponent extends DefaultComponent {
+    private DataSource dataSource;
+    private Clock clock = Clock.systemUTC();
+
+    @Override
+    protected Endpoint createEndpoint(String uri, String remaining, Map<String, Object> parameters) throws Exception {
+        if (remaining == null || remaining.isBlank()) {
+            throw new IllegalArgumentException("telegram-inbox needs a bot name: telegram-inbox:main");
+        }
+        TelegramInboxEndpoint endpoint = new TelegramInboxEndpoint(uri, this, remaining);
+        setProperties(endpoint, parameters);
+        return endpoint;
+    }
+
+    /** The product's database, bound as {@code dataSource} by the runner. */
+    public DataSource getDataSource() {
+        if (dataSource == null) {
+            dataSource = CamelContextHelper.lookup(getCamelContext(), "dataSource", DataSource.class);
+            if (dataSource == null) {
+                dataSource = CamelContextHelper.findSingleByType(getCamelContext(), DataSource.class);
+            }
+            if (dataSource == null) {
+                throw new IllegalStateException("telegram-inbox needs a DataSource bound as 'dataSource'");
+            }
+        }
+        return dataSource;
+    }
+
+    public void setDataSource(DataSource dataSource) {
+        this.dataSource = dataSource;
+    }
+
+    public Clock getClock() {
+        return clock;
+    }
+
+    /** Tests replace the clock to cross Telegram's 24 h retention without waiting. */
+    public void setClock(Clock clock) {
+        this.clock = clock;
+    }
+}

@@ -1,0 +1,390 @@
+package io.chatintake.channel.telegram;
+
+import io.chatintake.support.CrashPoint;
+import io.chatintake.support.ProcessIdentity;
+import io.chatintake.config.Secret;
+import io.chatintake.config.Settings;
+import io.chatintake.support.MeterRegistryLookup;
+import io.chatintake.work.Backoff;
+import io.chatintake.work.WorkDispatcher;
+import java.sql.SQLException;
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import javax.sql.DataSource;
+import org.apache.camel.Exchange;
+import org.apache.camel.Processor;
+import org.apache.camel.support.DefaultConsumer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The polling loop of one bot (seed 004's transaction sequence):
+ * <ol>
+ * <li>read the bot's identity (getMe: its id is the storage key, never the token), take its
+ *     {@link PollLease}, read its {@link OffsetCheckpoint}, refuse to poll while a webhook is set;</li>
+ * <li>getUpdates with the saved offset; an empty batch changes nothing;</li>
+ * <li>a non-empty batch is stored with the next offset in one transaction ({@link TelegramInbox});</li>
+ * <li>only after the commit: one exchange per newly stored update, then the next poll.</li>
+ * </ol>
+ * What the route does cannot change what was stored or confirmed: a failing route leaves the
+ * update in the inbox. A failed transaction never advances the offset: Telegram sends the
+ * unconfirmed batch again.
+ */
+public class TelegramInboxConsumer extends DefaultConsumer {
+    private static final Logger LOG = LoggerFactory.getLogger(TelegramInboxConsumer.class);
+
+    public static final String BOT_NAME = "TelegramBotName";
+    public static final String BOT_ID = "TelegramBotId";
+    public static final String UPDATE_ID = "TelegramUpdateId";
+    public static final String UPDATE_TYPE = "TelegramUpdateType";
+    public static final String INBOX_ROW_ID = "TelegramInboxRowId";
+    /** The chat the update belongs to, when it has one (also usable as camel-telegram's chat id). */
+    public static final String CHAT_ID = "TelegramChatId";
+    /** The message's text or caption, when it has one. */
+    public static final String TEXT = "TelegramText";
+
+    private static final Duration REJECTED_TOKEN_RECHECK = Duration.ofMinutes(1);
+    private static final Duration WEBHOOK_RECHECK = Duration.ofMinutes(1);
+    private static final Duration PENDING_COUNT_REFRESH = Duration.ofMinutes(1);
+
+    /** Stored batches waiting for the route; beyond this the dispatcher takes over. */
+    private static final int HANDOFF_BATCHES = 16;
+
+    private final TelegramInboxEndpoint endpoint;
+    private final String bot;
+    private final Object phase = new Object();
+    private volatile boolean running;
+    private boolean inLongPoll;
+    private Thread loop;
+    private ThreadPoolExecutor handoff;
+
+    private BotApiClient client;
+    private PollLease leases;
+    private OffsetCheckpoint checkpoints;
+    private TelegramInbox inbox;
+    private LossWindow lossWindows;
+    private TelegramMetrics metrics;
+    private Clock clock;
+    private String holder;
+
+    public TelegramInboxConsumer(TelegramInboxEndpoint endpoint, Processor processor) {
+        super(endpoint, processor);
+        this.endpoint = endpoint;
+        this.bot = endpoint.getBotName();
+    }
+
+    @Override
+    protected void doStart() throws Exception {
+        super.doStart();
+        Optional<Secret> token = endpoint.resolveToken();
+        if (token.isEmpty()) {
+            LOG.info("telegram bot '{}': no token configured ({}); polling is off", bot, Settings.envName(endpoint.tokenKey()));
+            return;
+        }
+        DataSource dataSource = endpoint.getComponent().getDataSource();
+        clock = endpoint.getComponent().getClock();
+        client = new BotApiClient(endpoint.resolveApiUrl(), token.get());
+        leases = new PollLease(dataSource);
+        checkpoints = new OffsetCheckpoint(dataSource);
+        inbox = new TelegramInbox(dataSource);
+        lossWindows = new LossWindow(dataSource);
+        metrics = new TelegramMetrics(MeterRegistryLookup.of(endpoint.getCamelContext()), bot, clock);
+        holder = ProcessIdentity.name();
+        running = true;
+        handoff = new ThreadPoolExecutor(1, 1, 0, TimeUnit.MILLISECONDS, new ArrayBlockingQueue<>(HANDOFF_BATCHES),
+                r -> new Thread(r, "telegram-inbox-" + bot + "-handoff"), new ThreadPoolExecutor.AbortPolicy());
+        loop = new Thread(this::pollLoop, "telegram-inbox-" + bot);
+        loop.start();
+    }
+
+    @Override
+    protected void doStop() throws Exception {
+        running = false;
+        synchronized (phase) {
+            // Only a long poll is interrupted: a commit in progress is let finish.
+            if (inLongPoll && loop != null) {
+                loop.interrupt();
+            }
+            phase.notifyAll();
+        }
+        if (loop != null) {
+            loop.join(Duration.ofSeconds(60).toMillis());
+            loop = null;
+        }
+        if (handoff != null) {
+            // Stored updates not handed over yet are not lost: the work dispatcher runs them.
+            handoff.shutdown();
+            handoff.awaitTermination(30, TimeUnit.SECONDS);
+            handoff = null;
+        }
+        super.doStop();
+    }
+
+    private void pollLoop() {
+        Backoff backoff = new Backoff(Duration.ofMillis(endpoint.getBackoffBaseMillis()), Duration.ofMillis(endpoint.getBackoffCapMillis()));
+        Duration leaseDuration = endpoint.leaseDuration();
+        BotApiClient.BotIdentity identity = null;
+        PollLease.Held lease = null;
+        long offset = 0;
+        Instant lastRejectionLog = Instant.EPOCH;
+        Instant lastWebhookLog = Instant.EPOCH;
+        Instant lastPendingRefresh = Instant.EPOCH;
+        boolean standbyLogged = false;
+        boolean idRestartLogged = false;
+        // Renewing costs a commit; the batch transaction renews too. A renewal this recent still
+        // covers a whole long poll (timeout + the answer's grace) with room to spare.
+        Duration renewEvery = Duration.ofMillis(Math.max(0, Math.min(leaseDuration.toMillis() / 4,
+                leaseDuration.minusSeconds(endpoint.getTimeout() + 20L).toMillis())));
+        long leaseRenewedAt = System.nanoTime();
+        while (running) {
+            try {
+                if (identity == null) {
+                    identity = client.getMe();
+                    LOG.info("telegram bot '{}': Bot API identity @{} (bot id {})", bot, identity.username(), identity.id());
+                }
+                if (lease == null) {
+                    Optional<PollLease.Held> acquired = leases.tryAcquire(identity.id(), holder, leaseDuration);
+                    if (acquired.isEmpty()) {
+                        if (!standbyLogged) {
+                            LOG.info("telegram bot '{}': another process holds the poll lease ({}); standing by",
+                                    bot, leases.current(identity.id()).map(PollLease.Holder::holder).orElse("?"));
+                            standbyLogged = true;
+                        }
+                        pause(standbyInterval(leaseDuration));
+                        continue;
+                    }
+                    standbyLogged = false;
+                    lease = acquired.get();
+                    leaseRenewedAt = System.nanoTime();
+                    OffsetCheckpoint.Saved saved = checkpoints.load(identity.id(), bot);
+                    offset = saved.nextOffset();
+                    Instant now = clock.instant();
+                    lossWindows.recordIfMissed(identity.id(), saved.lastSuccessfulPoll(), now).ifPresent(w ->
+                            LOG.warn("telegram bot '{}': last successful poll was {} (more than 24 h ago): updates Telegram"
+                                    + " received before {} may have expired unseen; recorded as a possible loss window", bot, w.from(),
+                                    w.to().minus(LossWindow.TELEGRAM_RETENTION)));
+                    BotApiClient.WebhookInfo webhook = client.getWebhookInfo();
+                    metrics.pending(webhook.pendingUpdateCount());
+                    lastPendingRefresh = now;
+                    if (webhook.webhookSet()) {
+                        throw BotApiException.fromAnswer(409, "Conflict: a webhook is set for this bot", 0);
+                    }
+                    LOG.info("telegram bot '{}': polling as {} (fencing token {}), from saved offset {}; {} update(s) pending at Telegram",
+                            bot, holder, lease.fencingToken(), offset, webhook.pendingUpdateCount());
+                }
+                if (System.nanoTime() - leaseRenewedAt >= renewEvery.toNanos()) {
+                    if (!leases.renew(lease, leaseDuration)) {
+                        throw new TelegramInbox.LeaseLostException(lease.botId());
+                    }
+                    leaseRenewedAt = System.nanoTime();
+                }
+                List<BotApiClient.RawUpdate> batch = longPoll(offset);
+                if (!running && batch == null) {
+                    break;
+                }
+                CrashPoint.reach(CrashPoint.TELEGRAM_AFTER_RECEIVE);
+                if (batch.isEmpty()) {
+                    checkpoints.recordEmptyPoll(identity.id());
+                } else {
+                    TelegramInbox.StoredBatch result = inbox.store(lease, leaseDuration, batch);
+                    leaseRenewedAt = System.nanoTime();
+                    CrashPoint.reach(CrashPoint.TELEGRAM_AFTER_COMMIT);
+                    long lowest = batch.stream().mapToLong(BotApiClient.RawUpdate::updateId).min().getAsLong();
+                    if (lowest < offset && !idRestartLogged) {
+                        LOG.warn("telegram bot '{}': update ids restarted below the checkpoint (asked from {}, got {}), as Telegram"
+                                + " does after a week without updates; following the server, no update is dropped", bot, offset, lowest);
+                        idRestartLogged = true;
+                    }
+                    offset = result.nextOffset();
+                    metrics.stored(result.stored().size(), result.duplicates());
+                    handOff(identity, result.stored());
+                }
+                metrics.polled(offset, clock.millis());
+                backoff.reset();
+                if (Duration.between(lastPendingRefresh, clock.instant()).compareTo(PENDING_COUNT_REFRESH) > 0) {
+                    metrics.pending(client.getWebhookInfo().pendingUpdateCount());
+                    lastPendingRefresh = clock.instant();
+                }
+            } catch (TelegramInbox.LeaseLostException e) {
+                LOG.warn("telegram bot '{}': {}; polling stops here and waits for the lease", bot, e.getMessage());
+                lease = null;
+            } catch (SQLException e) {
+                metrics.error(TelegramMetrics.PollError.STORAGE);
+                Duration wait = backoff.next();
+                LOG.warn("telegram bot '{}': storage failed, checkpoint not advanced; polling again from offset {} in {} ms: {}",
+                        bot, offset, wait.toMillis(), e.getMessage());
+                pause(wait);
+            } catch (BotApiException e) {
+                switch (e.kind()) {
+                    case UNAUTHORIZED -> {
+                        metrics.error(TelegramMetrics.PollError.UNAUTHORIZED);
+                        if (Duration.between(lastRejectionLog, Instant.now()).compareTo(REJECTED_TOKEN_RECHECK) >= 0) {
+                            LOG.error("telegram bot '{}': the Bot API rejected the token ({}); this bot does not poll until the"
+                                    + " token is fixed ({}), checked again every minute", bot, e.getMessage(), Settings.envName(endpoint.tokenKey()));
+                            lastRejectionLog = Instant.now();
+                        }
+                        lease = releaseQuietly(lease);
+                        identity = null;
+                        pause(REJECTED_TOKEN_RECHECK);
+                    }
+                    case CONFLICT_WEBHOOK -> {
+                        metrics.error(TelegramMetrics.PollError.WEBHOOK_SET);
+                        if (Duration.between(lastWebhookLog, Instant.now()).compareTo(Duration.ofMinutes(5)) >= 0) {
+                            LOG.error("telegram bot '{}': a webhook is set, so Telegram refuses getUpdates; not polling. To switch"
+                                    + " this bot to polling without losing queued updates run: java -jar chat-intake.jar telegram"
+                                    + " switch-to-polling --bot {}", bot, bot);
+                            lastWebhookLog = Instant.now();
+                        }
+                        lease = releaseQuietly(lease);
+                        pause(WEBHOOK_RECHECK);
+                    }
+                    case CONFLICT_OTHER_POLLER -> {
+                        metrics.error(TelegramMetrics.PollError.CONFLICT_409);
+                        Duration wait = backoff.next();
+                        LOG.warn("telegram bot '{}': Telegram says another getUpdates request is running ({}); re-checking the lease in {} ms",
+                                bot, e.getMessage(), wait.toMillis());
+                        pause(wait);
+                    }
+                    case RATE_LIMITED -> {
+                        metrics.error(TelegramMetrics.PollError.RATE_LIMITED_429);
+                        Duration wait = Duration.ofSeconds(Math.max(1, e.retryAfterSeconds()));
+                        LOG.warn("telegram bot '{}': rate limited by Telegram, waiting retry_after = {} s", bot, wait.toSeconds());
+                        pause(wait);
+                    }
+                    case SERVER, NETWORK -> {
+                        if (!running) {
+                            break;
+                        }
+                        metrics.error(e.kind() == BotApiException.Kind.SERVER ? TelegramMetrics.PollError.SERVER_5XX : TelegramMetrics.PollError.NETWORK);
+                        Duration wait = backoff.next();
+                        LOG.warn("telegram bot '{}': Bot API call failed ({}); checkpoint unchanged, retrying from offset {} in {} ms",
+                                bot, e.getMessage(), offset, wait.toMillis());
+                        pause(wait);
+                    }
+                }
+            } catch (RuntimeException e) {
+                Duration wait = backoff.next();
+                LOG.error("telegram bot '{}': unexpected failure, checkpoint unchanged; retrying in {} ms", bot, wait.toMillis(), e);
+                pause(wait);
+            }
+        }
+        releaseQuietly(lease);
+        LOG.info("telegram bot '{}': polling stopped{}", bot, lease == null ? "" : "; lease released for another process");
+    }
+
+    /** @return the batch, or null when the consumer was stopped during the long poll */
+    private List<BotApiClient.RawUpdate> longPoll(long offset) throws BotApiException {
+        if (offset < 0) {
+            // A negative offset makes Telegram forget queued updates: never send one.
+            throw new IllegalStateException("refusing to poll with negative offset " + offset);
+        }
+        synchronized (phase) {
+            if (!running) {
+                return null;
+            }
+            inLongPoll = true;
+        }
+        try {
+            return client.getUpdates(offset, endpoint.getLimit(), endpoint.getTimeout(), endpoint.allowedUpdateList());
+        } catch (BotApiException e) {
+            if (!running) {
+                return null;
+            }
+            throw e;
+        } finally {
+            synchronized (phase) {
+                inLongPoll = false;
+                Thread.interrupted();
+            }
+        }
+    }
+
+    /**
+     * The route runs on its own thread, so slow handlers never hold up polling (and with it the
+     * confirmation of the next batch). When it falls behind, batches are left to the dispatcher.
+     */
+    private void handOff(BotApiClient.BotIdentity identity, List<TelegramInbox.StoredUpdate> stored) {
+        try {
+            handoff.execute(() -> emit(identity, stored));
+        } catch (RejectedExecutionException e) {
+            LOG.debug("telegram bot '{}': handlers are behind; {} stored update(s) left to the work dispatcher", bot, stored.size());
+        }
+    }
+
+    /**
+     * Hands the newly stored updates to the route. With a work dispatcher (the runner has one)
+     * they go through it, so the outcome is recorded and a failure is retried from storage;
+     * without one (the component on its own) the route just runs.
+     */
+    private void emit(BotApiClient.BotIdentity identity, List<TelegramInbox.StoredUpdate> stored) {
+        Map<Long, TelegramInbox.StoredUpdate> byWorkItem = new HashMap<>();
+        stored.forEach(u -> byWorkItem.put(u.workItemId(), u));
+        WorkDispatcher dispatcher = WorkDispatcher.of(getEndpoint().getCamelContext());
+        if (dispatcher != null) {
+            dispatcher.runNow(List.copyOf(byWorkItem.keySet()).stream().sorted().toList(),
+                    item -> exchangeFor(identity, byWorkItem.get(item.id())), this::runRoute);
+            return;
+        }
+        for (TelegramInbox.StoredUpdate update : stored) {
+            Exchange exchange = exchangeFor(identity, update);
+            exchange.getMessage().setHeader(WorkDispatcher.IDEMPOTENCY_KEY, update.idempotencyKey());
+            try {
+                runRoute(exchange);
+            } catch (Exception e) {
+                exchange.setException(e);
+            }
+            releaseExchange(exchange, false);
+        }
+    }
+
+    private Exchange exchangeFor(BotApiClient.BotIdentity identity, TelegramInbox.StoredUpdate update) {
+        Exchange exchange = createExchange(false);
+        TelegramUpdateMessage.fill(exchange.getMessage(), bot, identity.id(), update.updateId(), update.type(), update.rowId(), update.json());
+        return exchange;
+    }
+
+    private void runRoute(Exchange exchange) throws Exception {
+        getProcessor().process(exchange);
+        if (exchange.getException() != null) {
+            LOG.warn("telegram bot '{}': route failed for update {} ({}); it stays stored as inbox row {} and is retried from there",
+                    bot, exchange.getMessage().getHeader(UPDATE_ID), exchange.getException().getMessage(),
+                    exchange.getMessage().getHeader(INBOX_ROW_ID));
+        }
+    }
+
+    private PollLease.Held releaseQuietly(PollLease.Held lease) {
+        if (lease != null) {
+            try {
+                leases.release(lease);
+            } catch (SQLException e) {
+                LOG.warn("telegram bot '{}': could not release the poll lease ({}); it expires on its own", bot, e.getMessage());
+            }
+        }
+        return null;
+    }
+
+    private void pause(Duration duration) {
+        synchronized (phase) {
+            if (running) {
+                try {
+                    phase.wait(Math.max(1, duration.toMillis()));
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+        }
+    }
+
+    private static Duration standbyInterval(Duration leaseDuration) {
+        return Duration.ofMillis(Math.min(2000, leaseDuration.toMillis() / 4));
+    }
+}

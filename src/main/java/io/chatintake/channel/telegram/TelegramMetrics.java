@@ -1,0 +1,59 @@
+package io.chatintake.channel.telegram;
+
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
+import java.time.Clock;
+import java.util.EnumMap;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * Per-bot intake metrics. The bot label is the configured name (never the token, which is a
+ * secret, and not the id, which operators rarely know by heart).
+ */
+final class TelegramMetrics {
+    enum PollError { CONFLICT_409, RATE_LIMITED_429, SERVER_5XX, NETWORK, STORAGE, UNAUTHORIZED, WEBHOOK_SET }
+
+    private final Counter stored;
+    private final Counter duplicates;
+    private final Map<PollError, Counter> errors = new EnumMap<>(PollError.class);
+    private final AtomicLong nextOffset = new AtomicLong();
+    private final AtomicLong pendingUpdates = new AtomicLong(-1);
+    private final AtomicLong lastSuccessfulPollMillis = new AtomicLong();
+
+    TelegramMetrics(MeterRegistry registry, String bot, Clock clock) {
+        stored = Counter.builder("chat_intake_telegram_updates_stored").tag("bot", bot)
+                .description("updates stored in the inbox").register(registry);
+        duplicates = Counter.builder("chat_intake_telegram_updates_duplicate").tag("bot", bot)
+                .description("updates received again that were already stored").register(registry);
+        for (PollError error : PollError.values()) {
+            errors.put(error, Counter.builder("chat_intake_telegram_poll_errors").tag("bot", bot)
+                    .tag("kind", error.name().toLowerCase()).register(registry));
+        }
+        Gauge.builder("chat_intake_telegram_next_offset", nextOffset, AtomicLong::get).tag("bot", bot).register(registry);
+        Gauge.builder("chat_intake_telegram_pending_updates", pendingUpdates, AtomicLong::get).tag("bot", bot)
+                .description("getWebhookInfo.pending_update_count; -1 until known").register(registry);
+        Gauge.builder("chat_intake_telegram_seconds_since_last_poll", lastSuccessfulPollMillis,
+                        last -> last.get() == 0 ? -1 : (clock.millis() - last.get()) / 1000.0)
+                .tag("bot", bot).register(registry);
+    }
+
+    void polled(long offset, long nowMillis) {
+        nextOffset.set(offset);
+        lastSuccessfulPollMillis.set(nowMillis);
+    }
+
+    void stored(int count, int duplicateCount) {
+        stored.increment(count);
+        duplicates.increment(duplicateCount);
+    }
+
+    void error(PollError error) {
+        errors.get(error).increment();
+    }
+
+    void pending(long count) {
+        pendingUpdates.set(count);
+    }
+}

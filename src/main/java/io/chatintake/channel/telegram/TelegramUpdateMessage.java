@@ -1,0 +1,48 @@
+package io.chatintake.channel.telegram;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.util.Optional;
+import org.apache.camel.Message;
+
+/** What a handler route receives for a stored update, whether from intake's fast path or the dispatcher. */
+final class TelegramUpdateMessage {
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final String[] CHAT_PATHS = {"/message/chat/id", "/edited_message/chat/id", "/channel_post/chat/id",
+        "/edited_channel_post/chat/id", "/business_message/chat/id", "/callback_query/message/chat/id"};
+    private static final String[] TEXT_PATHS = {"/message/text", "/message/caption", "/edited_message/text",
+        "/channel_post/text", "/business_message/text"};
+
+    private TelegramUpdateMessage() {
+    }
+
+    static void fill(Message message, String botName, long botId, long updateId, String type, long rowId, String json) {
+        message.setBody(json);
+        message.setHeader(TelegramInboxConsumer.BOT_NAME, botName);
+        message.setHeader(TelegramInboxConsumer.BOT_ID, botId);
+        message.setHeader(TelegramInboxConsumer.UPDATE_ID, updateId);
+        message.setHeader(TelegramInboxConsumer.UPDATE_TYPE, type);
+        message.setHeader(TelegramInboxConsumer.INBOX_ROW_ID, rowId);
+        JsonNode update = parse(json);
+        first(update, CHAT_PATHS).ifPresent(chat -> message.setHeader(TelegramInboxConsumer.CHAT_ID, chat));
+        first(update, TEXT_PATHS).ifPresent(text -> message.setHeader(TelegramInboxConsumer.TEXT, text));
+    }
+
+    private static JsonNode parse(String json) {
+        try {
+            return JSON.readTree(json);
+        } catch (Exception e) {
+            return JSON.missingNode(); // not JSON we can read: the handler still gets the raw body
+        }
+    }
+
+    private static Optional<String> first(JsonNode update, String[] paths) {
+        for (String path : paths) {
+            JsonNode value = update.at(path);
+            if (value.isValueNode()) {
+                return Optional.of(value.asText());
+            }
+        }
+        return Optional.empty();
+    }
+}

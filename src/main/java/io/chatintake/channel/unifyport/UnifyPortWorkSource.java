@@ -1,0 +1,40 @@
+package io.chatintake.channel.unifyport;
+
+import io.chatintake.work.WorkItem;
+import io.chatintake.work.WorkSource;
+import java.nio.charset.StandardCharsets;
+import java.sql.Connection;
+import java.sql.SQLException;
+import org.apache.camel.Message;
+
+/**
+ * Stored webhook events as work: handled by {@code direct:unifyport-event}, with the body exactly
+ * as it was signed. It can hold signed media URLs and reply tokens: handlers must not log it.
+ */
+public final class UnifyPortWorkSource extends WorkSource {
+    public static final String KIND = "unifyport-event";
+    public static final String WORKSPACE = "ChatIntakeWorkspace";
+    public static final String CHANNEL = "ChatIntakeChannel";
+    public static final String EVENT_ID = "ChatIntakeEventId";
+    public static final String EVENT_TYPE = "ChatIntakeEventType";
+    public static final String PROVIDER = "ChatIntakeProvider";
+    public static final String STORED_ID = "ChatIntakeStoredId";
+
+    public UnifyPortWorkSource(String endpointUri) {
+        super(KIND, endpointUri);
+    }
+
+    @Override
+    public void load(Connection connection, WorkItem item, Message message) throws SQLException {
+        readRow(connection, "SELECT workspace, channel, event_id, event_type, provider, body FROM webhook_event WHERE id = ?",
+                item, rs -> {
+                    message.setHeader(WORKSPACE, rs.getString(1));
+                    message.setHeader(CHANNEL, rs.getString(2));
+                    message.setHeader(EVENT_ID, rs.getString(3));
+                    message.setHeader(EVENT_TYPE, rs.getString(4));
+                    message.setHeader(PROVIDER, rs.getString(5));
+                    message.setHeader(STORED_ID, item.sourceId());
+                    message.setBody(new String(rs.getBytes(6), StandardCharsets.UTF_8));
+                });
+    }
+}

@@ -1,0 +1,264 @@
+package io.chatintake.channel.telegram;
+
+import static io.chatintake.channel.telegram.TelegramIntake.FAST;
+import static io.chatintake.channel.telegram.TelegramIntake.await;
+import static io.chatintake.channel.telegram.TelegramIntake.count;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import ch.qos.logback.classic.Logger;
+import ch.qos.logback.classic.spi.ILoggingEvent;
+import ch.qos.logback.core.read.ListAppender;
+import io.chatintake.sim.AdjustableClock;
+import io.chatintake.sim.BotApiSimulator;
+import io.chatintake.sim.BotApiSimulator.Fault;
+import io.chatintake.testkit.TestDatabase;
+import java.sql.Connection;
+import java.sql.Statement;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import java.util.stream.Collectors;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.slf4j.LoggerFactory;
+
+@ExtendWith(TestDatabase.class)
+class TelegramInboxConsumerTest {
+    private static final Duration WAIT = Duration.ofSeconds(30);
+
+    private BotApiSimulator simulator;
+    private String token;
+    private final ListAppender<ILoggingEvent> logs = new ListAppender<>();
+
+    @BeforeEach
+    void start() {
+        simulator = BotApiSimulator.start();
+        token = simulator.addBot(4242, "FAKE-test-token-not-real", "intake_test_bot");
+        logs.start();
+        ((Logger) LoggerFactory.getLogger(org.slf4j.Logger.ROOT_LOGGER_NAME)).addAppender(logs);
+    }
+
+    @AfterEach
+    void stop() {
+        ((Logger) LoggerFactory.getLogger(org.slf4j.Logger.ROOT_LOGGER_NAME)).detachAppender(logs);
+        simulator.close();
+    }
+
+    @Test
+    void storesEveryUpdateOfEveryTypeAndAdvancesTheCheckpointBeforeConfirming() throws Exception {
+        for (int i = 0; i < 230; i++) {
+            simulator.enqueueText(token, 1000 + i % 7, "hello " + i);
+        }
+        simulator.enqueueMediaGroupPart(token, 77, "album-1", "photo-a", "first caption");
+        simulator.enqueueMediaGroupPart(token, 77, "album-1", "photo-b", null);
+        simulator.enqueueUnknownType(token, "future_update_kind");
+
+        try (TelegramIntake intake = new TelegramIntake(simulator).property("telegram.bot-token", token)
+                .route("main", FAST, false).start()) {
+            await("233 updates stored", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 233);
+            await("233 exchanges", WAIT, () -> intake.received.size() == 233);
+            await("the last batch confirmed", WAIT, () -> simulator.queued(token) == 0);
+        }
+
+        assertThat(count("SELECT next_offset FROM telegram_checkpoint WHERE bot_id = 4242")).isEqualTo(234);
+        assertThat(count("SELECT count(*) FROM telegram_update WHERE update_type = 'future_update_kind'")).isEqualTo(1);
+        assertThat(count("SELECT count(*) FROM telegram_update WHERE payload->'message'->>'media_group_id' = 'album-1'")).isEqualTo(2);
+        assertThat(simulator.violations()).isEmpty();
+        assertThat(simulator.requests()).filteredOn(r -> r.offset() != null).allMatch(r -> r.offset() >= 0);
+    }
+
+    @Test
+    void exchangesCarryTheUpdateAndAnIdempotencyKeyAndAFailingRouteLosesNothing() throws Exception {
+        simulator.enqueueText(token, 5, "one");
+        simulator.enqueueText(token, 5, "two");
+        try (TelegramIntake intake = new TelegramIntake(simulator).property("telegram.bot-token", token)
+                .route("main", FAST, true).start()) {
+            await("two exchanges", WAIT, () -> intake.received.size() == 2);
+            await("confirmed", WAIT, () -> simulator.queued(token) == 0);
+            assertThat(intake.received.get(0).getMessage().getHeader(io.chatintake.work.WorkDispatcher.IDEMPOTENCY_KEY)).isEqualTo("4242:1");
+            assertThat(intake.received.get(1).getMessage().getHeader(TelegramInboxConsumer.UPDATE_TYPE)).isEqualTo("message");
+            assertThat(intake.received.get(1).getMessage().getBody(String.class)).contains("\"text\":\"two\"");
+        }
+        assertThat(count("SELECT count(*) FROM telegram_update")).isEqualTo(2);
+        await("the failure is reported", WAIT, () -> messages().stream().anyMatch(m -> m.contains("route failed for update 2") && m.contains("stays stored")));
+    }
+
+    @Test
+    void serverErrorsRateLimitsAndDroppedAnswersNeitherLoseNorDuplicate() throws Exception {
+        simulator.enqueueText(token, 9, "a");
+        simulator.injectFault(token, Fault.serverError());
+        simulator.injectFault(token, Fault.rateLimit(1));
+        try (TelegramIntake intake = new TelegramIntake(simulator).property("telegram.bot-token", token)
+                .route("main", FAST, false).start()) {
+            await("first stored", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 1);
+            // The next poll confirms update 1, then its answer is lost: the poller must poll again.
+            simulator.injectFault(token, Fault.dropAfterApply());
+            simulator.enqueueText(token, 9, "b");
+            simulator.enqueueText(token, 9, "c");
+            await("all stored", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 3);
+            await("all confirmed", WAIT, () -> simulator.queued(token) == 0);
+        }
+        List<BotApiSimulator.Request> polls = simulator.requests().stream().filter(r -> r.method().equals("getUpdates")).toList();
+        int rateLimited = 1; // the second getUpdates answered 429 with retry_after = 1
+        assertThat(Duration.between(polls.get(rateLimited).at(), polls.get(rateLimited + 1).at())).isGreaterThanOrEqualTo(Duration.ofSeconds(1));
+        assertThat(messages()).anyMatch(m -> m.contains("rate limited by Telegram, waiting retry_after = 1 s"));
+        assertThat(messages()).anyMatch(m -> m.contains("Bot API call failed (500"));
+        assertThat(count("SELECT duplicate_count FROM telegram_checkpoint")).isZero();
+        assertThat(simulator.violations()).isEmpty();
+    }
+
+    @Test
+    void aRejectedTokenStopsOnlyThatBot() throws Exception {
+        simulator.enqueueText(token, 1, "for the good bot");
+        try (TelegramIntake intake = new TelegramIntake(simulator)
+                .property("telegram.bot-token", token)
+                .property("telegram.bots.revoked.token", "999:FAKE-revoked-token")
+                .route("main", FAST, false).route("revoked", FAST, false).start()) {
+            await("the good bot stores", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 1);
+            await("the rejection is reported", WAIT, () -> messages().stream().anyMatch(m -> m.contains("telegram bot 'revoked': the Bot API rejected the token (401")));
+        }
+        assertThat(messages()).filteredOn(m -> m.contains("rejected the token")).hasSize(1);
+        assertThat(messages()).noneMatch(m -> m.contains("FAKE-revoked-token"));
+    }
+
+    @Test
+    void aBotWithoutTokenStaysOffAndSaysSoOnce() throws Exception {
+        try (TelegramIntake intake = new TelegramIntake(simulator).route("main", FAST, false).start()) {
+            assertThat(messages()).filteredOn(m -> m.contains("telegram bot 'main': no token configured (TELEGRAM_BOT_TOKEN); polling is off")).hasSize(1);
+        }
+        assertThat(simulator.requests()).isEmpty();
+    }
+
+    @Test
+    void aSetWebhookStopsPollingWithTheSwitchCommandAndNeverDeletesIt() throws Exception {
+        simulator.setWebhook(token, "https://example.invalid/hook");
+        simulator.enqueueText(token, 1, "queued while webhook set");
+        try (TelegramIntake intake = new TelegramIntake(simulator).property("telegram.bot-token", token)
+                .route("main", FAST, false).start()) {
+            await("the refusal is reported", WAIT, () -> messages().stream().anyMatch(m -> m.contains("switch-to-polling --bot main")));
+        }
+        assertThat(simulator.requests()).noneMatch(r -> r.method().equals("getUpdates") || r.method().equals("deleteWebhook"));
+        assertThat(simulator.queued(token)).isEqualTo(1);
+    }
+
+    @Test
+    void idsThatRestartBelowTheCheckpointAreFollowedAndNeverDroppedAsDuplicates() throws Exception {
+        simulator.enqueueText(token, 3, "before the idle week 1");
+        simulator.enqueueText(token, 3, "before the idle week 2");
+        simulator.enqueueText(token, 3, "before the idle week 3");
+        try (TelegramIntake intake = new TelegramIntake(simulator).property("telegram.bot-token", token)
+                .route("main", FAST, false).start()) {
+            await("three stored", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 3);
+            await("confirmed", WAIT, () -> simulator.queued(token) == 0);
+            simulator.jumpIds(token, 2);
+            simulator.enqueueText(token, 3, "after: reuses id 2");
+            simulator.enqueueText(token, 3, "after: reuses id 3");
+            await("five stored", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 5);
+            await("confirmed again", WAIT, () -> simulator.queued(token) == 0);
+        }
+        assertThat(count("SELECT count(*) FROM telegram_update WHERE generation = 1 AND update_id IN (2, 3)")).isEqualTo(2);
+        assertThat(count("SELECT next_offset FROM telegram_checkpoint")).isEqualTo(4);
+        assertThat(messages()).filteredOn(m -> m.contains("update ids restarted below the checkpoint")).hasSize(1);
+        assertThat(simulator.violations()).isEmpty();
+    }
+
+    @Test
+    void twoPollersOfOneBotNeverPollTogetherAndTheStandbyTakesOverOnStop() throws Exception {
+        for (int i = 0; i < 20; i++) {
+            simulator.enqueueText(token, 8, "m" + i);
+        }
+        TelegramIntake first = new TelegramIntake(simulator).property("telegram.bot-token", token).route("main", FAST, false).start();
+        await("first stores", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 20);
+        try (TelegramIntake second = new TelegramIntake(simulator).property("telegram.bot-token", token).route("main", FAST, false).start()) {
+            await("the second stands by", WAIT, () -> messages().stream().anyMatch(m -> m.contains("another process holds the poll lease")));
+            first.close();
+            simulator.enqueueText(token, 8, "after handover");
+            await("the second takes over", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 21);
+            assertThat(second.received).hasSize(1);
+        }
+        assertThat(simulator.maxConcurrentPolls(token)).isEqualTo(1);
+        assertThat(simulator.conflicts(token)).isZero();
+        assertThat(count("SELECT fencing_token FROM telegram_poll_lease")).isEqualTo(2);
+        assertThat(simulator.violations()).isEmpty();
+    }
+
+    @Test
+    void severalBotsInOneProcessKeepTheirOwnCheckpointAndLease() throws Exception {
+        String sales = simulator.addBot(5151, "FAKE-sales-token", "sales_bot");
+        for (int i = 0; i < 3; i++) {
+            simulator.enqueueText(token, 1, "main " + i);
+        }
+        simulator.enqueueText(sales, 2, "sales 0");
+        try (TelegramIntake intake = new TelegramIntake(simulator).property("telegram.bot-token", token)
+                .property("telegram.bots.sales.token", sales)
+                .route("main", FAST, false).route("sales", FAST, false).start()) {
+            await("both stored", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 4);
+            await("both confirmed", WAIT, () -> simulator.queued(token) == 0 && simulator.queued(sales) == 0);
+        }
+        assertThat(count("SELECT next_offset FROM telegram_checkpoint WHERE bot_id = 4242 AND bot_name = 'main'")).isEqualTo(4);
+        assertThat(count("SELECT next_offset FROM telegram_checkpoint WHERE bot_id = 5151 AND bot_name = 'sales'")).isEqualTo(2);
+        assertThat(count("SELECT count(DISTINCT bot_id) FROM telegram_poll_lease")).isEqualTo(2);
+        assertThat(simulator.violations()).isEmpty();
+    }
+
+    @Test
+    void aForeignGetUpdatesDisplacesTheWaitingPollWhichBacksOffAndCarriesOn() throws Exception {
+        try (TelegramIntake intake = new TelegramIntake(simulator).property("telegram.bot-token", token)
+                .route("main", "?timeout=3&leaseSeconds=10&backoffBaseMillis=50&backoffCapMillis=400", false).start()) {
+            await("polling", WAIT, () -> simulator.requests().stream().anyMatch(r -> r.method().equals("getUpdates")));
+            Thread.sleep(300);
+            // A diagnostic poll from elsewhere; offset 0 confirms nothing.
+            try {
+                new BotApiClient(simulator.url(), io.chatintake.config.Secret.of(token)).getUpdates(0, 1, 1, List.of());
+            } catch (BotApiException e) {
+                // the poller's next request, newer still, displaced this one in turn
+                assertThat(e.kind()).isEqualTo(BotApiException.Kind.CONFLICT_OTHER_POLLER);
+            }
+            await("the 409 is reported", WAIT, () -> messages().stream().anyMatch(m -> m.contains("another getUpdates request is running")));
+            simulator.enqueueText(token, 4, "still flowing");
+            await("stored", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 1);
+        }
+        assertThat(simulator.conflicts(token)).isGreaterThanOrEqualTo(1);
+    }
+
+    @Test
+    void aPollerSilentForMoreThan24HoursRecordsAPossibleLossWindow() throws Exception {
+        AdjustableClock clock = new AdjustableClock();
+        try (TelegramIntake intake = new TelegramIntake(simulator, clock).property("telegram.bot-token", token)
+                .route("main", FAST, false).start()) {
+            await("a first poll", WAIT, () -> count("SELECT count(*) FROM telegram_checkpoint WHERE last_poll_at IS NOT NULL") == 1);
+        }
+        try (Connection c = TestDatabase.dataSource().getConnection(); Statement s = c.createStatement()) {
+            s.executeUpdate("UPDATE telegram_checkpoint SET last_poll_at = now() - interval '30 hours'");
+        }
+        try (TelegramIntake intake = new TelegramIntake(simulator, clock).property("telegram.bot-token", token)
+                .route("main", FAST, false).start()) {
+            await("the loss window", WAIT, () -> count("SELECT count(*) FROM telegram_loss_window WHERE bot_id = 4242") == 1);
+        }
+        assertThat(messages()).anyMatch(m -> m.contains("recorded as a possible loss window"));
+        assertThat(new LossWindow(TestDatabase.dataSource()).list(4242).get(0).from()).isBefore(Instant.now().minus(Duration.ofHours(29)));
+    }
+
+    @Test
+    void theTokenAppearsInNoLogLineThreadNameOrEndpointUri() throws Exception {
+        simulator.enqueueText(token, 1, "x");
+        simulator.injectFault(token, Fault.serverError());
+        try (TelegramIntake intake = new TelegramIntake(simulator).property("telegram.bot-token", token)
+                .route("main", FAST, false).start()) {
+            await("stored", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 1);
+            assertThat(intake.camel.getEndpoints()).allSatisfy(e -> assertThat(e.getEndpointUri()).doesNotContain(token));
+            assertThat(Thread.getAllStackTraces().keySet()).allSatisfy(t -> assertThat(t.getName()).doesNotContain(token));
+        }
+        String secretPart = token.substring(token.indexOf(':') + 1);
+        assertThat(logs.list).allSatisfy(e -> {
+            assertThat(e.getFormattedMessage()).doesNotContain(secretPart);
+            assertThat(e.getThreadName()).doesNotContain(secretPart);
+        });
+    }
+
+    private List<String> messages() {
+        return logs.list.stream().map(ILoggingEvent::getFormattedMessage).collect(Collectors.toList());
+    }
+}

@@ -1,0 +1,82 @@
+package io.chatintake.channel.telegram;
+
+import static io.chatintake.channel.telegram.TelegramIntake.count;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.chatintake.testkit.TestDatabase;
+import java.time.Duration;
+import java.util.List;
+import javax.sql.DataSource;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+@ExtendWith(TestDatabase.class)
+class TelegramInboxTest {
+    private static final Duration LEASE = Duration.ofSeconds(30);
+
+    @Test
+    void aRedeliveredBatchStoresNothingTwice(DataSource dataSource) throws Exception {
+        PollLease.Held lease = leaseAndCheckpoint(dataSource, 7);
+        TelegramInbox inbox = new TelegramInbox(dataSource);
+        List<BotApiClient.RawUpdate> batch = List.of(update(10, "a"), update(11, "b"));
+
+        TelegramInbox.StoredBatch first = inbox.store(lease, LEASE, batch);
+        TelegramInbox.StoredBatch again = inbox.store(lease, LEASE, batch);
+
+        assertThat(first.stored()).hasSize(2);
+        assertThat(first.nextOffset()).isEqualTo(12);
+        assertThat(again.stored()).isEmpty();
+        assertThat(again.duplicates()).isEqualTo(2);
+        assertThat(count("SELECT count(*) FROM telegram_update")).isEqualTo(2);
+        assertThat(count("SELECT duplicate_count FROM telegram_checkpoint WHERE bot_id = 7")).isEqualTo(2);
+    }
+
+    @Test
+    void aSameIdWithAnotherPayloadIsANewUpdateInTheNextGeneration(DataSource dataSource) throws Exception {
+        PollLease.Held lease = leaseAndCheckpoint(dataSource, 7);
+        TelegramInbox inbox = new TelegramInbox(dataSource);
+        inbox.store(lease, LEASE, List.of(update(5, "old")));
+
+        TelegramInbox.StoredBatch later = inbox.store(lease, LEASE, List.of(update(5, "new after ids restarted")));
+
+        assertThat(later.stored()).singleElement().extracting(TelegramInbox.StoredUpdate::generation).isEqualTo(1);
+        assertThat(count("SELECT count(*) FROM telegram_update WHERE update_id = 5")).isEqualTo(2);
+    }
+
+    @Test
+    void aPollerThatLostItsLeaseCannotStoreOrAdvance(DataSource dataSource) throws Exception {
+        PollLease leases = new PollLease(dataSource);
+        PollLease.Held stale = leaseAndCheckpoint(dataSource, 7);
+        leases.release(stale);
+        PollLease.Held current = leases.tryAcquire(7, "newcomer", LEASE).orElseThrow();
+        assertThat(current.fencingToken()).isGreaterThan(stale.fencingToken());
+
+        assertThatThrownBy(() -> new TelegramInbox(dataSource).store(stale, LEASE, List.of(update(1, "x"))))
+                .isInstanceOf(TelegramInbox.LeaseLostException.class)
+                .hasMessageContaining("checkpoint not advanced");
+        assertThat(count("SELECT count(*) FROM telegram_update")).isZero();
+        assertThat(count("SELECT next_offset FROM telegram_checkpoint WHERE bot_id = 7")).isZero();
+    }
+
+    @Test
+    void aLeaseIsNotTakenWhileItsHolderKeepsItAlive(DataSource dataSource) throws Exception {
+        PollLease leases = new PollLease(dataSource);
+        PollLease.Held holder = leases.tryAcquire(9, "a", LEASE).orElseThrow();
+
+        assertThat(leases.tryAcquire(9, "b", LEASE)).isEmpty();
+        assertThat(leases.renew(holder, LEASE)).isTrue();
+        leases.release(holder);
+        assertThat(leases.tryAcquire(9, "b", LEASE)).isPresent();
+        assertThat(leases.renew(holder, LEASE)).as("the old holder's renewal fails after a takeover").isFalse();
+    }
+
+    private static PollLease.Held leaseAndCheckpoint(DataSource dataSource, long botId) throws Exception {
+        new OffsetCheckpoint(dataSource).load(botId, "test");
+        return new PollLease(dataSource).tryAcquire(botId, "test-holder", LEASE).orElseThrow();
+    }
+
+    private static BotApiClient.RawUpdate update(long id, String text) {
+        return new BotApiClient.RawUpdate(id, "message", "{\"update_id\":" + id + ",\"message\":{\"text\":\"" + text + "\"}}");
+    }
+}

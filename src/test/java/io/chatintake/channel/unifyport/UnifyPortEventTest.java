@@ -1,0 +1,63 @@
+package io.chatintake.channel.unifyport;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Instant;
+import org.junit.jupiter.api.Test;
+
+class UnifyPortEventTest {
+    @Test
+    void idsStayStringsEvenWhenTheyAreHugeNumbers() {
+        UnifyPortEvent event = parse("{\"id\":\"evt_1\",\"type\":\"message.received\",\"provider\":\"telegram\",\"account_id\":98765432109876543210,"
+                + "\"occurred_at\":\"2026-07-01T09:15:00Z\",\"data\":{\"conversation\":{\"id\":-1001234567890123},"
+                + "\"message\":{\"id\":123456789012345678901234567890,\"type\":\"text\",\"text\":\"hi\",\"album\":{\"id\":\"a\",\"index\":3}}}}",
+                null);
+        assertThat(event.eventId()).isEqualTo("evt_1");
+        assertThat(event.accountId()).isEqualTo("98765432109876543210");
+        assertThat(event.occurredAt()).isEqualTo(Instant.parse("2026-07-01T09:15:00Z"));
+        assertThat(event.message().conversationId()).isEqualTo("-1001234567890123");
+        assertThat(event.message().messageId()).isEqualTo("123456789012345678901234567890");
+        assertThat(event.message().albumIndex()).isEqualTo(3);
+        assertThat(event.message().albumTotal()).isNull();
+    }
+
+    @Test
+    void theSignedBodyIdIsTheKeyThenTheHeaderIdThenADigestOfTheBody() {
+        assertThat(parse("{\"id\":\"evt_body\"}", "evt_header").eventId()).as("the header is not signed").isEqualTo("evt_body");
+        assertThat(parse("{\"id\":\"evt_body\"}", null).eventId()).isEqualTo("evt_body");
+        assertThat(parse("{\"type\":\"x\"}", "evt_header").eventId()).isEqualTo("evt_header");
+        UnifyPortEvent noId = parse("{\"type\":\"x\"}", null);
+        assertThat(noId.eventId()).startsWith("sha256:").isEqualTo(parse("{\"type\":\"x\"}", " ").eventId());
+    }
+
+    @Test
+    void bodiesThatCannotBeAnEnvelopeAreFlaggedNotRefused() {
+        assertThat(parse("{\"a\":1} trailing", null).parseError()).isEqualTo("invalid_json");
+        assertThat(parse("[1,2]", null).parseError()).isEqualTo("not_an_object");
+        assertThat(parse("[1,2]", null).payloadJson()).as("still JSON, kept as jsonb").isEqualTo("[1,2]");
+        assertThat(parse("", null).parseError()).isEqualTo("invalid_json");
+        assertThat(parse("{\"a\":\"nul \\u0000 inside\"}", null).parseError()).as("jsonb cannot hold NUL").isEqualTo("invalid_json");
+        UnifyPortEvent raw = parse("<xml/>", "evt_x");
+        assertThat(raw.payloadJson()).isNull();
+        assertThat(raw.eventId()).isEqualTo("evt_x");
+    }
+
+    @Test
+    void aMessageEventWithoutConversationOrMessageIdHasNoChild() {
+        assertThat(parse("{\"id\":\"e\",\"type\":\"message.read\",\"provider\":\"line\",\"account_id\":\"a\",\"data\":{}}", null).message())
+                .isNull();
+        assertThat(parse("{\"id\":\"e\",\"type\":\"message.deleted\",\"provider\":\"line\",\"account_id\":\"a\","
+                + "\"data\":{\"conversation_id\":\"c\",\"message_id\":\"m\"}}", null).message().messageId()).isEqualTo("m");
+    }
+
+    @Test
+    void printingAnEventShowsNoContent() {
+        assertThat(parse("{\"id\":\"e\",\"type\":\"message.received\",\"data\":{\"message\":{\"reply_token\":\"rt_secret\"}}}", null))
+                .hasToString("UnifyPortEvent[e message.received null]");
+    }
+
+    private static UnifyPortEvent parse(String body, String headerId) {
+        return UnifyPortEvent.parse(body.getBytes(StandardCharsets.UTF_8), headerId, "dlv");
+    }
+}

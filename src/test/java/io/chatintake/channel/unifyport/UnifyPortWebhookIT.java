@@ -1,0 +1,167 @@
+package io.chatintake.channel.unifyport;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.chatintake.config.Secret;
+import io.chatintake.sim.SignedDeliverySender;
+import io.chatintake.sim.SignedDeliverySender.Delivery;
+import io.chatintake.sim.SignedDeliverySender.Response;
+import io.chatintake.sim.SignedDeliverySender.TimestampForm;
+import io.chatintake.testkit.RunnerProcess;
+import java.io.IOException;
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The packaged jar with the shipped route files, as an operator runs it. */
+class UnifyPortWebhookIT {
+    private static final String SECRET = "whk_it_secret_7f3a9c";
+    private static final String SIGNED_URL = "https://media.unifyport.example/f/abc?X-Signature=SIGNEDURLVALUE42";
+    private static final String REPLY_TOKEN = "rt_REPLYTOKENVALUE42";
+    private static final String AUTH_PAYLOAD = "AUTHPAYLOADVALUE42";
+
+    @TempDir
+    Path work;
+
+    @Test
+    void aFullScenarioOnTheRealJarStoresSignedEventsAndLogsNoSecret() throws Exception {
+        Map<String, String> env = env();
+        env.put("UNIFYPORT_SIGNING_SECRETS", "old_secret_retired_soon," + SECRET);
+        // Even at DEBUG nothing secret may reach the output.
+        env.put("CHAT_INTAKE_LOG_LEVEL", "DEBUG");
+        List<String> sentSignatures = new ArrayList<>();
+        try (RunnerProcess runner = RunnerProcess.start(work, env).awaitReady()) {
+            SignedDeliverySender sender = new SignedDeliverySender(
+                    URI.create("http://127.0.0.1:" + runner.httpPort() + "/webhooks/unifyport"), Secret.of(SECRET));
+            Instant now = Instant.now();
+            byte[] received = SignedDeliverySender.envelope("evt_it_1", "message.received", "whatsapp", "acc_1", now,
+                    "{\"conversation\":{\"id\":\"c1\",\"type\":\"user\"},\"message\":{\"id\":\"m1\",\"type\":\"image\","
+                            + "\"caption\":\"look\",\"reply_token\":\"" + REPLY_TOKEN + "\",\"attachments\":[{\"url\":\"" + SIGNED_URL
+                            + "\"}],\"album\":{\"id\":\"alb_1\",\"index\":1,\"total\":2}}}");
+            byte[] authRequired = SignedDeliverySender.envelope("evt_it_2", "account.auth.required", "telegram", "acc_2", now,
+                    "{\"auth_payload\":\"" + AUTH_PAYLOAD + "\"}");
+
+            Delivery first = sender.sign("evt_it_1", received, TimestampForm.RFC3339);
+            Delivery auth = sender.sign("evt_it_2", authRequired, TimestampForm.UNIX_SECONDS);
+            Delivery retry = sender.sign("evt_it_1", received, TimestampForm.UNIX_SECONDS);
+            Delivery raw = sender.sign("evt_it_3", "<xml>not json</xml>".getBytes(StandardCharsets.UTF_8), TimestampForm.RFC3339);
+            for (Delivery d : List.of(first, auth, retry, raw)) {
+                sentSignatures.add(d.signature());
+                Response response = sender.post(d);
+                assertThat(response.status()).as(response.body()).isEqualTo(200);
+                assertThat(response.body()).doesNotContain(SECRET, d.signature());
+            }
+            Response forged = sender.post(first.withBody(authRequired));
+            assertThat(forged.status()).isEqualTo(401);
+            assertThat(forged.body()).isEqualTo("{\"error\":\"bad_signature\"}");
+
+            runner.awaitOutput("unifyport event evt_it_2 type account.auth.required provider telegram", Duration.ofSeconds(10));
+            String metrics = runner.get("/observe/metrics").body();
+            assertThat(metrics).contains("chat_intake_webhook_deliveries_total{channel=\"unifyport\",outcome=\"stored\",status=\"200\",workspace=\"default\"} 3.0")
+                    .contains("outcome=\"duplicate\",status=\"200\"")
+                    .contains("outcome=\"bad_signature\",status=\"401\"");
+            assertThat(runner.terminate(Duration.ofSeconds(60))).isIn(0, 143);
+
+            String output = runner.output();
+            assertThat(output).contains("unifyport webhook: on for workspace default: 2 signing secret(s)")
+                    .contains("unifyport event evt_it_1 type message.received provider whatsapp")
+                    .doesNotContain(SECRET, "old_secret_retired_soon", SIGNED_URL, "SIGNEDURLVALUE42", REPLY_TOKEN,
+                            AUTH_PAYLOAD, first.timestamp() + ".{")
+                    .doesNotContain("\tat ");
+            for (String signature : sentSignatures) {
+                assertThat(output).doesNotContain(signature);
+            }
+        }
+    }
+
+    @Test
+    void withoutASecretTheRunnerStartsAndTheRouteRefusesWithOneClearLine() throws Exception {
+        try (RunnerProcess runner = RunnerProcess.start(work, env()).awaitReady()) {
+            SignedDeliverySender sender = new SignedDeliverySender(
+                    URI.create("http://127.0.0.1:" + runner.httpPort() + "/webhooks/unifyport"), Secret.of("anything"));
+            Response response = sender.post(sender.sign("evt_x", "{}".getBytes(StandardCharsets.UTF_8), TimestampForm.RFC3339));
+            assertThat(response.status()).isEqualTo(503);
+            assertThat(response.body()).isEqualTo("{\"error\":\"not_configured\"}");
+            assertThat(runner.get("/observe/health/ready").statusCode()).isEqualTo(200);
+            String output = runner.output();
+            assertThat(Pattern.compile("unifyport webhook: OFF").matcher(output).results().count()).isEqualTo(1);
+            assertThat(output).contains("set UNIFYPORT_SIGNING_SECRETS");
+        }
+    }
+
+    @Test
+    void allowUnsignedIsLoggedAsInsecureAndAcceptsUnsignedDeliveries() throws Exception {
+        Map<String, String> env = env();
+        env.put("UNIFYPORT_ALLOW_UNSIGNED", "true");
+        try (RunnerProcess runner = RunnerProcess.start(work, env).awaitReady()) {
+            SignedDeliverySender sender = new SignedDeliverySender(
+                    URI.create("http://127.0.0.1:" + runner.httpPort() + "/webhooks/unifyport"), Secret.of("unused"));
+            Delivery unsigned = sender.sign("evt_u", "{\"id\":\"evt_u\",\"type\":\"message.read\"}".getBytes(StandardCharsets.UTF_8),
+                    TimestampForm.RFC3339).withSignature(null).withTimestamp(null);
+            assertThat(sender.post(unsigned).status()).isEqualTo(200);
+            assertThat(runner.output()).contains("unifyport webhook: INSECURE");
+        }
+    }
+
+    @Test
+    void editingAnotherRouteFileNeverMakesTheWebhookAnswer404() throws Exception {
+        Map<String, String> env = env();
+        env.put("UNIFYPORT_SIGNING_SECRETS", SECRET);
+        Path other = work.resolve("routes/other.yaml");
+        Files.writeString(other, otherRoute("one"));
+        try (RunnerProcess runner = RunnerProcess.start(work, env).awaitReady()) {
+            SignedDeliverySender sender = new SignedDeliverySender(
+                    URI.create("http://127.0.0.1:" + runner.httpPort() + "/webhooks/unifyport"), Secret.of(SECRET));
+            List<Integer> statuses = new ArrayList<>();
+            long deadline = System.nanoTime() + Duration.ofSeconds(4).toNanos();
+            int i = 0;
+            while (System.nanoTime() < deadline) {
+                if (i == 20) {
+                    Files.writeString(other, otherRoute("two"));
+                }
+                String id = "evt_reload_" + i++;
+                statuses.add(sender.post(sender.sign(id, ("{\"id\":\"" + id + "\"}").getBytes(StandardCharsets.UTF_8),
+                        TimestampForm.RFC3339)).status());
+            }
+            long reloaded = System.nanoTime() + Duration.ofSeconds(15).toNanos();
+            while (!runner.get("/other").body().equals("two") && System.nanoTime() < reloaded) {
+                Thread.sleep(100);
+            }
+            assertThat(runner.get("/other").body()).as("the other file was reloaded meanwhile").isEqualTo("two");
+            // UnifyPort dead-letters a 404: one during a reload would be a lost event.
+            assertThat(statuses).as("answers while another route file was reloaded").isNotEmpty().containsOnly(200);
+        }
+    }
+
+    private static String otherRoute(String body) {
+        return """
+                - route:
+                    id: other-route
+                    from:
+                      uri: "platform-http:/other"
+                      steps:
+                        - setBody:
+                            constant: "%s"
+                """.formatted(body);
+    }
+
+    /** A runner with its own ports and data, and the shipped route files. */
+    private Map<String, String> env() throws IOException {
+        Map<String, String> env = new HashMap<>(RunnerProcess.baseEnv(work));
+        Path routes = Files.createDirectories(work.resolve("routes"));
+        for (String file : List.of("unifyport-webhook.yaml", "unifyport-handlers.yaml")) {
+            Files.copy(Path.of("routes", file), routes.resolve(file));
+        }
+        return env;
+    }
+}
