@@ -3,6 +3,7 @@ package io.chatintake.album;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.chatintake.support.MeterRegistryLookup;
 import io.chatintake.work.WorkDispatcher;
+import io.chatintake.work.WorkQueue;
 import io.micrometer.core.instrument.Counter;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -149,14 +150,7 @@ public final class AlbumDecisions {
             ps.setString(3, albumKey);
             ps.executeUpdate();
         }
-        try (PreparedStatement ps = c.prepareStatement("INSERT INTO work_item (kind, source_key, source_id, chat_key)"
-                + " VALUES (?, ?, ?, ?) ON CONFLICT ON CONSTRAINT work_item_source DO NOTHING")) {
-            ps.setString(1, AlbumDecisionSource.KIND);
-            ps.setString(2, albumKey + ":" + version);
-            ps.setLong(3, decisionId);
-            ps.setString(4, albumKey);
-            ps.executeUpdate();
-        }
+        WorkQueue.schedule(c, List.of(new WorkQueue.NewWork(AlbumDecisionSource.KIND, albumKey + ":" + version, decisionId, albumKey)));
         return Optional.of(new Decision(albumKey, version, kind, childIds));
     }
 

@@ -1,9 +1,12 @@
 package io.chatintake.album;
 
-import java.sql.Array;
+import io.chatintake.message.ChildMessageListener;
+import io.chatintake.work.WorkQueue;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
+import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.util.ArrayList;
 import java.util.List;
 
 /**
@@ -20,8 +23,8 @@ public final class AlbumKey {
     }
 
     // A new child of an album: make sure its album exists and put the child on its way to the
-    // aggregator. Called inside the transaction that stored the child, so a stored child always
-    // has its aggregation scheduled (the durable outbox is the work_item row).
+    // aggregator. Runs inside the transaction that stored the child, so a stored child always
+    // has its aggregation scheduled (the durable outbox is the work item).
     private static final String SCHEDULE = """
             WITH child AS (
                 SELECT id, workspace, provider, account_id, conversation_id, album_id, %s AS album_key
@@ -30,19 +33,24 @@ public final class AlbumKey {
                 INSERT INTO album (album_key, workspace, provider, account_id, conversation_id, album_id)
                 SELECT DISTINCT album_key, workspace, provider, account_id, conversation_id, album_id FROM child
                 ON CONFLICT (album_key) DO UPDATE SET last_child_at = now())
-            INSERT INTO work_item (kind, source_key, source_id, chat_key)
-            SELECT 'album-child', 'album-child:' || id, id, album_key FROM child ORDER BY id
-            ON CONFLICT ON CONSTRAINT work_item_source DO NOTHING""".formatted(OF_CHILD);
+            SELECT id, album_key FROM child ORDER BY id""".formatted(OF_CHILD);
 
-    /** Schedules the children among these rows that belong to an album; the others are single messages. */
-    public static void scheduleChildren(Connection connection, List<Long> channelMessageIds) throws SQLException {
-        if (channelMessageIds.isEmpty()) {
+    /** Schedules the new children among these rows that belong to an album; the others are single messages. */
+    public static void scheduleChildren(Connection connection, List<ChildMessageListener.StoredChild> children) throws SQLException {
+        Object[] ids = children.stream().filter(ChildMessageListener.StoredChild::inserted).map(ChildMessageListener.StoredChild::id).toArray();
+        if (ids.length == 0) {
             return;
         }
+        List<WorkQueue.NewWork> work = new ArrayList<>();
         try (PreparedStatement ps = connection.prepareStatement(SCHEDULE)) {
-            Array ids = connection.createArrayOf("bigint", channelMessageIds.toArray());
-            ps.setArray(1, ids);
-            ps.executeUpdate();
+            ps.setArray(1, connection.createArrayOf("bigint", ids));
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    long child = rs.getLong(1);
+                    work.add(new WorkQueue.NewWork(AlbumChildSource.KIND, AlbumChildSource.KIND + ":" + child, child, rs.getString(2)));
+                }
+            }
         }
+        WorkQueue.schedule(connection, work);
     }
 }

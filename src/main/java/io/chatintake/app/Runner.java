@@ -3,6 +3,9 @@ package io.chatintake.app;
 import io.chatintake.attachment.AttachmentFetcher;
 import io.chatintake.attachment.AttachmentWorkSource;
 import io.chatintake.config.ConfigurationException;
+import io.chatintake.message.ChildMessageListener;
+import io.chatintake.album.AlbumKey;
+import io.chatintake.attachment.AttachmentStore;
 import io.chatintake.support.ProcessIdentity;
 import io.chatintake.album.AlbumAggregation;
 import io.chatintake.album.AlbumChildSource;
@@ -108,6 +111,7 @@ public final class Runner {
         Main camel = new Main();
         camel.bind("dataSource", database.dataSource());
         camel.bind("effectGuard", new EffectGuard(database.dataSource()));
+        camel.bind("childMessageListener", childMessageListener());
         WorkDispatcher.Options workOptions = WorkDispatcher.Options.from(settings);
         WorkDispatcher[] dispatcher = new WorkDispatcher[1];
         List<WorkSource> workSources = List.of(new TelegramWorkSource("direct:telegram-update"),
@@ -199,6 +203,11 @@ public final class Runner {
             }
         });
         return camel;
+    }
+
+    /** What happens when a channel stores a child message: its attachments are recorded, then its album is scheduled. */
+    public static ChildMessageListener childMessageListener() {
+        return ChildMessageListener.all(List.of(AttachmentStore::recordChildren, AlbumKey::scheduleChildren));
     }
 
     /** Open album groups in PostgreSQL; recovery re-delivers a completed group whose decision failed. */

@@ -3,12 +3,15 @@ package io.chatintake.attachment;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.chatintake.config.Secret;
+import io.chatintake.message.ChildMessageListener;
+import io.chatintake.work.WorkQueue;
 import java.io.IOException;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Types;
+import java.util.List;
 import javax.sql.DataSource;
 
 /**
@@ -58,13 +61,6 @@ public final class AttachmentStore {
                AND EXCLUDED.url IS NOT NULL AND message_attachment.url IS DISTINCT FROM EXCLUDED.url
             RETURNING id, status""";
 
-    /** A refreshed attachment's earlier work item (done, parked or still retrying) runs again from the start. */
-    private static final String SCHEDULE = """
-            INSERT INTO work_item (kind, source_key, source_id, chat_key) VALUES (?, ?, ?, NULL)
-            ON CONFLICT ON CONSTRAINT work_item_source DO UPDATE
-               SET state = 'pending', attempts = 0, next_attempt_at = now(), claimed_by = NULL, claim_expires_at = NULL,
-                   last_error = NULL, done_at = NULL, updated_at = now()""";
-
     private static final String LOAD = """
             SELECT a.id, a.source, a.url, a.telegram_bot_id, c.bot_name, a.telegram_file_id, a.declared_size,
                    a.declared_type, a.status
@@ -93,6 +89,12 @@ public final class AttachmentStore {
      * Records the attachments of one child, inside the caller's (intake) transaction, right after
      * the child was upserted, and schedules a download for each new or refreshed one.
      */
+    public static void recordChildren(Connection connection, List<ChildMessageListener.StoredChild> children) throws SQLException {
+        for (ChildMessageListener.StoredChild child : children) {
+            recordFor(connection, child.id());
+        }
+    }
+
     public static void recordFor(Connection connection, long channelMessageId) throws SQLException {
         JsonNode elements = elements(connection, channelMessageId);
         for (int position = 0; position < elements.size(); position++) {
@@ -149,13 +151,9 @@ public final class AttachmentStore {
         return value.isValueNode() && !value.isNull() && !value.asText().isEmpty() ? value.asText() : null;
     }
 
+    /** A refreshed attachment's earlier work item (done, parked or still retrying) runs again from the start. */
     private static void schedule(Connection connection, long attachmentId) throws SQLException {
-        try (PreparedStatement ps = connection.prepareStatement(SCHEDULE)) {
-            ps.setString(1, KIND);
-            ps.setString(2, "attachment:" + attachmentId);
-            ps.setLong(3, attachmentId);
-            ps.executeUpdate();
-        }
+        WorkQueue.scheduleAgain(connection, new WorkQueue.NewWork(KIND, KIND + ":" + attachmentId, attachmentId, null));
     }
 
     /** The attachment of a work item, or an exception when its row is gone. */

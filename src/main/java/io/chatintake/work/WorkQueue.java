@@ -25,6 +25,60 @@ public final class WorkQueue {
         this.dataSource = dataSource;
     }
 
+    /** Work to schedule, keyed by its source: scheduling the same source twice schedules it once. */
+    public record NewWork(String kind, String sourceKey, long sourceId, String chatKey) {
+    }
+
+    /** A work item this transaction created, for intake's fast path. */
+    public record Scheduled(long workItemId, long sourceId, String sourceKey) {
+    }
+
+    private static final String SCHEDULE = """
+            INSERT INTO work_item (kind, source_key, source_id, chat_key)
+            SELECT n.kind, n.source_key, n.source_id, n.chat_key FROM unnest(?::text[], ?::text[], ?::bigint[], ?::text[]) WITH ORDINALITY AS n(kind, source_key, source_id, chat_key, o)
+             ORDER BY o
+            ON CONFLICT ON CONSTRAINT work_item_source DO NOTHING
+            RETURNING id, source_id, source_key""";
+
+    /**
+     * Schedules work inside the caller's transaction (the one that stored its source), so that
+     * stored means scheduled. Ids follow the list's order, which is the per-chat order.
+     * This class is the only writer of {@code work_item}.
+     */
+    public static List<Scheduled> schedule(Connection transaction, List<NewWork> work) throws SQLException {
+        if (work.isEmpty()) {
+            return List.of();
+        }
+        try (PreparedStatement ps = transaction.prepareStatement(SCHEDULE)) {
+            ps.setArray(1, transaction.createArrayOf("text", work.stream().map(NewWork::kind).toArray()));
+            ps.setArray(2, transaction.createArrayOf("text", work.stream().map(NewWork::sourceKey).toArray()));
+            ps.setArray(3, transaction.createArrayOf("bigint", work.stream().map(NewWork::sourceId).toArray()));
+            ps.setArray(4, transaction.createArrayOf("text", work.stream().map(NewWork::chatKey).toArray()));
+            List<Scheduled> scheduled = new ArrayList<>(work.size());
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    scheduled.add(new Scheduled(rs.getLong(1), rs.getLong(2), rs.getString(3)));
+                }
+            }
+            return scheduled;
+        }
+    }
+
+    /** Schedules one item, or runs an existing one again from the start (done, parked or still retrying). */
+    public static void scheduleAgain(Connection transaction, NewWork work) throws SQLException {
+        try (PreparedStatement ps = transaction.prepareStatement("""
+                INSERT INTO work_item (kind, source_key, source_id, chat_key) VALUES (?, ?, ?, ?)
+                ON CONFLICT ON CONSTRAINT work_item_source DO UPDATE
+                   SET state = 'pending', attempts = 0, next_attempt_at = now(), claimed_by = NULL, claim_expires_at = NULL,
+                       last_error = NULL, done_at = NULL, updated_at = now()""")) {
+            ps.setString(1, work.kind());
+            ps.setString(2, work.sourceKey());
+            ps.setLong(3, work.sourceId());
+            ps.setString(4, work.chatKey());
+            ps.executeUpdate();
+        }
+    }
+
     // Due: pending or failed and its time has come, or running with an expired claim (its worker died).
     private static final String CLAIM = """
             WITH due AS (

@@ -1,5 +1,7 @@
 package io.chatintake.testkit;
 
+import io.chatintake.app.Runner;
+
 import java.net.URI;
 import java.util.HashMap;
 import java.util.Map;
@@ -36,6 +38,7 @@ public final class WebhookServer implements AutoCloseable {
         int port = RunnerProcess.freePort();
         Main main = new Main();
         main.bind("dataSource", dataSource);
+        main.bind("childMessageListener", Runner.childMessageListener());
         beans.forEach(main::bind);
         Map<String, String> properties = new HashMap<>(settings);
         properties.put("camel.main.routes-include-pattern", routes);

@@ -1,5 +1,7 @@
 package io.chatintake.work;
 
+import io.chatintake.app.Runner;
+
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.chatintake.channel.telegram.BotApiClient;
@@ -92,7 +94,7 @@ class WorkDispatcherTest {
             batch.add(new BotApiClient.RawUpdate(id, "message",
                     "{\"update_id\":" + id + ",\"message\":{\"chat\":{\"id\":" + chatId + "},\"text\":\"u" + id + "\"}}"));
         }
-        return new TelegramInbox(dataSource).store(lease, Duration.ofMinutes(5), batch);
+        return new TelegramInbox(dataSource, Runner.childMessageListener()).store(lease, Duration.ofMinutes(5), batch);
     }
 
     @Test

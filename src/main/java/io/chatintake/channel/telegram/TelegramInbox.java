@@ -1,8 +1,8 @@
 package io.chatintake.channel.telegram;
 
 import io.chatintake.support.CrashPoint;
-import io.chatintake.album.AlbumKey;
-import io.chatintake.attachment.AttachmentStore;
+import io.chatintake.message.ChildMessageListener;
+import io.chatintake.work.WorkQueue;
 import java.sql.Array;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -29,9 +29,11 @@ public final class TelegramInbox {
     public static final String WORKSPACE = "default";
 
     private final DataSource dataSource;
+    private final ChildMessageListener childListener;
 
-    public TelegramInbox(DataSource dataSource) {
+    public TelegramInbox(DataSource dataSource, ChildMessageListener childListener) {
         this.dataSource = dataSource;
+        this.childListener = childListener;
     }
 
     /** An update this transaction stored for the first time: hand it to the route. */
@@ -51,35 +53,18 @@ public final class TelegramInbox {
 
     // An identical payload already stored under the id is a redelivery; a different one is a new
     // update that reuses an old id (Telegram restarts ids after a week idle) and gets the next generation.
-    // Each new update becomes a work item in the same statement: stored means scheduled.
     private static final String INSERT_BATCH = """
-            WITH inserted AS (
-                INSERT INTO telegram_update (bot_id, update_id, generation, update_type, payload)
-                SELECT ?, i.update_id,
-                       COALESCE((SELECT max(t.generation) + 1 FROM telegram_update t
-                                  WHERE t.bot_id = ? AND t.update_id = i.update_id), 0),
-                       i.update_type, i.payload::jsonb
-                  FROM unnest(?::bigint[], ?::text[], ?::text[]) WITH ORDINALITY AS i(update_id, update_type, payload, n)
-                 WHERE NOT EXISTS (SELECT 1 FROM telegram_update t
-                                    WHERE t.bot_id = ? AND t.update_id = i.update_id AND t.payload = i.payload::jsonb)
-                 ORDER BY i.n
-                ON CONFLICT ON CONSTRAINT telegram_update_key DO NOTHING
-                RETURNING id, bot_id, update_id, generation, update_type, payload),
-            work AS (
-                INSERT INTO work_item (kind, source_key, source_id, chat_key)
-                SELECT 'telegram-update',
-                       bot_id || ':' || update_id || CASE WHEN generation = 0 THEN '' ELSE ':' || generation END,
-                       id,
-                       bot_id || ':' || COALESCE(payload #>> '{message,chat,id}', payload #>> '{edited_message,chat,id}',
-                                                 payload #>> '{channel_post,chat,id}', payload #>> '{edited_channel_post,chat,id}',
-                                                 payload #>> '{business_message,chat,id}', payload #>> '{callback_query,message,chat,id}',
-                                                 payload #>> '{message_reaction,chat,id}', payload #>> '{my_chat_member,chat,id}',
-                                                 payload #>> '{chat_member,chat,id}')
-                  FROM inserted ORDER BY id
-                ON CONFLICT ON CONSTRAINT work_item_source DO NOTHING
-                RETURNING id, source_id, source_key)
-            SELECT i.id, i.update_id, i.generation, i.update_type, w.id, w.source_key
-              FROM inserted i LEFT JOIN work w ON w.source_id = i.id""";
+            INSERT INTO telegram_update (bot_id, update_id, generation, update_type, payload)
+            SELECT ?, i.update_id,
+                   COALESCE((SELECT max(t.generation) + 1 FROM telegram_update t
+                              WHERE t.bot_id = ? AND t.update_id = i.update_id), 0),
+                   i.update_type, i.payload::jsonb
+              FROM unnest(?::bigint[], ?::text[], ?::text[]) WITH ORDINALITY AS i(update_id, update_type, payload, n)
+             WHERE NOT EXISTS (SELECT 1 FROM telegram_update t
+                                WHERE t.bot_id = ? AND t.update_id = i.update_id AND t.payload = i.payload::jsonb)
+             ORDER BY i.n
+            ON CONFLICT ON CONSTRAINT telegram_update_key DO NOTHING
+            RETURNING id, update_id, generation, update_type, %s""".formatted(UpdateChat.sqlIdOf("payload"));
 
     // Parts of a media group become album children in channel_message like any channel's
     // (provider telegram-bot, account = bot id, conversation = chat id) and are scheduled into their
@@ -133,10 +118,7 @@ public final class TelegramInbox {
                 List<StoredUpdate> stored = insert(c, lease.botId(), batch);
                 List<Long> children = storeChildren(c, stored.stream()
                         .filter(u -> u.json().contains("\"media_group_id\"")).toList());
-                for (long child : children) {
-                    AttachmentStore.recordFor(c, child);
-                }
-                AlbumKey.scheduleChildren(c, children);
+                childListener.stored(c, children.stream().map(id -> new ChildMessageListener.StoredChild(id, true)).toList());
                 int duplicates = batch.size() - stored.size();
                 try (PreparedStatement ps = c.prepareStatement(ADVANCE)) {
                     ps.setLong(1, nextOffset);
@@ -159,6 +141,13 @@ public final class TelegramInbox {
         }
     }
 
+    private record Inserted(long rowId, long updateId, int generation, String type, String chatId) {
+        /** The update's identity across id restarts: {@code <bot id>:<update id>[:<generation>]}. */
+        String idempotencyKey(long botId) {
+            return botId + ":" + updateId + (generation == 0 ? "" : ":" + generation);
+        }
+    }
+
     private static List<StoredUpdate> insert(Connection c, long botId, List<BotApiClient.RawUpdate> batch) throws SQLException {
         Long[] ids = new Long[batch.size()];
         String[] types = new String[batch.size()];
@@ -168,7 +157,7 @@ public final class TelegramInbox {
             types[i] = batch.get(i).type();
             payloads[i] = batch.get(i).json();
         }
-        List<StoredUpdate> stored = new ArrayList<>(batch.size());
+        List<Inserted> inserted = new ArrayList<>(batch.size());
         try (PreparedStatement ps = c.prepareStatement(INSERT_BATCH)) {
             Array idArray = c.createArrayOf("bigint", ids);
             Array typeArray = c.createArrayOf("text", types);
@@ -180,16 +169,25 @@ public final class TelegramInbox {
             ps.setArray(5, payloadArray);
             ps.setLong(6, botId);
             try (ResultSet rs = ps.executeQuery()) {
-                // Hand on the JSON exactly as Telegram sent it, not jsonb's normalised text.
-                Map<Long, String> sent = new HashMap<>();
-                batch.forEach(u -> sent.put(u.updateId(), u.json()));
                 while (rs.next()) {
-                    stored.add(new StoredUpdate(rs.getLong(1), rs.getLong(2), rs.getInt(3), rs.getString(4), sent.get(rs.getLong(2)), rs.getLong(5),
-                            rs.getString(6)));
+                    inserted.add(new Inserted(rs.getLong(1), rs.getLong(2), rs.getInt(3), rs.getString(4), rs.getString(5)));
                 }
             }
         }
-        stored.sort((a, b) -> Long.compare(a.rowId(), b.rowId()));
+        inserted.sort((a, b) -> Long.compare(a.rowId(), b.rowId()));
+        // Each new update becomes a work item in the same transaction: stored means scheduled.
+        List<WorkQueue.NewWork> work = inserted.stream().map(u -> new WorkQueue.NewWork(TelegramWorkSource.KIND,
+                u.idempotencyKey(botId), u.rowId(), u.chatId() == null ? null : botId + ":" + u.chatId())).toList();
+        Map<Long, Long> workItems = new HashMap<>();
+        WorkQueue.schedule(c, work).forEach(s -> workItems.put(s.sourceId(), s.workItemId()));
+        // Hand on the JSON exactly as Telegram sent it, not jsonb's normalised text.
+        Map<Long, String> sent = new HashMap<>();
+        batch.forEach(u -> sent.put(u.updateId(), u.json()));
+        List<StoredUpdate> stored = new ArrayList<>(inserted.size());
+        for (Inserted u : inserted) {
+            stored.add(new StoredUpdate(u.rowId(), u.updateId(), u.generation(), u.type(), sent.get(u.updateId()),
+                    workItems.getOrDefault(u.rowId(), 0L), u.idempotencyKey(botId)));
+        }
         return stored;
     }
 

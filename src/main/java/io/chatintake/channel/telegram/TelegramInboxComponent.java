@@ -1,5 +1,6 @@
 package io.chatintake.channel.telegram;
 
+import io.chatintake.message.ChildMessageListener;
 import java.time.Clock;
 import java.util.Map;
 import javax.sql.DataSource;
@@ -14,6 +15,7 @@ import org.apache.camel.support.DefaultComponent;
  */
 public class TelegramInboxComponent extends DefaultComponent {
     private DataSource dataSource;
+    private ChildMessageListener childMessageListener;
     private Clock clock = Clock.systemUTC();
 
     @Override
@@ -38,6 +40,22 @@ public class TelegramInboxComponent extends DefaultComponent {
             }
         }
         return dataSource;
+    }
+
+    /** Told about album parts stored with a batch; bound as {@code childMessageListener} by the application. */
+    public ChildMessageListener getChildMessageListener() {
+        if (childMessageListener == null) {
+            childMessageListener = CamelContextHelper.findSingleByType(getCamelContext(), ChildMessageListener.class);
+            if (childMessageListener == null) {
+                throw new IllegalStateException("telegram-inbox needs a ChildMessageListener bound (the application"
+                        + " configuration binds 'childMessageListener'); without it album parts would not be scheduled");
+            }
+        }
+        return childMessageListener;
+    }
+
+    public void setChildMessageListener(ChildMessageListener childMessageListener) {
+        this.childMessageListener = childMessageListener;
     }
 
     public void setDataSource(DataSource dataSource) {

@@ -95,7 +95,7 @@ public class TelegramInboxConsumer extends DefaultConsumer {
         client = new BotApiClient(endpoint.resolveApiUrl(), token.get());
         leases = new PollLease(dataSource);
         checkpoints = new OffsetCheckpoint(dataSource);
-        inbox = new TelegramInbox(dataSource);
+        inbox = new TelegramInbox(dataSource, endpoint.getComponent().getChildMessageListener());
         lossWindows = new LossWindow(dataSource);
         metrics = new TelegramMetrics(MeterRegistryLookup.of(endpoint.getCamelContext()), bot, clock);
         holder = ProcessIdentity.name();

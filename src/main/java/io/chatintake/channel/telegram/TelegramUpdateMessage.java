@@ -8,8 +8,6 @@ import org.apache.camel.Message;
 /** What a handler route receives for a stored update, whether from intake's fast path or the dispatcher. */
 final class TelegramUpdateMessage {
     private static final ObjectMapper JSON = new ObjectMapper();
-    private static final String[] CHAT_PATHS = {"/message/chat/id", "/edited_message/chat/id", "/channel_post/chat/id",
-        "/edited_channel_post/chat/id", "/business_message/chat/id", "/callback_query/message/chat/id"};
     private static final String[] TEXT_PATHS = {"/message/text", "/message/caption", "/edited_message/text",
         "/channel_post/text", "/business_message/text"};
 
@@ -24,7 +22,7 @@ final class TelegramUpdateMessage {
         message.setHeader(TelegramInboxConsumer.UPDATE_TYPE, type);
         message.setHeader(TelegramInboxConsumer.INBOX_ROW_ID, rowId);
         JsonNode update = parse(json);
-        first(update, CHAT_PATHS).ifPresent(chat -> message.setHeader(TelegramInboxConsumer.CHAT_ID, chat));
+        UpdateChat.idOf(update).ifPresent(chat -> message.setHeader(TelegramInboxConsumer.CHAT_ID, chat));
         first(update, TEXT_PATHS).ifPresent(text -> message.setHeader(TelegramInboxConsumer.TEXT, text));
     }
 

@@ -5,6 +5,7 @@ import io.chatintake.channel.webhook.SignatureVerifier;
 import io.chatintake.channel.webhook.WebhookEventStore;
 
 import io.chatintake.config.Secret;
+import io.chatintake.message.ChildMessageListener;
 import io.chatintake.config.Settings;
 import io.chatintake.support.MeterRegistryLookup;
 import io.chatintake.channel.webhook.SignatureVerifier.Verification;
@@ -17,7 +18,10 @@ import java.time.Duration;
 import java.util.Arrays;
 import java.util.List;
 import javax.sql.DataSource;
+import org.apache.camel.CamelContext;
+import org.apache.camel.CamelContextAware;
 import org.apache.camel.Exchange;
+import org.apache.camel.support.CamelContextHelper;
 import org.apache.camel.Message;
 import org.apache.camel.Processor;
 import org.apache.camel.support.service.ServiceSupport;
@@ -36,7 +40,7 @@ import org.slf4j.LoggerFactory;
  * then runs {@code direct:unifyport-event} for it, so business work never holds up the answer
  * and a failure there is retried from storage.
  */
-public final class UnifyPortIntake extends ServiceSupport implements Processor {
+public final class UnifyPortIntake extends ServiceSupport implements Processor, CamelContextAware {
     private static final Logger LOG = LoggerFactory.getLogger(UnifyPortIntake.class);
 
     public static final String EVENT_ID_HEADER = "X-Device-Event-Id";
@@ -54,6 +58,8 @@ public final class UnifyPortIntake extends ServiceSupport implements Processor {
     private Long timestampToleranceSeconds;
     private long statementTimeoutMs = 5000;
     private DataSource dataSource;
+    private ChildMessageListener childMessageListener;
+    private CamelContext camelContext;
     private final Clock clock = Clock.systemUTC();
 
     private volatile SignatureVerifier verifier;
@@ -70,7 +76,14 @@ public final class UnifyPortIntake extends ServiceSupport implements Processor {
         if (dataSource == null) {
             throw new IllegalStateException(configPrefix + " webhook: no dataSource set (bind it as #dataSource)");
         }
-        store = new WebhookEventStore(dataSource, Duration.ofMillis(statementTimeoutMs));
+        if (childMessageListener == null && camelContext != null) {
+            childMessageListener = CamelContextHelper.findSingleByType(camelContext, ChildMessageListener.class);
+        }
+        if (childMessageListener == null) {
+            throw new IllegalStateException(configPrefix + " webhook: no ChildMessageListener bound (the application"
+                    + " configuration binds 'childMessageListener'); without it albums and attachments would not be scheduled");
+        }
+        store = new WebhookEventStore(dataSource, Duration.ofMillis(statementTimeoutMs), UnifyPortWorkSource.KIND, childMessageListener);
         SignatureScheme parsed = SignatureScheme.parse(scheme);
         SignatureScheme chosen = timestampToleranceSeconds == null ? parsed
                 : parsed.withTolerance(Duration.ofSeconds(timestampToleranceSeconds));
@@ -241,6 +254,20 @@ public final class UnifyPortIntake extends ServiceSupport implements Processor {
 
     public void setStatementTimeoutMs(long statementTimeoutMs) {
         this.statementTimeoutMs = statementTimeoutMs;
+    }
+
+    @Override
+    public CamelContext getCamelContext() {
+        return camelContext;
+    }
+
+    @Override
+    public void setCamelContext(CamelContext camelContext) {
+        this.camelContext = camelContext;
+    }
+
+    public void setChildMessageListener(ChildMessageListener childMessageListener) {
+        this.childMessageListener = childMessageListener;
     }
 
     public void setDataSource(DataSource dataSource) {

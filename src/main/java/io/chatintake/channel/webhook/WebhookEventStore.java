@@ -1,12 +1,10 @@
 package io.chatintake.channel.webhook;
 
 import io.chatintake.channel.unifyport.UnifyPortEvent;
-import io.chatintake.channel.unifyport.UnifyPortWorkSource;
 import io.chatintake.message.ChannelMessage;
 import io.chatintake.message.ChannelMessageStore;
-
-import io.chatintake.album.AlbumKey;
-import io.chatintake.attachment.AttachmentStore;
+import io.chatintake.message.ChildMessageListener;
+import io.chatintake.work.WorkQueue;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -41,14 +39,19 @@ public final class WebhookEventStore {
 
     private final DataSource dataSource;
     private final Duration statementTimeout;
+    private final String workKind;
+    private final ChildMessageListener childListener;
 
     /** Whether this delivery stored the event or found it stored already. */
     public record Stored(long id, boolean firstDelivery, int deliveryCount) {
     }
 
-    public WebhookEventStore(DataSource dataSource, Duration statementTimeout) {
+    /** @param workKind the kind of work item each new event becomes */
+    public WebhookEventStore(DataSource dataSource, Duration statementTimeout, String workKind, ChildMessageListener childListener) {
         this.dataSource = dataSource;
         this.statementTimeout = statementTimeout;
+        this.workKind = workKind;
+        this.childListener = childListener;
     }
 
     public Stored store(String workspace, String channel, UnifyPortEvent event) throws SQLException {
@@ -67,11 +70,8 @@ public final class WebhookEventStore {
                     if (event.message() != null) {
                         ChannelMessageStore.Applied child = ChannelMessageStore.apply(connection, workspace, event.eventId(),
                                 event.occurredAt(), event.message(), ChannelMessage.Change.of(event.type()));
-                        // Its attachments and their downloads commit with the child (albums rule 8).
-                        AttachmentStore.recordFor(connection, child.id());
-                        if (child.inserted()) {
-                            AlbumKey.scheduleChildren(connection, List.of(child.id()));
-                        }
+                        // Its attachments, downloads and album commit with the child (albums rule 8).
+                        childListener.stored(connection, List.of(new ChildMessageListener.StoredChild(child.id(), child.inserted())));
                     }
                     schedule(connection, workspace, channel, event, stored.id());
                 }
@@ -107,22 +107,14 @@ public final class WebhookEventStore {
         }
     }
 
-    private static final String SCHEDULE = """
-            INSERT INTO work_item (kind, source_key, source_id, chat_key) VALUES (?, ?, ?, ?)
-            ON CONFLICT ON CONSTRAINT work_item_source DO NOTHING""";
-
     /** The event's business work, committed with the event: stored means scheduled. */
-    private static void schedule(Connection connection, String workspace, String channel, UnifyPortEvent event, long eventRowId)
+    private void schedule(Connection connection, String workspace, String channel, UnifyPortEvent event, long eventRowId)
             throws SQLException {
         ChannelMessage message = event.message();
-        try (PreparedStatement ps = connection.prepareStatement(SCHEDULE)) {
-            ps.setString(1, UnifyPortWorkSource.KIND);
-            ps.setString(2, String.join(":", workspace, channel, event.eventId()));
-            ps.setLong(3, eventRowId);
-            ps.setString(4, message == null ? null
-                    : String.join(":", workspace, message.provider(), message.accountId(), message.conversationId()));
-            ps.executeUpdate();
-        }
+        String chatKey = message == null ? null
+                : String.join(":", workspace, message.provider(), message.accountId(), message.conversationId());
+        WorkQueue.schedule(connection, List.of(new WorkQueue.NewWork(workKind, String.join(":", workspace, channel, event.eventId()),
+                eventRowId, chatKey)));
     }
 
     private static void rollbackQuietly(Connection connection) {

@@ -1,5 +1,8 @@
 package io.chatintake.ops.bench;
 
+import io.chatintake.album.AlbumKey;
+import io.chatintake.attachment.AttachmentStore;
+import io.chatintake.message.ChildMessageListener;
 import io.chatintake.sim.BotApiSimulator;
 import io.chatintake.store.Database;
 import io.chatintake.store.EmbeddedDatabase;
@@ -8,6 +11,7 @@ import io.chatintake.channel.telegram.TelegramInboxComponent;
 import java.io.PrintStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -87,6 +91,7 @@ public final class TelegramIntakeBenchmark {
         CamelContext camel = new DefaultCamelContext();
         TelegramInboxComponent component = new TelegramInboxComponent();
         component.setDataSource(database.dataSource());
+        component.setChildMessageListener(ChildMessageListener.all(List.of(AttachmentStore::recordChildren, AlbumKey::scheduleChildren)));
         camel.addComponent("telegram-inbox", component);
         Properties properties = new Properties();
         properties.setProperty("telegram.api-url", simulator.url());

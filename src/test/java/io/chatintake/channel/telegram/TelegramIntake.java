@@ -1,5 +1,7 @@
 package io.chatintake.channel.telegram;
 
+import io.chatintake.app.Runner;
+
 import io.chatintake.sim.BotApiSimulator;
 import io.chatintake.sim.InboxAudit;
 import io.chatintake.testkit.Await;
@@ -35,6 +37,7 @@ final class TelegramIntake implements AutoCloseable {
         simulator.setAudit(new InboxAudit(TestDatabase.dataSource()));
         TelegramInboxComponent component = new TelegramInboxComponent();
         component.setDataSource(TestDatabase.dataSource());
+        component.setChildMessageListener(Runner.childMessageListener());
         component.setClock(clock);
         camel.addComponent("telegram-inbox", component);
         properties.setProperty("telegram.api-url", simulator.url());

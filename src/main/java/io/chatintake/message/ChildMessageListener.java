@@ -1,0 +1,34 @@
+package io.chatintake.message;
+
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.util.List;
+
+/**
+ * Told about child messages inside the transaction that stored them, so that what it writes
+ * (album scheduling, attachment rows and their downloads) commits or rolls back with the child.
+ * Channels store children and call it; they never know who listens (the application registers
+ * the listeners), so no channel depends on albums or attachments.
+ */
+@FunctionalInterface
+public interface ChildMessageListener {
+
+    /** A child row of {@code channel_message}; {@code inserted} when this transaction created it. */
+    record StoredChild(long id, boolean inserted) {
+    }
+
+    void stored(Connection transaction, List<StoredChild> children) throws SQLException;
+
+    /** Tells each listener in turn, in the same transaction. */
+    static ChildMessageListener all(List<ChildMessageListener> listeners) {
+        List<ChildMessageListener> copy = List.copyOf(listeners);
+        return (transaction, children) -> {
+            if (children.isEmpty()) {
+                return;
+            }
+            for (ChildMessageListener listener : copy) {
+                listener.stored(transaction, children);
+            }
+        };
+    }
+}
