@@ -64,7 +64,8 @@ public final class RunnerProcess implements AutoCloseable {
 
     /** The embedded database of a runner started with {@link #baseEnv}, reachable while its postgres runs. */
     public static javax.sql.DataSource embeddedDatabase(Map<String, String> env) {
-        return Sql.dataSource("jdbc:postgresql://127.0.0.1:" + env.get("CHAT_INTAKE_DB_EMBEDDED_PORT") + "/chat_intake", "postgres");
+        return Sql.dataSource("jdbc:postgresql://127.0.0.1:" + env.get("CHAT_INTAKE_DB_EMBEDDED_PORT")
+                + "/chat_intake?currentSchema=chat_intake", "postgres");
     }
 
     public static RunnerProcess start(Path workDir, Map<String, String> env, String... args) {
@@ -78,7 +79,7 @@ public final class RunnerProcess implements AutoCloseable {
                     .redirectOutput(log.toFile());
             // The runner must see only what the test gives it, not a CI machine's settings.
             builder.environment().keySet().removeIf(k -> k.startsWith("CHAT_INTAKE_") || k.startsWith("TELEGRAM_")
-                    || k.startsWith("UNIFYPORT_"));
+                    || k.startsWith("UNIFYPORT_") || k.equals("KUBERNETES_SERVICE_HOST"));
             builder.environment().put("CHAT_INTAKE_CONFIG", Path.of("config/application.properties").toAbsolutePath().toString());
             builder.environment().putAll(env);
             String portText = env.getOrDefault("CHAT_INTAKE_HTTP_PORT", "8080");
