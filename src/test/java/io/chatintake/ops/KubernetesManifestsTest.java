@@ -47,7 +47,7 @@ import org.junit.jupiter.api.Test;
  * setting, the ConfigMap exactly {@code config/} and {@code routes/}, secrets only in the Secret,
  * the stop sequence longer than a long poll, and the image of {@code k8s/Containerfile}.
  */
-class KubernetesManifestsTest {
+public class KubernetesManifestsTest {
     /** The runner's health endpoints (camel-platform-http-main management, camel-health). */
     static final String LIVE = "/observe/health/live";
     static final String READY = "/observe/health/ready";
@@ -226,8 +226,24 @@ class KubernetesManifestsTest {
 
     // --- reading the manifests ---------------------------------------------------------------
 
+    /** Every path the Deployment probes (RunnerLifecycleIT asserts that each answers 200). */
+    public static Set<String> probePaths() throws IOException {
+        Container container = container();
+        return Stream.of(container.getStartupProbe(), container.getReadinessProbe(), container.getLivenessProbe())
+                .map(probe -> probe.getHttpGet().getPath()).collect(Collectors.toCollection(TreeSet::new));
+    }
+
+    private static List<HasMetadata> plainResources;
+
     /** Every resource of the plain deployment (every k8s/*.yaml but the Camel K one), strictly typed. */
-    static List<HasMetadata> plainResources() throws IOException {
+    static synchronized List<HasMetadata> plainResources() throws IOException {
+        if (plainResources == null) {
+            plainResources = readPlainResources();
+        }
+        return plainResources;
+    }
+
+    private static List<HasMetadata> readPlainResources() throws IOException {
         List<HasMetadata> resources = new ArrayList<>();
         try (Stream<Path> files = Files.list(K8S)) {
             for (Path file : files.filter(f -> f.toString().endsWith(".yaml")).sorted().toList()) {
