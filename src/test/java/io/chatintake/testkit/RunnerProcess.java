@@ -64,8 +64,7 @@ public final class RunnerProcess implements AutoCloseable {
 
     /** The embedded database of a runner started with {@link #baseEnv}, reachable while its postgres runs. */
     public static javax.sql.DataSource embeddedDatabase(Map<String, String> env) {
-        return Sql.dataSource("jdbc:postgresql://127.0.0.1:" + env.get("CHAT_INTAKE_DB_EMBEDDED_PORT")
-                + "/chat_intake?currentSchema=chat_intake", "postgres");
+        return Sql.dataSource("jdbc:postgresql://127.0.0.1:" + env.get("CHAT_INTAKE_DB_EMBEDDED_PORT") + "/chat_intake", "postgres");
     }
 
     public static RunnerProcess start(Path workDir, Map<String, String> env, String... args) {
