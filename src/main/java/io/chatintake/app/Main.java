@@ -4,6 +4,7 @@ import io.chatintake.ops.bench.TelegramIntakeBenchmark;
 import io.chatintake.config.ConfigurationException;
 import io.chatintake.config.Settings;
 import io.chatintake.ops.AlbumCommands;
+import io.chatintake.ops.KubernetesConfigMap;
 import io.chatintake.ops.TelegramCommands;
 import io.chatintake.ops.WorkCommands;
 import java.io.PrintStream;
@@ -56,6 +57,13 @@ public final class Main {
                         throw new ConfigurationException("benchmark failed: " + e.getMessage(), e);
                     }
                 }
+                case "k8s" -> {
+                    if (args.size() < 2 || !args.get(1).equals("configmap")) {
+                        throw new ConfigurationException("usage: k8s configmap");
+                    }
+                    out.print(KubernetesConfigMap.render(Path.of("config/application.properties"), Path.of("routes")));
+                    return 0;
+                }
                 case "config" -> {
                     Settings settings = loadSettings();
                     out.println("configuration file: " + settings.source().map(Path::toString).orElse("(none: built-in defaults)"));
@@ -95,6 +103,7 @@ public final class Main {
                 "  work replay --kind K --since T           run done work of kind K created since T again (explicit only)",
                 "  albums status                            open albums, oldest open age, recent decisions, conflicts",
                 "  bench telegram [N]                       Telegram intake rate as a ratio to raw JDBC (simulator, embedded db)",
+                "  k8s configmap                            k8s/configmap.yaml from config/ and routes/ (run in the repository root)",
                 "  config    print the effective configuration, secrets redacted",
                 "  help      this text",
                 "configuration: config/application.properties (or $" + CONFIG_FILE_ENV + "), each key overridable by",

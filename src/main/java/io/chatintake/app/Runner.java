@@ -181,6 +181,8 @@ public final class Runner {
             public void afterStart(BaseMainSupport main) {
                 CamelContext context = main.getCamelContext();
                 dispatcher[0].start();
+                // A routes directory mounted from a ConfigMap changes without events Camel's watcher sees.
+                ConfigMapRoutesReload.start(context, routesDir);
                 AlbumMetrics.register(MeterRegistryLookup.of(context), database.dataSource());
                 LOG.info("routes: {} running from {}/*.yaml: {}", context.getRoutes().size(), routesDir,
                         context.getRoutes().stream().map(Route::getRouteId).sorted().collect(Collectors.joining(", ")));

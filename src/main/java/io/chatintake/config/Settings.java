@@ -73,6 +73,11 @@ public final class Settings {
         return get(key).orElse(defaultValue);
     }
 
+    /** A non-blank environment variable that is not a setting, e.g. one the platform sets. */
+    public Optional<String> environment(String name) {
+        return Optional.ofNullable(env.get(name)).map(String::trim).filter(v -> !v.isEmpty());
+    }
+
     public Optional<Secret> secret(String key) {
         return get(key).map(Secret::of);
     }

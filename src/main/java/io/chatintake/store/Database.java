@@ -28,6 +28,8 @@ public final class Database implements AutoCloseable {
     public static final String CONNECT_TIMEOUT_SECONDS = "chat-intake.db.connect-timeout-seconds";
     public static final String EMBEDDED_PORT = "chat-intake.db.embedded-port";
     public static final String DATA_DIR = "chat-intake.data-dir";
+    /** Set in every Kubernetes container: the embedded database has no place there. */
+    static final String KUBERNETES_ENV = "KUBERNETES_SERVICE_HOST";
 
     private final HikariDataSource dataSource;
     private final EmbeddedDatabase embedded;
@@ -42,6 +44,7 @@ public final class Database implements AutoCloseable {
     public static Database open(Settings settings) {
         int poolSize = settings.getInt(POOL_SIZE, 16);
         int connectTimeout = settings.getInt(CONNECT_TIMEOUT_SECONDS, 10);
+        String schema = DatabaseSchema.configured(settings);
         Optional<String> url = settings.get(URL);
         if (url.isPresent()) {
             String user = settings.get(USER, "");
@@ -52,7 +55,14 @@ public final class Database implements AutoCloseable {
             }
             String description = "external PostgreSQL " + shown + (user.isEmpty() ? "" : " as user " + user);
             LOG.info("database: {}", description);
-            return new Database(pool(url.get(), user, password, poolSize, connectTimeout, Settings.envName(URL), shown), null, description);
+            return new Database(pool(url.get(), user, password, poolSize, connectTimeout, schema, Settings.envName(URL), shown), null,
+                    description);
+        }
+        if (settings.environment(KUBERNETES_ENV).isPresent()) {
+            // A pod's embedded database would vanish with the pod and not be shared by the replicas.
+            throw new ConfigurationException("running on Kubernetes (" + KUBERNETES_ENV + " is set) without "
+                    + Settings.envName(URL) + ": the embedded database is for one machine; set " + Settings.envName(URL)
+                    + " to the PostgreSQL all replicas share");
         }
         Path dataDir = dataDir(settings);
         Path pgDir = dataDir.resolve("pg");
@@ -62,7 +72,7 @@ public final class Database implements AutoCloseable {
                 + " (fsync on, synchronous_commit on)";
         LOG.info("database: {}", description);
         try {
-            return new Database(pool(embedded.jdbcUrl(), embedded.user(), Secret.of(""), poolSize, connectTimeout,
+            return new Database(pool(embedded.jdbcUrl(), embedded.user(), Secret.of(""), poolSize, connectTimeout, schema,
                     Settings.envName(DATA_DIR), embedded.jdbcUrl()), embedded, description);
         } catch (RuntimeException e) {
             embedded.close();
@@ -88,7 +98,8 @@ public final class Database implements AutoCloseable {
         Optional<Integer> port = EmbeddedDatabase.runningServerPort(pgDir);
         if (port.isPresent()) {
             String url = "jdbc:postgresql://127.0.0.1:" + port.get() + "/" + EmbeddedDatabase.DATABASE_NAME;
-            return new Database(pool(url, EmbeddedDatabase.USER, Secret.of(""), 2, 10, Settings.envName(DATA_DIR), url), null,
+            return new Database(pool(url, EmbeddedDatabase.USER, Secret.of(""), 2, 10, DatabaseSchema.configured(settings),
+                    Settings.envName(DATA_DIR), url), null,
                     "the running runner's embedded PostgreSQL in " + pgDir);
         }
         return open(settings);
@@ -96,17 +107,19 @@ public final class Database implements AutoCloseable {
 
     /** A pool over an embedded database the caller started (tests, benchmarks). */
     public static Database embedded(EmbeddedDatabase embedded, int poolSize) {
-        return new Database(pool(embedded.jdbcUrl(), embedded.user(), Secret.of(""), poolSize, 10, "database", embedded.jdbcUrl()),
+        return new Database(pool(embedded.jdbcUrl(), embedded.user(), Secret.of(""), poolSize, 10, DatabaseSchema.DEFAULT, "database",
+                embedded.jdbcUrl()),
                 embedded, "embedded PostgreSQL in " + embedded.directory());
     }
 
-    /** A pool over a database someone else runs (tests: the shared test database). */
+    /** A pool over a database someone else runs (tests: the shared test database), in the default schema. */
     public static Database external(String url, String user, Secret password, int poolSize) {
-        return new Database(pool(url, user, password, poolSize, 10, "database", redactUrl(url)), null, redactUrl(url));
+        return new Database(pool(url, user, password, poolSize, 10, DatabaseSchema.DEFAULT, "database", redactUrl(url)), null,
+                redactUrl(url));
     }
 
     private static HikariDataSource pool(String url, String user, Secret password, int poolSize, int connectTimeoutSeconds,
-                                         String settingName, String shownUrl) {
+                                         String schema, String settingName, String shownUrl) {
         HikariConfig config = new HikariConfig();
         config.setPoolName("chat-intake-db");
         config.setJdbcUrl(url);
@@ -121,13 +134,16 @@ public final class Database implements AutoCloseable {
         config.setInitializationFailTimeout(connectTimeoutSeconds * 1000L);
         config.addDataSourceProperty("connectTimeout", connectTimeoutSeconds);
         config.addDataSourceProperty("ApplicationName", "chat-intake");
-        checkReachable(url, user, password, connectTimeoutSeconds, settingName, shownUrl);
+        config.addDataSourceProperty("currentSchema", resolveSchema(url, user, password, connectTimeoutSeconds, schema, settingName, shownUrl));
         return new HikariDataSource(config);
     }
 
-    /** One plain connection first, so a wrong URL fails as one clear line rather than a pool's stack trace. */
-    private static void checkReachable(String url, String user, Secret password, int connectTimeoutSeconds,
-                                       String settingName, String shownUrl) {
+    /**
+     * One plain connection first, so a wrong URL fails as one clear line rather than a pool's stack
+     * trace; it also finds the schema to use ({@link DatabaseSchema#resolve}).
+     */
+    private static String resolveSchema(String url, String user, Secret password, int connectTimeoutSeconds, String schema,
+                                        String settingName, String shownUrl) {
         Properties props = new Properties();
         if (!user.isEmpty()) {
             props.setProperty("user", user);
@@ -137,10 +153,11 @@ public final class Database implements AutoCloseable {
         }
         props.setProperty("connectTimeout", Integer.toString(connectTimeoutSeconds));
         props.setProperty("loginTimeout", Integer.toString(connectTimeoutSeconds));
-        try (Connection ignored = new org.postgresql.Driver().connect(url, props)) {
-            if (ignored == null) {
+        try (Connection connection = new org.postgresql.Driver().connect(url, props)) {
+            if (connection == null) {
                 throw new SQLException("not a PostgreSQL URL");
             }
+            return DatabaseSchema.resolve(connection, schema);
         } catch (SQLException e) {
             throw new ConfigurationException(settingName + ": cannot connect to " + shownUrl
                     + (user.isEmpty() ? "" : " as user " + user) + ": " + EmbeddedDatabase.rootMessage(e), e);

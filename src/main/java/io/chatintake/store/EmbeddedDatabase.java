@@ -37,6 +37,11 @@ public final class EmbeddedDatabase implements AutoCloseable {
     static final String USER = "postgres";
     private static final Duration LEFTOVER_STOP_WAIT = Duration.ofSeconds(30);
     private static final String LOCK_FILE = "epg-lock";
+    /**
+     * The build packs the PostgreSQL binaries of the platform it runs on (Maven profiles in pom.xml);
+     * on another platform zonky finds none and says only this.
+     */
+    private static final String MISSING_BINARIES = "Missing embedded postgres binaries";
 
     private final EmbeddedPostgres postgres;
     private final Path directory;
@@ -80,9 +85,18 @@ public final class EmbeddedDatabase implements AutoCloseable {
         } catch (ConfigurationException e) {
             throw e;
         } catch (IOException | SQLException | RuntimeException e) {
+            if (MISSING_BINARIES.equals(rootMessage(e))) {
+                throw new ConfigurationException(missingBinariesMessage(System.getProperty("os.name"), System.getProperty("os.arch")), e);
+            }
             throw new ConfigurationException("embedded PostgreSQL could not start in " + directory.toAbsolutePath()
                     + " (CHAT_INTAKE_DATA_DIR): " + rootMessage(e), e);
         }
+    }
+
+    static String missingBinariesMessage(String osName, String osArch) {
+        return "this jar has no embedded PostgreSQL for " + osName + "/" + osArch + ": it carries the binaries of the platform it"
+                + " was built on, and they exist for Linux x86-64 and arm64 and macOS Intel and Apple silicon; build the jar on"
+                + " this machine, or set CHAT_INTAKE_DB_URL to an external PostgreSQL";
     }
 
     public String jdbcUrl() {

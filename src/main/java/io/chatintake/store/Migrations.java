@@ -1,11 +1,17 @@
 package io.chatintake.store;
 
 import io.chatintake.config.ConfigurationException;
+import java.sql.Connection;
+import java.sql.SQLException;
 import javax.sql.DataSource;
 import org.flywaydb.core.Flyway;
 import org.flywaydb.core.api.output.MigrateResult;
 
-/** Brings the schema to the version this jar needs (SQL files under {@code db/migration}). */
+/**
+ * Brings the schema to the version this jar needs (SQL files under {@code db/migration}). The
+ * tables go where the data source's connections look for them (the first entry of their
+ * {@code search_path}, see {@link DatabaseSchema}); that schema is created when missing.
+ */
 public final class Migrations {
     private Migrations() {
     }
@@ -13,16 +19,29 @@ public final class Migrations {
     /** @return a one-line, human summary of what was done */
     public static String apply(DataSource dataSource) {
         try {
+            String schema = schemaOf(dataSource);
             MigrateResult result = Flyway.configure()
                     .dataSource(dataSource)
+                    .schemas(schema)
+                    .defaultSchema(schema)
+                    .createSchemas(true)
                     .locations("classpath:db/migration")
                     .loggers("slf4j")
                     .load()
                     .migrate();
             String version = result.targetSchemaVersion != null ? result.targetSchemaVersion
                     : result.initialSchemaVersion;
-            return "schema at version " + version + ", " + result.migrationsExecuted + " migration(s) applied now";
+            return "schema at version " + version + ", " + result.migrationsExecuted + " migration(s) applied now (tables in schema "
+                    + schema + ")";
         } catch (RuntimeException e) {
+            throw new ConfigurationException("database migrations failed: " + EmbeddedDatabase.rootMessage(e), e);
+        }
+    }
+
+    private static String schemaOf(DataSource dataSource) {
+        try (Connection c = dataSource.getConnection()) {
+            return DatabaseSchema.of(c);
+        } catch (SQLException e) {
             throw new ConfigurationException("database migrations failed: " + EmbeddedDatabase.rootMessage(e), e);
         }
     }

@@ -2,11 +2,14 @@ package io.chatintake.app;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.chatintake.ops.KubernetesManifestsTest;
+import io.chatintake.testkit.Await;
 import io.chatintake.testkit.RunnerProcess;
 import io.chatintake.testkit.Sql;
 import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
@@ -32,6 +35,9 @@ class RunnerLifecycleIT {
             assertThat(ready.statusCode()).isEqualTo(200);
             assertThat(ready.body()).contains("\"UP\"");
             assertThat(runner.get("/observe/health").statusCode()).isEqualTo(200);
+            // The paths the Kubernetes manifests probe answer.
+            assertThat(KubernetesManifestsTest.probePaths()).isNotEmpty().allSatisfy(path ->
+                    assertThat(runner.get(path).statusCode()).as(path).isEqualTo(200));
             assertThat(runner.get("/observe/metrics").body()).contains("app_info");
             assertThat(Sql.string(RunnerProcess.embeddedDatabase(env), "SHOW fsync")).isEqualTo("on");
             assertThat(Sql.string(RunnerProcess.embeddedDatabase(env), "SHOW synchronous_commit")).isEqualTo("on");
@@ -134,6 +140,50 @@ class RunnerLifecycleIT {
             assertThat(output).contains("chat-intake: CHAT_INTAKE_DB_URL: cannot connect to jdbc:postgresql://127.0.0.1:")
                     .doesNotContain("\tat ")
                     .doesNotContain("hunter2");
+        }
+    }
+
+    @Test
+    void onKubernetesWithoutADatabaseUrlTheEmbeddedDatabaseRefusesToStart() {
+        Map<String, String> env = new HashMap<>(RunnerProcess.baseEnv(work));
+        env.put("KUBERNETES_SERVICE_HOST", "10.96.0.1");
+        try (RunnerProcess runner = RunnerProcess.start(work, env)) {
+            assertThat(runner.awaitExit(Duration.ofSeconds(60))).isEqualTo(2);
+            assertThat(runner.output()).contains("chat-intake: running on Kubernetes (KUBERNETES_SERVICE_HOST is set) without"
+                    + " CHAT_INTAKE_DB_URL: the embedded database is for one machine; set CHAT_INTAKE_DB_URL to the PostgreSQL all"
+                    + " replicas share").doesNotContain("\tat ");
+            assertThat(work.resolve("data/pg")).doesNotExist();
+        }
+    }
+
+    /** The layout and the update step of a Kubernetes ConfigMap volume, as the kubelet writes them. */
+    @Test
+    void aRoutesDirectoryMountedFromAConfigMapReloadsTheChangedRouteWhenTheConfigMapIsUpdated() throws Exception {
+        Map<String, String> env = RunnerProcess.baseEnv(work);
+        Path routes = Files.createDirectories(work.resolve("routes"));
+        Path first = Files.createDirectories(routes.resolve("..2026_11_30_10_00_00.1"));
+        Files.writeString(first.resolve("first.yaml"), route("first", "/first", "one"));
+        Files.writeString(first.resolve("other.yaml"), route("other", "/other", "unchanged"));
+        Files.createSymbolicLink(routes.resolve("..data"), first.getFileName());
+        Files.createSymbolicLink(routes.resolve("first.yaml"), Path.of("..data/first.yaml"));
+        Files.createSymbolicLink(routes.resolve("other.yaml"), Path.of("..data/other.yaml"));
+        try (RunnerProcess runner = RunnerProcess.start(work, env).awaitReady()) {
+            assertThat(runner.get("/first").body()).isEqualTo("one");
+            assertThat(runner.output()).contains("is a mounted ConfigMap");
+
+            Path second = Files.createDirectories(routes.resolve("..2026_11_30_10_05_00.2"));
+            Files.writeString(second.resolve("first.yaml"), route("first", "/first", "two"));
+            Files.writeString(second.resolve("other.yaml"), route("other", "/other", "unchanged"));
+            Files.createSymbolicLink(routes.resolve("..data_tmp"), second.getFileName());
+            Files.move(routes.resolve("..data_tmp"), routes.resolve("..data"), StandardCopyOption.ATOMIC_MOVE);
+            Files.delete(first.resolve("first.yaml"));
+            Files.delete(first.resolve("other.yaml"));
+            Files.delete(first);
+
+            Await.until("/first answers the updated route", Duration.ofSeconds(30), () -> "two".equals(runner.get("/first").body()));
+            assertThat(runner.output()).contains("routes: reloaded first.yaml after a ConfigMap update")
+                    .doesNotContain("reloaded other.yaml");
+            assertThat(runner.get("/other").body()).isEqualTo("unchanged");
         }
     }
 

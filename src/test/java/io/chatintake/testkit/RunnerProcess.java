@@ -68,17 +68,30 @@ public final class RunnerProcess implements AutoCloseable {
     }
 
     public static RunnerProcess start(Path workDir, Map<String, String> env, String... args) {
+        return start(List.of(), workDir, env, args);
+    }
+
+    /**
+     * The jar run as another OS user (the caller must be root), with the environment as given: its
+     * data directory must belong to that user.
+     */
+    public static RunnerProcess startAs(long uid, long gid, Path workDir, Map<String, String> env) {
+        return start(List.of("setpriv", "--reuid=" + uid, "--regid=" + gid, "--clear-groups", "--"), workDir, env);
+    }
+
+    private static RunnerProcess start(List<String> prefix, Path workDir, Map<String, String> env, String... args) {
         try {
             Files.createDirectories(workDir);
             Path log = Files.createTempFile(workDir, "runner-", ".log");
-            List<String> command = new ArrayList<>(List.of(javaBinary(), "-Xmx512m", "-jar", jar().toString()));
+            List<String> command = new ArrayList<>(prefix);
+            command.addAll(List.of(javaBinary(), "-Xmx512m", "-jar", jar().toString()));
             command.addAll(List.of(args));
             ProcessBuilder builder = new ProcessBuilder(command)
                     .redirectErrorStream(true)
                     .redirectOutput(log.toFile());
             // The runner must see only what the test gives it, not a CI machine's settings.
             builder.environment().keySet().removeIf(k -> k.startsWith("CHAT_INTAKE_") || k.startsWith("TELEGRAM_")
-                    || k.startsWith("UNIFYPORT_"));
+                    || k.startsWith("UNIFYPORT_") || k.equals("KUBERNETES_SERVICE_HOST"));
             builder.environment().put("CHAT_INTAKE_CONFIG", Path.of("config/application.properties").toAbsolutePath().toString());
             builder.environment().putAll(env);
             String portText = env.getOrDefault("CHAT_INTAKE_HTTP_PORT", "8080");

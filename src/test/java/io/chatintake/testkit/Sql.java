@@ -1,5 +1,6 @@
 package io.chatintake.testkit;
 
+import io.chatintake.store.DatabaseSchema;
 import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.Statement;
@@ -11,10 +12,12 @@ public final class Sql {
     private Sql() {
     }
 
+    /** A data source that finds the tables where a runner keeps them (schema {@code chat_intake}, the default). */
     public static DataSource dataSource(String jdbcUrl, String user) {
         PGSimpleDataSource ds = new PGSimpleDataSource();
         ds.setUrl(jdbcUrl);
         ds.setUser(user);
+        ds.setCurrentSchema(DatabaseSchema.DEFAULT);
         return ds;
     }
 
