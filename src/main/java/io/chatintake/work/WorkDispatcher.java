@@ -3,6 +3,7 @@ package io.chatintake.work;
 import io.chatintake.support.ProcessIdentity;
 import io.chatintake.config.Settings;
 import io.chatintake.support.MeterRegistryLookup;
+import io.chatintake.support.Redactor;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -71,6 +72,7 @@ public final class WorkDispatcher {
     private final Map<String, WorkSource> sources;
     private final Options options;
     private final Backoff backoff;
+    private final EffectGuard effects;
     private final String worker = ProcessIdentity.name();
     private MeterRegistry registry;
     private final Map<String, AtomicLong> depth = new ConcurrentHashMap<>();
@@ -86,6 +88,7 @@ public final class WorkDispatcher {
         this.sources = sources.stream().collect(Collectors.toMap(WorkSource::kind, s -> s));
         this.options = options;
         this.backoff = new Backoff(options.backoffBase(), options.backoffCap());
+        this.effects = new EffectGuard(queue.dataSource());
     }
 
     public synchronized void start() {
@@ -222,8 +225,11 @@ public final class WorkDispatcher {
         Exception error = exchange.getException();
         String outcome;
         try {
+            EffectFailure effect = error == null ? null : exchange.getException(EffectFailure.class);
             if (error == null) {
                 outcome = queue.done(item, worker) ? "done" : "claim-lost";
+            } else if (effect != null) {
+                outcome = recordEffect(item, exchange, effect);
             } else if (exchange.getException(EffectGuard.UnconfirmedEffectException.class) != null) {
                 outcome = queue.parked(item, worker, describe(error)) ? "parked" : "claim-lost";
                 LOG.warn("work: item {} ({} {}) parked for reconciliation: {}", item.id(), item.kind(), item.sourceKey(), describe(error));
@@ -250,6 +256,37 @@ public final class WorkDispatcher {
         Counter.builder("chat_intake_work_attempts").tag("kind", item.kind()).register(registry).increment();
     }
 
+    /** The effect's outcome class decides: retried (not before a 429's retry_after), ended undeliverable, or parked. */
+    private String recordEffect(WorkItem item, Exchange exchange, EffectFailure effect) throws SQLException {
+        effects.settle(exchange, effect);
+        String reason = describe(effect);
+        switch (effect.outcome()) {
+            case UNDELIVERABLE -> {
+                LOG.info("work: item {} ({} {}) undeliverable, not retried: {}", item.id(), item.kind(), item.sourceKey(), reason);
+                return queue.undeliverable(item, worker, reason) ? "undeliverable" : "claim-lost";
+            }
+            case AMBIGUOUS -> {
+                LOG.warn("work: item {} ({} {}) parked for reconciliation, its effect may have happened: {}", item.id(), item.kind(),
+                        item.sourceKey(), reason);
+                return queue.parked(item, worker, reason) ? "parked" : "claim-lost";
+            }
+            default -> {
+                if (item.attempts() >= options.maxAttempts()) {
+                    LOG.warn("work: item {} ({} {}) parked after {} attempts: {}", item.id(), item.kind(), item.sourceKey(),
+                            item.attempts(), reason);
+                    return queue.parked(item, worker, reason) ? "parked" : "claim-lost";
+                }
+                Instant next = Instant.now().plus(backoff.delayAfter(item.attempts()));
+                if (effect.notBefore() != null && effect.notBefore().isAfter(next)) {
+                    next = effect.notBefore();
+                }
+                LOG.info("work: item {} ({} {}) not performed, attempt {} of {}, next at {}: {}", item.id(), item.kind(),
+                        item.sourceKey(), item.attempts(), options.maxAttempts(), next, reason);
+                return queue.failed(item, worker, reason, next) ? "failed" : "claim-lost";
+            }
+        }
+    }
+
     private static void setWorkHeaders(Message message, WorkItem item) {
         message.setHeader(IDEMPOTENCY_KEY, item.sourceKey());
         message.setHeader(WORK_ITEM_ID, item.id());
@@ -263,7 +300,8 @@ public final class WorkDispatcher {
             cause = cause.getCause();
         }
         String text = cause.getClass().getSimpleName() + (cause.getMessage() == null ? "" : ": " + cause.getMessage());
-        return text.length() > 1000 ? text.substring(0, 1000) : text;
+        // Stored as last_error and shown by work status: any component's message may quote a secret.
+        return Redactor.redact(text, 1000);
     }
 
     /** Depth by kind and state, for the metrics; read at most every few seconds, not per scrape. */

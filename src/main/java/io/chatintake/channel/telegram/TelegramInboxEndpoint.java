@@ -23,8 +23,6 @@ import org.apache.camel.support.DefaultEndpoint;
 @UriEndpoint(firstVersion = "0.1.0", scheme = "telegram-inbox", title = "Telegram Inbox",
         syntax = "telegram-inbox:botName", consumerOnly = true, category = {Category.CHAT})
 public class TelegramInboxEndpoint extends DefaultEndpoint {
-    static final String DEFAULT_BOT = "main";
-
     @UriPath(description = "Name of the bot in this configuration: labels logs and metrics, selects the token")
     @Metadata(required = true)
     private final String botName;
@@ -59,7 +57,7 @@ public class TelegramInboxEndpoint extends DefaultEndpoint {
 
     @Override
     public Producer createProducer() {
-        throw new UnsupportedOperationException("telegram-inbox only consumes; reply with the telegram component");
+        throw new UnsupportedOperationException("telegram-inbox only consumes; reply with telegram-bot:" + botName);
     }
 
     @Override
@@ -81,28 +79,19 @@ public class TelegramInboxEndpoint extends DefaultEndpoint {
 
     /** The configuration key the token is read from, named in the "polling is off" message. */
     String tokenKey() {
-        if (tokenProperty != null && !tokenProperty.isBlank()) {
-            return tokenProperty;
-        }
-        return DEFAULT_BOT.equals(botName) ? "telegram.bot-token" : "telegram.bots." + botName + ".token";
+        return TelegramBots.tokenKey(botName, tokenProperty);
     }
 
     Optional<Secret> resolveToken() {
-        if (token != null && !token.isBlank()) {
-            return Optional.of(Secret.of(token.trim()));
-        }
-        return property(tokenKey()).map(Secret::of);
+        return TelegramBots.token(botName, token, tokenProperty, this::property);
     }
 
     String resolveApiUrl() {
-        if (apiUrl != null && !apiUrl.isBlank()) {
-            return apiUrl;
-        }
-        return property("telegram.api-url").orElse("https://api.telegram.org");
+        return TelegramBots.apiUrl(apiUrl, this::property);
     }
 
     private Optional<String> property(String key) {
-        return getCamelContext().getPropertiesComponent().resolveProperty(key).map(String::trim).filter(v -> !v.isEmpty());
+        return getCamelContext().getPropertiesComponent().resolveProperty(key);
     }
 
     List<String> allowedUpdateList() {
