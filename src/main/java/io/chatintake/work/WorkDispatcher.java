@@ -34,7 +34,9 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Runs the handler route of every stored work item and records the outcome in the same database:
- * done, or failed with exponential backoff and jitter, or parked after the last attempt. Any number
+ * done, or failed with exponential backoff and jitter, or parked after the last attempt. A guarded
+ * effect's {@link EffectFailure} says more: not performed (retried, not before its time),
+ * undeliverable (done for good) or ambiguous (parked at once for reconciliation). Any number
  * of processes can run one; claims keep an item with one worker at a time, and a worker that dies
  * leaves a claim that expires, so the item runs again.
  * <p>
