@@ -5,11 +5,8 @@ import org.apache.camel.Category;
 import org.apache.camel.Consumer;
 import org.apache.camel.Processor;
 import org.apache.camel.Producer;
-import org.apache.camel.spi.Metadata;
 import org.apache.camel.spi.UriEndpoint;
 import org.apache.camel.spi.UriParam;
-import org.apache.camel.spi.UriPath;
-import org.apache.camel.support.DefaultEndpoint;
 
 /**
  * One bot's Bot API calls. {@code method=sendMessage} (the default) sends the body as text to
@@ -19,28 +16,18 @@ import org.apache.camel.support.DefaultEndpoint;
  */
 @UriEndpoint(firstVersion = "0.1.0", scheme = "telegram-bot", title = "Telegram Bot (replies)",
         syntax = "telegram-bot:botName", producerOnly = true, category = {Category.CHAT})
-public class TelegramBotEndpoint extends DefaultEndpoint {
+public class TelegramBotEndpoint extends ConfiguredBotEndpoint {
     static final String SEND_MESSAGE = "sendMessage";
 
-    @UriPath(description = "Name of the bot in this configuration, as in telegram-inbox: selects the token")
-    @Metadata(required = true)
-    private final String botName;
     @UriParam(defaultValue = SEND_MESSAGE, description = "Bot API method; other than sendMessage, the body is its JSON parameters")
     private String method = SEND_MESSAGE;
     @UriParam(description = "Chat to send to (default: the TelegramChatId header)")
     private String chatId;
     @UriParam(defaultValue = "30", description = "Longest wait for the Bot API's answer, in seconds")
     private int timeoutSeconds = 30;
-    @UriParam(label = "security", secret = true, description = "Bot token; prefer the configuration key so it stays out of URIs")
-    private String token;
-    @UriParam(description = "Configuration key holding the token (default telegram.bot-token for 'main', telegram.bots.<name>.token otherwise)")
-    private String tokenProperty;
-    @UriParam(description = "Bot API base URL (default: configuration key telegram.api-url, else https://api.telegram.org)")
-    private String apiUrl;
 
     public TelegramBotEndpoint(String uri, TelegramBotComponent component, String botName) {
-        super(uri, component);
-        this.botName = botName;
+        super(uri, component, botName);
     }
 
     @Override
@@ -55,24 +42,11 @@ public class TelegramBotEndpoint extends DefaultEndpoint {
 
     @Override
     public Consumer createConsumer(Processor processor) {
-        throw new UnsupportedOperationException("telegram-bot only sends; receive with telegram-inbox:" + botName);
+        throw new UnsupportedOperationException("telegram-bot only sends; receive with telegram-inbox:" + getBotName());
     }
 
     Optional<TelegramBotComponent.Sender> sender() {
-        return getComponent().sender(botName, TelegramBots.token(botName, token, tokenProperty, this::property),
-                TelegramBots.apiUrl(apiUrl, this::property));
-    }
-
-    String tokenKey() {
-        return TelegramBots.tokenKey(botName, tokenProperty);
-    }
-
-    private Optional<String> property(String key) {
-        return getCamelContext().getPropertiesComponent().resolveProperty(key);
-    }
-
-    public String getBotName() {
-        return botName;
+        return getComponent().sender(getBotName(), resolveToken(), resolveApiUrl());
     }
 
     public String getMethod() {
@@ -97,29 +71,5 @@ public class TelegramBotEndpoint extends DefaultEndpoint {
 
     public void setTimeoutSeconds(int timeoutSeconds) {
         this.timeoutSeconds = timeoutSeconds;
-    }
-
-    public String getToken() {
-        return token;
-    }
-
-    public void setToken(String token) {
-        this.token = token;
-    }
-
-    public String getTokenProperty() {
-        return tokenProperty;
-    }
-
-    public void setTokenProperty(String tokenProperty) {
-        this.tokenProperty = tokenProperty;
-    }
-
-    public String getApiUrl() {
-        return apiUrl;
-    }
-
-    public void setApiUrl(String apiUrl) {
-        this.apiUrl = apiUrl;
     }
 }
