@@ -227,22 +227,32 @@ public final class WorkDispatcher {
         Exception error = exchange.getException();
         String outcome;
         try {
+            // A guarded effect's failure says what happened; the ledger records it first.
             EffectFailure effect = error == null ? null : exchange.getException(EffectFailure.class);
+            if (effect != null) {
+                effects.settle(exchange, effect);
+            }
+            EffectOutcome effectOutcome = effect == null ? null : effect.outcome();
             if (error == null) {
                 outcome = queue.done(item, worker) ? "done" : "claim-lost";
-            } else if (effect != null) {
-                outcome = recordEffect(item, exchange, effect);
-            } else if (exchange.getException(EffectGuard.UnconfirmedEffectException.class) != null) {
+            } else if (effectOutcome == EffectOutcome.UNDELIVERABLE) {
+                outcome = queue.undeliverable(item, worker, describe(error)) ? "undeliverable" : "claim-lost";
+                LOG.info("work: item {} ({} {}) undeliverable, not retried: {}", item.id(), item.kind(), item.sourceKey(), describe(error));
+            } else if (effectOutcome == EffectOutcome.AMBIGUOUS
+                    || exchange.getException(EffectGuard.UnconfirmedEffectException.class) != null) {
                 outcome = queue.parked(item, worker, describe(error)) ? "parked" : "claim-lost";
                 LOG.warn("work: item {} ({} {}) parked for reconciliation: {}", item.id(), item.kind(), item.sourceKey(), describe(error));
             } else if (item.attempts() >= options.maxAttempts()) {
                 outcome = queue.parked(item, worker, describe(error)) ? "parked" : "claim-lost";
                 LOG.warn("work: item {} ({} {}) parked after {} attempts: {}", item.id(), item.kind(), item.sourceKey(), item.attempts(), describe(error));
             } else {
-                Duration wait = backoff.delayAfter(item.attempts());
-                outcome = queue.failed(item, worker, describe(error), Instant.now().plus(wait)) ? "failed" : "claim-lost";
-                LOG.info("work: item {} ({} {}) failed attempt {} of {}, next in {} ms: {}", item.id(), item.kind(),
-                        item.sourceKey(), item.attempts(), options.maxAttempts(), wait.toMillis(), describe(error));
+                Instant next = Instant.now().plus(backoff.delayAfter(item.attempts()));
+                if (effect != null && effect.notBefore() != null && effect.notBefore().isAfter(next)) {
+                    next = effect.notBefore(); // e.g. a 429's retry_after
+                }
+                outcome = queue.failed(item, worker, describe(error), next) ? "failed" : "claim-lost";
+                LOG.info("work: item {} ({} {}) failed attempt {} of {}, next at {}: {}", item.id(), item.kind(),
+                        item.sourceKey(), item.attempts(), options.maxAttempts(), next, describe(error));
             }
         } catch (SQLException e) {
             // The claim expires and the item runs again: handlers are guarded for that.
@@ -256,37 +266,6 @@ public final class WorkDispatcher {
         Timer.builder("chat_intake_work_handler_seconds").tag("kind", item.kind()).tag("outcome", outcome)
                 .register(registry).record(nanos, TimeUnit.NANOSECONDS);
         Counter.builder("chat_intake_work_attempts").tag("kind", item.kind()).register(registry).increment();
-    }
-
-    /** The effect's outcome class decides: retried (not before a 429's retry_after), ended undeliverable, or parked. */
-    private String recordEffect(WorkItem item, Exchange exchange, EffectFailure effect) throws SQLException {
-        effects.settle(exchange, effect);
-        String reason = describe(effect);
-        switch (effect.outcome()) {
-            case UNDELIVERABLE -> {
-                LOG.info("work: item {} ({} {}) undeliverable, not retried: {}", item.id(), item.kind(), item.sourceKey(), reason);
-                return queue.undeliverable(item, worker, reason) ? "undeliverable" : "claim-lost";
-            }
-            case AMBIGUOUS -> {
-                LOG.warn("work: item {} ({} {}) parked for reconciliation, its effect may have happened: {}", item.id(), item.kind(),
-                        item.sourceKey(), reason);
-                return queue.parked(item, worker, reason) ? "parked" : "claim-lost";
-            }
-            default -> {
-                if (item.attempts() >= options.maxAttempts()) {
-                    LOG.warn("work: item {} ({} {}) parked after {} attempts: {}", item.id(), item.kind(), item.sourceKey(),
-                            item.attempts(), reason);
-                    return queue.parked(item, worker, reason) ? "parked" : "claim-lost";
-                }
-                Instant next = Instant.now().plus(backoff.delayAfter(item.attempts()));
-                if (effect.notBefore() != null && effect.notBefore().isAfter(next)) {
-                    next = effect.notBefore();
-                }
-                LOG.info("work: item {} ({} {}) not performed, attempt {} of {}, next at {}: {}", item.id(), item.kind(),
-                        item.sourceKey(), item.attempts(), options.maxAttempts(), next, reason);
-                return queue.failed(item, worker, reason, next) ? "failed" : "claim-lost";
-            }
-        }
     }
 
     private static void setWorkHeaders(Message message, WorkItem item) {
