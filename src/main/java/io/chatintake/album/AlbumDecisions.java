@@ -46,6 +46,16 @@ public final class AlbumDecisions {
     }
 
     /** The aggregator's completion step: {@code bean: albumDecisions, method: decide}. */
+    /** A person settled the album ({@code albums resolve}): needs_person cleared, who and when recorded. */
+    public boolean resolve(String albumKey, String by) throws SQLException {
+        try (Connection c = dataSource.getConnection(); PreparedStatement ps = c.prepareStatement(
+                "UPDATE album SET needs_person = false, resolved_by = ?, resolved_at = now() WHERE album_key = ? AND needs_person")) {
+            ps.setString(1, by);
+            ps.setString(2, albumKey);
+            return ps.executeUpdate() == 1;
+        }
+    }
+
     public void decide(Exchange exchange) throws SQLException {
         String albumKey = exchange.getMessage().getHeader(AlbumChildSource.ALBUM_KEY, String.class);
         String completedBy = exchange.getProperty(Exchange.AGGREGATED_COMPLETED_BY, "unknown", String.class);

@@ -7,10 +7,12 @@ import io.chatintake.ops.AlbumCommands;
 import io.chatintake.ops.KubernetesConfigMap;
 import io.chatintake.ops.TelegramCommands;
 import io.chatintake.ops.WorkCommands;
+import io.chatintake.support.Redactor;
 import java.io.PrintStream;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.List;
+import org.slf4j.LoggerFactory;
 
 /**
  * The jar's entry point: {@code java -jar chat-intake.jar [command]}. Without a command it runs
@@ -42,8 +44,17 @@ public final class Main {
                     return new WorkCommands(loadSettings(), out).run(args.subList(1, args.size()));
                 }
                 case "albums" -> {
-                    if (args.size() > 1 && !args.get(1).equals("status")) {
-                        throw new ConfigurationException("unknown albums command '" + args.get(1) + "' (status)");
+                    String sub = args.size() > 1 ? args.get(1) : "status";
+                    if (sub.equals("resolve")) {
+                        if (args.size() < 3 || args.get(2).startsWith("--")) {
+                            throw new ConfigurationException("albums resolve needs ALBUM_KEY [--by NAME]");
+                        }
+                        int by = args.indexOf("--by");
+                        return new AlbumCommands(loadSettings(), out).resolve(args.get(2),
+                                by > 0 && by + 1 < args.size() ? args.get(by + 1) : System.getProperty("user.name", "unknown"));
+                    }
+                    if (!sub.equals("status")) {
+                        throw new ConfigurationException("unknown albums command '" + sub + "' (status, resolve ALBUM_KEY)");
                     }
                     return new AlbumCommands(loadSettings(), out).status();
                 }
@@ -89,7 +100,14 @@ public final class Main {
 
     static Settings loadSettings() {
         Path file = Path.of(System.getenv().getOrDefault(CONFIG_FILE_ENV, "config/application.properties"));
-        return Settings.load(file, System.getenv());
+        Settings settings = Settings.load(file, System.getenv());
+        // Before anything can log: every secret value is masked in all output from here on.
+        int tooShort = Redactor.register(settings.secretValues());
+        if (tooShort > 0) {
+            LoggerFactory.getLogger(Main.class).warn("{} configured secret value(s) shorter than {} characters cannot be masked"
+                    + " in logs; use longer secrets", tooShort, Redactor.MIN_LENGTH);
+        }
+        return settings;
     }
 
     private static void usage(PrintStream out) {
@@ -101,7 +119,10 @@ public final class Main {
                 "  work status                              stored work by kind and state, parked items, effects to reconcile",
                 "  work retry --id N | --all-parked         put parked work back to pending",
                 "  work replay --kind K --since T           run done work of kind K created since T again (explicit only)",
+                "  work resolve-effect KEY --performed|--not-performed [--by NAME]",
+                "                                           settle an effect parked for reconciliation; its item runs again",
                 "  albums status                            open albums, oldest open age, recent decisions, conflicts",
+                "  albums resolve ALBUM_KEY [--by NAME]     a person settled the album: clears needs_person, records who",
                 "  bench telegram [N]                       Telegram intake rate as a ratio to raw JDBC (simulator, embedded db)",
                 "  k8s configmap                            k8s/configmap.yaml from config/ and routes/ (run in the repository root)",
                 "  config    print the effective configuration, secrets redacted",

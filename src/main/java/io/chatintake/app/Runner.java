@@ -14,11 +14,12 @@ import io.chatintake.album.AlbumDecisions;
 import io.chatintake.album.AlbumMetrics;
 import io.chatintake.config.Settings;
 import io.chatintake.support.MeterRegistryLookup;
-import io.chatintake.ops.TelegramCommands;
 import io.chatintake.store.Database;
 import io.chatintake.store.DatabaseHealthCheck;
 import io.chatintake.store.EmbeddedDatabase;
 import io.chatintake.store.Migrations;
+import io.chatintake.channel.telegram.SecondPollerGuard;
+import io.chatintake.channel.telegram.TelegramBots;
 import io.chatintake.channel.telegram.TelegramWorkSource;
 import io.chatintake.work.EffectGuard;
 import io.chatintake.work.WorkDispatcher;
@@ -125,7 +126,7 @@ public final class Runner {
         camel.bind("albumDecisions", new AlbumDecisions(database.dataSource()));
         camel.bind("attachmentFetcher", new AttachmentFetcher(database.dataSource(),
                 AttachmentFetcher.Options.from(settings, workOptions.maxAttempts()),
-                botName -> settings.secret(TelegramCommands.tokenKey(botName))));
+                botName -> TelegramBots.token(botName, null, null, settings::get)));
 
         // Every key of the configuration file can be used as a {{placeholder}} in YAML routes.
         settings.describe().keySet().forEach(key -> settings.get(key).ifPresent(v -> camel.addInitialProperty(key, v)));
@@ -150,12 +151,16 @@ public final class Runner {
                 Map.entry("camel.management.health-check-enabled", "true"),
                 Map.entry("camel.management.metrics-enabled", "true"),
                 Map.entry("camel.metrics.enabled", "true"),
-                Map.entry("camel.health.exposure-level", "default"));
+                Map.entry("camel.health.exposure-level", "default"),
+                // Camel masks properties by the last part of their key; its own words miss bot-token,
+                // signing-secrets and the like, so every secret key of the configuration is added.
+                Map.entry("camel.main.additional-sensitive-keywords", settings.get("camel.main.additional-sensitive-keywords")
+                        .map(own -> own + ",").orElse("") + settings.camelSensitiveKeywords()));
         settings.withPrefix("camel.").forEach(camel::addInitialProperty);
         // Replies through camel-telegram use the same bot and server as intake, set on the
         // component so that the token never has to be written into a route's URI.
-        settings.get("telegram.bot-token").ifPresent(token -> camel.addOverrideProperty("camel.component.telegram.authorization-token", token));
-        camel.addOverrideProperty("camel.component.telegram.base-uri", settings.get("telegram.api-url", "https://api.telegram.org"));
+        settings.get(TelegramBots.tokenKey(TelegramBots.MAIN)).ifPresent(token -> camel.addOverrideProperty("camel.component.telegram.authorization-token", token));
+        camel.addOverrideProperty("camel.component.telegram.base-uri", TelegramBots.apiUrl(null, settings::get));
         derived.forEach(camel::addOverrideProperty);
         if (!Files.isDirectory(routesDir)) {
             try {
@@ -172,6 +177,8 @@ public final class Runner {
             public void afterConfigure(BaseMainSupport main) {
                 HealthCheckHelper.getHealthCheckRegistry(main.getCamelContext())
                         .register(new DatabaseHealthCheck(database.dataSource()));
+                // Refuses a camel-telegram consumer for a bot telegram-inbox polls, before any route starts.
+                SecondPollerGuard.install(main.getCamelContext());
                 // Bound before the routes start, so intake can wake it; it starts once they run.
                 dispatcher[0] = new WorkDispatcher(main.getCamelContext(), new WorkQueue(database.dataSource()), workSources, workOptions);
                 main.getCamelContext().getRegistry().bind("workDispatcher", dispatcher[0]);

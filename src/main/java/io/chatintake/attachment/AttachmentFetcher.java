@@ -8,6 +8,7 @@ import io.chatintake.support.MeterRegistryLookup;
 import io.chatintake.store.Database;
 import io.chatintake.channel.telegram.BotApiClient;
 import io.chatintake.channel.telegram.BotApiException;
+import io.chatintake.channel.telegram.TelegramBots;
 import io.chatintake.work.WorkDispatcher;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -66,7 +67,7 @@ public final class AttachmentFetcher {
                     settings.getLong("attachments.max-bytes", 50L * 1024 * 1024),
                     settings.getInt("attachments.max-concurrent-downloads", 4),
                     Duration.ofSeconds(settings.getLong("attachments.download-timeout-seconds", 120)),
-                    settings.get("telegram.api-url", "https://api.telegram.org"),
+                    TelegramBots.apiUrl(null, settings::get),
                     maxAttempts);
         }
     }

@@ -1,7 +1,6 @@
 package io.chatintake.ops;
 
 import io.chatintake.config.ConfigurationException;
-import io.chatintake.config.Secret;
 import io.chatintake.config.Settings;
 import io.chatintake.store.Database;
 import io.chatintake.store.Migrations;
@@ -10,6 +9,7 @@ import io.chatintake.channel.telegram.BotApiException;
 import io.chatintake.channel.telegram.LossWindow;
 import io.chatintake.channel.telegram.OffsetCheckpoint;
 import io.chatintake.channel.telegram.PollLease;
+import io.chatintake.channel.telegram.TelegramBots;
 import java.io.PrintStream;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -76,7 +76,7 @@ public final class TelegramCommands {
     private String pendingAtTelegram(String botName) {
         Optional<BotApiClient> client = client(botName);
         if (client.isEmpty()) {
-            return "unknown (no token configured: " + Settings.envName(tokenKey(botName)) + ")";
+            return "unknown (no token configured: " + Settings.envName(TelegramBots.tokenKey(botName)) + ")";
         }
         try {
             BotApiClient.WebhookInfo info = client.get().getWebhookInfo();
@@ -88,7 +88,7 @@ public final class TelegramCommands {
 
     private int switchToPolling(String botName) {
         BotApiClient client = client(botName).orElseThrow(() -> new ConfigurationException(
-                "no token for bot '" + botName + "': set " + Settings.envName(tokenKey(botName))));
+                "no token for bot '" + botName + "': set " + Settings.envName(TelegramBots.tokenKey(botName))));
         try {
             BotApiClient.WebhookInfo before = client.getWebhookInfo();
             if (!before.webhookSet()) {
@@ -111,13 +111,8 @@ public final class TelegramCommands {
     }
 
     private Optional<BotApiClient> client(String botName) {
-        return settings.get(tokenKey(botName)).map(token ->
-                new BotApiClient(settings.get("telegram.api-url", "https://api.telegram.org"), Secret.of(token)));
-    }
-
-    /** The configuration key of a bot's token: {@code telegram.bot-token} for main, {@code telegram.bots.<name>.token} otherwise. */
-    public static String tokenKey(String botName) {
-        return "main".equals(botName) ? "telegram.bot-token" : "telegram.bots." + botName + ".token";
+        return TelegramBots.token(botName, null, null, settings::get)
+                .map(token -> new BotApiClient(TelegramBots.apiUrl(null, settings::get), token));
     }
 
     private static String botArgument(List<String> args) {

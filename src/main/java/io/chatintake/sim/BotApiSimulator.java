@@ -20,10 +20,12 @@ import java.util.Collections;
 import java.util.Deque;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.LongFunction;
 
@@ -32,7 +34,8 @@ import java.util.function.LongFunction;
  * describes, for tests, the demo and benchmarks: getMe, getUpdates (offset confirmation, limit
  * clamp, long poll, negative offset, the 409 displacement rule, 24 h expiry by an adjustable
  * clock, offsets outside the queue treated as its head), getWebhookInfo, setWebhook, deleteWebhook,
- * getFile and file downloads ({@code /file/bot<token>/<file_path>}) of files a test registered.
+ * getFile and file downloads ({@code /file/bot<token>/<file_path>}) of files a test registered,
+ * sendMessage (recording every call; 403 for blocked chats and a share of 429s when asked).
  * <p>
  * It records every request, lets a test inject faults, and at every getUpdates that confirms
  * updates asks a {@link ConfirmationAudit} whether those updates are already stored: a
@@ -87,6 +90,10 @@ public final class BotApiSimulator implements AutoCloseable {
         int maxConcurrentPolls;
         int conflicts;
         final List<JsonNode> sent = new ArrayList<>();
+        final List<JsonNode> sendAttempts = new ArrayList<>();
+        final Set<Long> blockedChats = ConcurrentHashMap.newKeySet();
+        volatile double rateLimitedShare;
+        volatile int rateLimitRetryAfter;
         final Map<String, byte[]> files = new ConcurrentHashMap<>();
 
         Bot(long id, String token, String username) {
@@ -270,6 +277,26 @@ public final class BotApiSimulator implements AutoCloseable {
         }
     }
 
+    /** Every sendMessage request (chat_id, text, ...), refused ones included, in arrival order. */
+    public List<JsonNode> sendAttempts(String token) {
+        Bot bot = bot(token);
+        synchronized (bot) {
+            return List.copyOf(bot.sendAttempts);
+        }
+    }
+
+    /** sendMessage to this chat is answered 403 "bot was blocked by the user", as Telegram does. */
+    public void blockChat(String token, long chatId) {
+        bot(token).blockedChats.add(chatId);
+    }
+
+    /** This share (0..1) of sendMessage calls, picked at random, is answered 429 with retry_after. */
+    public void rateLimitSends(String token, double share, int retryAfterSeconds) {
+        Bot bot = bot(token);
+        bot.rateLimitRetryAfter = retryAfterSeconds;
+        bot.rateLimitedShare = share;
+    }
+
     public int conflicts(String token) {
         Bot bot = bot(token);
         synchronized (bot) {
@@ -340,6 +367,20 @@ public final class BotApiSimulator implements AutoCloseable {
                     answer(exchange, 200, ok(JSON.getNodeFactory().booleanNode(true)));
                 }
                 case "sendMessage" -> {
+                    long chatId = params.path("chat_id").asLong();
+                    synchronized (bot) {
+                        bot.sendAttempts.add(params);
+                    }
+                    if (bot.blockedChats.contains(chatId)) {
+                        answer(exchange, 403, error(403, "Forbidden: bot was blocked by the user"));
+                        return;
+                    }
+                    if (bot.rateLimitedShare > 0 && ThreadLocalRandom.current().nextDouble() < bot.rateLimitedShare) {
+                        ObjectNode body = error(429, "Too Many Requests: retry after " + bot.rateLimitRetryAfter);
+                        body.putObject("parameters").put("retry_after", bot.rateLimitRetryAfter);
+                        answer(exchange, 429, body);
+                        return;
+                    }
                     ObjectNode sent = message(params.path("chat_id").asLong(), params.path("text").asText(""));
                     sent.putObject("from").put("id", bot.id).put("is_bot", true).put("first_name", bot.username);
                     synchronized (bot) {

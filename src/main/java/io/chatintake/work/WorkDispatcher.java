@@ -3,6 +3,7 @@ package io.chatintake.work;
 import io.chatintake.support.ProcessIdentity;
 import io.chatintake.config.Settings;
 import io.chatintake.support.MeterRegistryLookup;
+import io.chatintake.support.Redactor;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -33,7 +34,9 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Runs the handler route of every stored work item and records the outcome in the same database:
- * done, or failed with exponential backoff and jitter, or parked after the last attempt. Any number
+ * done, or failed with exponential backoff and jitter, or parked after the last attempt. A guarded
+ * effect's {@link EffectFailure} says more: not performed (retried, not before its time),
+ * undeliverable (done for good) or ambiguous (parked at once for reconciliation). Any number
  * of processes can run one; claims keep an item with one worker at a time, and a worker that dies
  * leaves a claim that expires, so the item runs again.
  * <p>
@@ -71,6 +74,7 @@ public final class WorkDispatcher {
     private final Map<String, WorkSource> sources;
     private final Options options;
     private final Backoff backoff;
+    private final EffectGuard effects;
     private final String worker = ProcessIdentity.name();
     private MeterRegistry registry;
     private final Map<String, AtomicLong> depth = new ConcurrentHashMap<>();
@@ -86,6 +90,7 @@ public final class WorkDispatcher {
         this.sources = sources.stream().collect(Collectors.toMap(WorkSource::kind, s -> s));
         this.options = options;
         this.backoff = new Backoff(options.backoffBase(), options.backoffCap());
+        this.effects = new EffectGuard(queue.dataSource());
     }
 
     public synchronized void start() {
@@ -222,19 +227,32 @@ public final class WorkDispatcher {
         Exception error = exchange.getException();
         String outcome;
         try {
+            // A guarded effect's failure says what happened; the ledger records it first.
+            EffectFailure effect = error == null ? null : exchange.getException(EffectFailure.class);
+            if (effect != null) {
+                effects.settle(exchange, effect);
+            }
+            EffectOutcome effectOutcome = effect == null ? null : effect.outcome();
             if (error == null) {
                 outcome = queue.done(item, worker) ? "done" : "claim-lost";
-            } else if (exchange.getException(EffectGuard.UnconfirmedEffectException.class) != null) {
+            } else if (effectOutcome == EffectOutcome.UNDELIVERABLE) {
+                outcome = queue.undeliverable(item, worker, describe(error)) ? "undeliverable" : "claim-lost";
+                LOG.info("work: item {} ({} {}) undeliverable, not retried: {}", item.id(), item.kind(), item.sourceKey(), describe(error));
+            } else if (effectOutcome == EffectOutcome.AMBIGUOUS
+                    || exchange.getException(EffectGuard.UnconfirmedEffectException.class) != null) {
                 outcome = queue.parked(item, worker, describe(error)) ? "parked" : "claim-lost";
                 LOG.warn("work: item {} ({} {}) parked for reconciliation: {}", item.id(), item.kind(), item.sourceKey(), describe(error));
             } else if (item.attempts() >= options.maxAttempts()) {
                 outcome = queue.parked(item, worker, describe(error)) ? "parked" : "claim-lost";
                 LOG.warn("work: item {} ({} {}) parked after {} attempts: {}", item.id(), item.kind(), item.sourceKey(), item.attempts(), describe(error));
             } else {
-                Duration wait = backoff.delayAfter(item.attempts());
-                outcome = queue.failed(item, worker, describe(error), Instant.now().plus(wait)) ? "failed" : "claim-lost";
-                LOG.info("work: item {} ({} {}) failed attempt {} of {}, next in {} ms: {}", item.id(), item.kind(),
-                        item.sourceKey(), item.attempts(), options.maxAttempts(), wait.toMillis(), describe(error));
+                Instant next = Instant.now().plus(backoff.delayAfter(item.attempts()));
+                if (effect != null && effect.notBefore() != null && effect.notBefore().isAfter(next)) {
+                    next = effect.notBefore(); // e.g. a 429's retry_after
+                }
+                outcome = queue.failed(item, worker, describe(error), next) ? "failed" : "claim-lost";
+                LOG.info("work: item {} ({} {}) failed attempt {} of {}, next at {}: {}", item.id(), item.kind(),
+                        item.sourceKey(), item.attempts(), options.maxAttempts(), next, describe(error));
             }
         } catch (SQLException e) {
             // The claim expires and the item runs again: handlers are guarded for that.
@@ -263,7 +281,8 @@ public final class WorkDispatcher {
             cause = cause.getCause();
         }
         String text = cause.getClass().getSimpleName() + (cause.getMessage() == null ? "" : ": " + cause.getMessage());
-        return text.length() > 1000 ? text.substring(0, 1000) : text;
+        // Stored as last_error and shown by work status: any component's message may quote a secret.
+        return Redactor.redact(text, 1000);
     }
 
     /** Depth by kind and state, for the metrics; read at most every few seconds, not per scrape. */

@@ -152,6 +152,18 @@ public final class WorkQueue {
         }
     }
 
+    /** Done for good without its effect (refused permanently, e.g. the bot was blocked): never retried. */
+    public boolean undeliverable(WorkItem item, String worker, String reason) throws SQLException {
+        try (Connection c = dataSource.getConnection(); PreparedStatement ps = c.prepareStatement(
+                "UPDATE work_item SET state = 'done', outcome = 'undeliverable', done_at = now(), last_error = ?, claimed_by = NULL,"
+                        + " claim_expires_at = NULL, updated_at = now() WHERE id = ? AND claimed_by = ? AND state = 'running'")) {
+            ps.setString(1, reason);
+            ps.setLong(2, item.id());
+            ps.setString(3, worker);
+            return ps.executeUpdate() == 1;
+        }
+    }
+
     public boolean parked(WorkItem item, String worker, String error) throws SQLException {
         try (Connection c = dataSource.getConnection(); PreparedStatement ps = c.prepareStatement(
                 "UPDATE work_item SET state = 'parked', last_error = ?, claimed_by = NULL, claim_expires_at = NULL,"

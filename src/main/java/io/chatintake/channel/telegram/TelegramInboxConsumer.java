@@ -260,7 +260,7 @@ public class TelegramInboxConsumer extends DefaultConsumer {
                         LOG.warn("telegram bot '{}': rate limited by Telegram, waiting retry_after = {} s", bot, wait.toSeconds());
                         pause(wait);
                     }
-                    case SERVER, NETWORK -> {
+                    case SERVER, NETWORK, NOT_SENT -> {
                         if (!running) {
                             break;
                         }
