@@ -17,7 +17,6 @@ import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
-import java.nio.file.Path;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.Map;
@@ -58,11 +57,14 @@ public final class AttachmentFetcher {
         return t;
     });
 
-    public record Options(Path mediaDir, long maxBytes, int maxConcurrentDownloads, Duration downloadTimeout,
+    public record Options(MediaStore media, long maxBytes, int maxConcurrentDownloads, Duration downloadTimeout,
                           String telegramApiUrl, int maxAttempts) {
-        /** @param maxAttempts the dispatcher's {@code work.max-attempts}: the attempt that records {@code failed} */
+        /**
+         * Opens the media store {@code media.store} names (an S3 bucket is checked here, at start).
+         * @param maxAttempts the dispatcher's {@code work.max-attempts}: the attempt that records {@code failed}
+         */
         public static Options from(Settings settings, int maxAttempts) {
-            return new Options(Database.dataDir(settings).resolve("media"),
+            return new Options(MediaStore.configured(settings, Database.dataDir(settings).resolve("media")),
                     settings.getLong("attachments.max-bytes", 50L * 1024 * 1024),
                     settings.getInt("attachments.max-concurrent-downloads", 4),
                     Duration.ofSeconds(settings.getLong("attachments.download-timeout-seconds", 120)),
@@ -97,13 +99,14 @@ public final class AttachmentFetcher {
     /** @param telegramTokens the token of a bot by its name ({@code main}, ...), from the configuration */
     public AttachmentFetcher(DataSource dataSource, Options options, Function<String, Optional<Secret>> telegramTokens) {
         this.store = new AttachmentStore(dataSource);
-        this.media = new MediaStore(options.mediaDir());
+        this.media = options.media();
         this.options = options;
         this.telegramTokens = telegramTokens;
         // The dispatcher's work.concurrency bounds handlers of every kind; this bounds downloads alone.
         this.downloads = new Semaphore(options.maxConcurrentDownloads());
         this.http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(10))
                 .followRedirects(HttpClient.Redirect.NORMAL).build();
+        LOG.info("attachments: files kept in {}", media.description());
     }
 
     @Handler
@@ -131,7 +134,7 @@ public final class AttachmentFetcher {
         count(exchange, attachment, fetched.metric());
         Outcome outcome = fetched.outcome();
         if ("stored".equals(outcome.status())) {
-            LOG.info("attachment {}: stored {} bytes as media/{}{}", attachment.id(), outcome.sizeBytes(), outcome.mediaPath(),
+            LOG.info("attachment {}: stored {} bytes as {}{}", attachment.id(), outcome.sizeBytes(), outcome.mediaPath(),
                     "duplicate_content".equals(fetched.metric()) ? " (content already stored)" : "");
         } else {
             LOG.info("attachment {}: {} ({})", attachment.id(), outcome.status(), outcome.error());
