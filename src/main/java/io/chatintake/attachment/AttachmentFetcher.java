@@ -64,10 +64,11 @@ public final class AttachmentFetcher {
          * @param maxAttempts the dispatcher's {@code work.max-attempts}: the attempt that records {@code failed}
          */
         public static Options from(Settings settings, int maxAttempts) {
-            return new Options(MediaStore.configured(settings, Database.dataDir(settings).resolve("media")),
+            Duration downloadTimeout = Duration.ofSeconds(settings.getLong("attachments.download-timeout-seconds", 120));
+            return new Options(MediaStore.configured(settings, Database.dataDir(settings).resolve("media"), downloadTimeout),
                     settings.getLong("attachments.max-bytes", 50L * 1024 * 1024),
                     settings.getInt("attachments.max-concurrent-downloads", 4),
-                    Duration.ofSeconds(settings.getLong("attachments.download-timeout-seconds", 120)),
+                    downloadTimeout,
                     settings.get("telegram.api-url", "https://api.telegram.org"),
                     maxAttempts);
         }

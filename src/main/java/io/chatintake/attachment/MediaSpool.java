@@ -7,6 +7,13 @@ import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.FileTime;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import java.util.stream.Stream;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.HexFormat;
@@ -17,6 +24,7 @@ import java.util.HexFormat;
  * and deleted when its {@link Spooled} is closed.
  */
 final class MediaSpool {
+    private static final Logger LOG = LoggerFactory.getLogger(MediaSpool.class);
     private static final int CHUNK = 64 * 1024;
 
     private final Path dir;
@@ -36,6 +44,37 @@ final class MediaSpool {
 
     MediaSpool(Path dir) {
         this.dir = dir;
+    }
+
+    /**
+     * Deletes what killed processes left behind. A part written to within {@code liveBound} (the
+     * download timeout) may be a download in progress in another runner sharing the directory, so
+     * it stays; an older one cannot be (its download was cut off at the timeout).
+     * @return how many files were removed (logged once)
+     */
+    int removeLeftovers(Duration liveBound) {
+        if (!Files.isDirectory(dir)) {
+            return 0;
+        }
+        FileTime cutoff = FileTime.from(Instant.now().minus(liveBound));
+        int removed = 0;
+        int kept = 0;
+        try (Stream<Path> files = Files.list(dir)) {
+            for (Path file : (Iterable<Path>) files::iterator) {
+                if (Files.isRegularFile(file) && Files.getLastModifiedTime(file).compareTo(cutoff) < 0) {
+                    removed += Files.deleteIfExists(file) ? 1 : 0;
+                } else {
+                    kept++;
+                }
+            }
+        } catch (IOException e) {
+            // Leftovers only cost disk space: say so and carry on.
+            LOG.warn("media: could not clean {} of leftover downloads: {}", dir, e.toString());
+            return removed;
+        }
+        LOG.info("media: removed {} leftover partial download(s) from {}{}", removed, dir,
+                kept == 0 ? "" : "; kept " + kept + " written to within " + liveBound.toSeconds() + " s (a download in progress elsewhere?)");
+        return removed;
     }
 
     Spooled write(InputStream in, long maxBytes) throws IOException, MediaStore.TooLargeException {

@@ -5,6 +5,7 @@ import io.chatintake.config.Settings;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.Locale;
 
 /**
@@ -42,15 +43,20 @@ public interface MediaStore extends AutoCloseable {
 
     /**
      * The store {@code media.store} names. Downloads are spooled under {@code <mediaDir>/tmp}
-     * whatever the backend (they must be hashed before their key is known).
+     * whatever the backend (they must be hashed before their key is known); what killed processes
+     * left there is removed now.
+     * @param downloadTimeout the longest a download runs: younger parts may be in progress elsewhere
      */
-    static MediaStore configured(Settings settings, Path mediaDir) {
+    static MediaStore configured(Settings settings, Path mediaDir, Duration downloadTimeout) {
         String kind = settings.get(STORE, "local").toLowerCase(Locale.ROOT);
-        return switch (kind) {
-            case "local" -> new LocalMediaStore(mediaDir);
-            case "s3" -> S3MediaStore.configured(settings, new MediaSpool(mediaDir.resolve("tmp")));
+        MediaSpool spool = new MediaSpool(mediaDir.resolve("tmp"));
+        MediaStore store = switch (kind) {
+            case "local" -> new LocalMediaStore(mediaDir, spool);
+            case "s3" -> S3MediaStore.configured(settings, spool);
             default -> throw new ConfigurationException(Settings.envName(STORE) + " (" + STORE
                     + ") must be local or s3, got '" + kind + "'");
         };
+        spool.removeLeftovers(downloadTimeout);
+        return store;
     }
 }

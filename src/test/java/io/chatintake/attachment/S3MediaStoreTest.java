@@ -74,7 +74,7 @@ class S3MediaStoreTest {
     static void start() throws Exception {
         s3 = S3Server.start(BUCKET);
         dataDir = Files.createTempDirectory("chat-intake-s3-media");
-        store = MediaStore.configured(settings(Map.of()), dataDir.resolve("media"));
+        store = MediaStore.configured(settings(Map.of()), dataDir.resolve("media"), Duration.ofSeconds(120));
     }
 
     @AfterAll
@@ -166,21 +166,21 @@ class S3MediaStoreTest {
 
     @Test
     void aMissingBucketOrAnIncompleteSettingStopsTheStartNamingTheKey() {
-        assertThatThrownBy(() -> MediaStore.configured(settings(Map.of("media.s3.bucket", "no-such-bucket")), dataDir))
+        assertThatThrownBy(() -> MediaStore.configured(settings(Map.of("media.s3.bucket", "no-such-bucket")), dataDir, Duration.ofSeconds(120)))
                 .isInstanceOf(ConfigurationException.class)
                 .hasMessage("MEDIA_S3_BUCKET (media.s3.bucket): no bucket 'no-such-bucket' at " + s3.endpoint());
-        assertThatThrownBy(() -> MediaStore.configured(Settings.of(Map.of("media.store", "s3")), dataDir))
+        assertThatThrownBy(() -> MediaStore.configured(Settings.of(Map.of("media.store", "s3")), dataDir, Duration.ofSeconds(120)))
                 .hasMessage("MEDIA_S3_BUCKET (media.s3.bucket) must name a bucket when media.store=s3");
-        assertThatThrownBy(() -> MediaStore.configured(Settings.of(Map.of("media.store", "nfs")), dataDir))
+        assertThatThrownBy(() -> MediaStore.configured(Settings.of(Map.of("media.store", "nfs")), dataDir, Duration.ofSeconds(120)))
                 .hasMessage("MEDIA_STORE (media.store) must be local or s3, got 'nfs'");
-        assertThatThrownBy(() -> MediaStore.configured(settings(Map.of("media.s3.secret-access-key", "")), dataDir))
+        assertThatThrownBy(() -> MediaStore.configured(settings(Map.of("media.s3.secret-access-key", "")), dataDir, Duration.ofSeconds(120)))
                 .hasMessageStartingWith("MEDIA_S3_SECRET_ACCESS_KEY (media.s3.secret-access-key) must be set too");
-        assertThatThrownBy(() -> MediaStore.configured(settings(Map.of("media.s3.endpoint", "minio:9000")), dataDir))
+        assertThatThrownBy(() -> MediaStore.configured(settings(Map.of("media.s3.endpoint", "minio:9000")), dataDir, Duration.ofSeconds(120)))
                 .hasMessage("MEDIA_S3_ENDPOINT (media.s3.endpoint) must be an http(s) URL such as http://minio:9000");
-        assertThatThrownBy(() -> MediaStore.configured(settings(Map.of("media.s3.endpoint", "http://127.0.0.1:1")), dataDir))
+        assertThatThrownBy(() -> MediaStore.configured(settings(Map.of("media.s3.endpoint", "http://127.0.0.1:1")), dataDir, Duration.ofSeconds(120)))
                 .hasMessageStartingWith("MEDIA_S3_ENDPOINT (media.s3.endpoint): cannot reach S3 bucket 'media' at http://127.0.0.1:1")
                 .satisfies(e -> assertThat(e.getMessage()).doesNotContain(SECRET_KEY));
-        assertThat(MediaStore.configured(Settings.of(Map.of()), dataDir)).isInstanceOf(LocalMediaStore.class);
+        assertThat(MediaStore.configured(Settings.of(Map.of()), dataDir, Duration.ofSeconds(120))).isInstanceOf(LocalMediaStore.class);
     }
 
     @Test
