@@ -41,7 +41,8 @@ import org.slf4j.LoggerFactory;
  * Called by {@code routes/attachments.yaml} for items of kind {@code attachment}, as soon as the
  * child is stored: never held until its album is complete.
  * <p>
- * Expired (403/404/410), too large and other permanent answers are recorded and the item is done;
+ * Expired (403/404/410), too large and other permanent answers are recorded and the item is done
+ * (an expired Telegram file link is renewed through getFile first);
  * 5xx, 429 and network errors throw, so the dispatcher retries with backoff; the last attempt
  * records {@code failed} (and the dispatcher parks the item, where {@code work retry} finds it).
  * Signed URLs and Telegram download URLs hold secrets: no log line or error message names them.
@@ -201,13 +202,31 @@ public final class AttachmentFetcher {
             if (file.fileSize() > options.maxBytes()) {
                 return tooLarge("getFile says " + file.fileSize() + " bytes");
             }
-            return save(bot.downloadFile(file.filePath(), options.downloadTimeout()), attachment.declaredType(), null);
+            return save(downloadTelegramFile(bot, attachment, file), attachment.declaredType(), null);
         } catch (BotApiException e) {
             // 400 is Telegram's answer for a file over its 20 MB limit or an unknown file_id: asking again will not help.
             if (e.errorCode() == 400) {
                 return e.getMessage().contains("too big") ? tooLarge(e.getMessage()) : Fetched.of("failed", e.getMessage());
             }
             throw new RetryableDownloadException(e.getMessage());
+        }
+    }
+
+    /**
+     * A Telegram file link lives about an hour, and getFile hands out a fresh one for the same
+     * file_id: a link that answers as expired is renewed once per attempt. (UnifyPort's signed URLs
+     * cannot be renewed: their expiry is final.)
+     */
+    private InputStream downloadTelegramFile(BotApiClient bot, Attachment attachment, BotApiClient.TelegramFile file)
+            throws BotApiException {
+        try {
+            return bot.downloadFile(file.filePath(), options.downloadTimeout());
+        } catch (BotApiException e) {
+            if (!EXPIRED.contains(e.errorCode())) {
+                throw e;
+            }
+            LOG.info("attachment {}: the Telegram file link answered {} (expired); asking getFile for a fresh one", attachment.id(), e.errorCode());
+            return bot.downloadFile(bot.getFile(attachment.telegramFileId()).filePath(), options.downloadTimeout());
         }
     }
 

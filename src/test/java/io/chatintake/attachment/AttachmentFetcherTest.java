@@ -253,19 +253,9 @@ class AttachmentFetcherTest {
     void aTelegramFileGoesThroughGetFileAndNeitherTokenNorUrlIsLogged() throws Exception {
         byte[] photo = randomBytes(3_000);
         telegram.addFile(token, "AgACphoto1", photo);
-        Sql.execute(db, "INSERT INTO telegram_checkpoint (bot_id, bot_name) VALUES (" + BOT_ID + ", 'files')");
-        long childId = Sql.count(db, "INSERT INTO channel_message (workspace, provider, account_id, conversation_id, message_id,"
-                + " attachments, first_event_id) VALUES ('telegram', 'telegram', '" + BOT_ID + "', '77', '5', '["
-                + "{\"telegram_bot_id\":" + BOT_ID + ",\"telegram_file_id\":\"AgACphoto1\",\"file_unique_id\":\"u1\",\"kind\":\"photo\","
+        telegramChild("{\"telegram_bot_id\":" + BOT_ID + ",\"telegram_file_id\":\"AgACphoto1\",\"file_unique_id\":\"u1\",\"kind\":\"photo\","
                 + "\"file_size\":3000,\"mime_type\":\"image/jpeg\"},"
-                + "{\"telegram_bot_id\":" + BOT_ID + ",\"telegram_file_id\":\"AgACgone\",\"kind\":\"document\",\"file_name\":\"x.pdf\"}"
-                + "]', 'tg:5') RETURNING id");
-        try (Connection c = db.getConnection()) {
-            c.setAutoCommit(false);
-            AttachmentStore.recordFor(c, childId);
-            c.commit();
-        }
-        dispatcher.nudge();
+                + "{\"telegram_bot_id\":" + BOT_ID + ",\"telegram_file_id\":\"AgACgone\",\"kind\":\"document\",\"file_name\":\"x.pdf\"}");
 
         awaitStatus(0, "stored");
         awaitStatus(1, "failed");
@@ -274,6 +264,26 @@ class AttachmentFetcherTest {
         assertThat(Files.readAllBytes(dataDir.resolve("media").resolve(column(0, "media_path")))).isEqualTo(photo);
         assertThat(column(1, "last_error")).contains("invalid file_id");
         assertThat(telegram.requests()).extracting(BotApiSimulator.Request::method).contains("getFile", "file");
+    }
+
+    @Test
+    void anExpiredTelegramFileLinkIsRenewedThroughGetFileOncePerAttempt() throws Exception {
+        byte[] photo = randomBytes(1_500);
+        telegram.addFile(token, "AgACstale", photo);
+        telegram.expireNextFileLinks(token, "AgACstale", 3);
+        int before = telegram.requests().size();
+
+        telegramChild("{\"telegram_bot_id\":" + BOT_ID + ",\"telegram_file_id\":\"AgACstale\",\"kind\":\"photo\"}");
+
+        awaitStatus(0, "stored");
+        assertThat(Files.readAllBytes(dataDir.resolve("media").resolve(column(0, "media_path")))).isEqualTo(photo);
+        // Attempt 1: link 1 expired, renewed, link 2 expired too -> retried; attempt 2: link 3 expired, link 4 works.
+        assertThat(column(0, "attempts")).isEqualTo("2");
+        assertThat(telegram.requests().subList(before, telegram.requests().size())).extracting(BotApiSimulator.Request::method)
+                .containsExactly("getFile", "file", "getFile", "file", "getFile", "file", "getFile", "file");
+        awaitWork("done 2");
+        assertThat(logs.list).extracting(ILoggingEvent::getFormattedMessage)
+                .filteredOn(m -> m.contains("asking getFile for a fresh one")).hasSize(2);
     }
 
     @Test
@@ -296,6 +306,20 @@ class AttachmentFetcherTest {
         awaitStatus(0, "stored");
         assertThat(column(0, "sha256")).isEqualTo(sha256(content));
         assertThat(Sql.count(db, "SELECT count(*) FROM work_item WHERE kind = 'attachment'")).isEqualTo(1);
+    }
+
+    /** A Telegram child of the bot with the given attachment elements, recorded as intake does, and the dispatcher woken. */
+    private void telegramChild(String attachmentElements) throws Exception {
+        Sql.execute(db, "INSERT INTO telegram_checkpoint (bot_id, bot_name) VALUES (" + BOT_ID + ", 'files')");
+        long childId = Sql.count(db, "INSERT INTO channel_message (workspace, provider, account_id, conversation_id, message_id,"
+                + " attachments, first_event_id) VALUES ('telegram', 'telegram', '" + BOT_ID + "', '77', '5', '["
+                + attachmentElements + "]', 'tg:5') RETURNING id");
+        try (Connection c = db.getConnection()) {
+            c.setAutoCommit(false);
+            AttachmentStore.recordFor(c, childId);
+            c.commit();
+        }
+        dispatcher.nudge();
     }
 
     private static Response receive(String eventId, String messageId, String attachmentsJson, String extra) {
