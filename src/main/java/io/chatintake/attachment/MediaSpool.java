@@ -10,7 +10,6 @@ import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.FileTime;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.List;
 import java.util.stream.Stream;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -53,13 +52,10 @@ final class MediaSpool {
      * @return how many files were removed (logged once)
      */
     int removeLeftovers(Duration liveBound) {
-        if (!Files.isDirectory(dir)) {
-            return 0;
-        }
         FileTime cutoff = FileTime.from(Instant.now().minus(liveBound));
         int removed = 0;
         int kept = 0;
-        try (Stream<Path> files = Files.list(dir)) {
+        try (Stream<Path> files = Files.list(Files.createDirectories(dir))) {
             for (Path file : (Iterable<Path>) files::iterator) {
                 if (Files.isRegularFile(file) && Files.getLastModifiedTime(file).compareTo(cutoff) < 0) {
                     removed += Files.deleteIfExists(file) ? 1 : 0;
