@@ -35,6 +35,9 @@ final class StatusReport {
                    l.holder, l.expires_at > now() AS lease_active,
                    (SELECT count(*) FROM telegram_loss_window w WHERE w.bot_id = c.bot_id) AS loss_windows,
                    (SELECT max(w.to_time) FROM telegram_loss_window w WHERE w.bot_id = c.bot_id) AS last_loss_until,
+                   (SELECT count(*) FROM telegram_gap g WHERE g.bot_id = c.bot_id) AS gaps,
+                   (SELECT g.from_update_id || '..' || g.to_update_id FROM telegram_gap g WHERE g.bot_id = c.bot_id
+                     ORDER BY g.detected_at DESC LIMIT 1) AS last_gap,
                    now() AS db_now
               FROM telegram_checkpoint c LEFT JOIN telegram_poll_lease l ON l.bot_id = c.bot_id
              ORDER BY c.bot_name""";
@@ -126,7 +129,7 @@ final class StatusReport {
         Set<String> configured = configuredBots();
         Set<String> seen = new TreeSet<>();
         html.header("bot", "id", "state", "next offset", "last poll", "lag", "last update stored", "updates stored",
-                "lease holder", "possible loss windows");
+                "lease holder", "possible loss windows", "confirmed outside this store");
         try (PreparedStatement ps = c.prepareStatement(BOTS); ResultSet rs = ps.executeQuery()) {
             while (rs.next()) {
                 String name = rs.getString("bot_name");
@@ -142,17 +145,24 @@ final class StatusReport {
                 if (lossWindows > 0) {
                     attention.add("bot " + name + ": " + lossWindows + " possible loss window(s)");
                 }
+                long gaps = rs.getLong("gaps");
+                String lastGap = rs.getString("last_gap");
+                if (gaps > 0) {
+                    attention.add("bot " + name + ": updates " + lastGap + " were confirmed outside this store"
+                            + (gaps > 1 ? " (and " + (gaps - 1) + " earlier gap(s))" : ""));
+                }
                 html.row("bot-" + name,
                         name, rs.getString("bot_id"), state, rs.getString("next_offset"), when(lastPoll, now),
                         lastPoll == null ? "-" : seconds(Duration.between(lastPoll, now)),
                         when(instant(rs, "last_batch_at"), now), rs.getString("stored_count"),
                         holder == null ? "none" : holder + (polling ? "" : " (expired)"),
-                        lossWindows == 0 ? "none" : lossWindows + ", the last until " + when(instant(rs, "last_loss_until"), now));
+                        lossWindows == 0 ? "none" : lossWindows + ", the last until " + when(instant(rs, "last_loss_until"), now),
+                        gaps == 0 ? "none" : gaps + ", the last: updates " + lastGap);
             }
         }
         for (String name : configured) {
             if (!seen.contains(name)) {
-                html.row("bot-" + name, name, "-", "configured, not polled yet", "-", "never", "-", "never", "0", "none", "none");
+                html.row("bot-" + name, name, "-", "configured, not polled yet", "-", "never", "-", "never", "0", "none", "none", "none");
             }
         }
         html.endTable();

@@ -80,12 +80,14 @@ class StatusPageTest {
         String dom = HeadlessChromium.dumpDom(url);
 
         List<String> main = cells(dom, "bot-main");
-        assertThat(main).hasSize(10);
+        assertThat(main).hasSize(11);
         assertThat(main.subList(0, 4)).containsExactly("main", "111", "polling", "5001");
         assertThat(seconds(main.get(5))).as("lag: seeded 30 s ago").isBetween(30L, 100L);
         assertThat(main.get(4)).endsWith(main.get(5) + " ago)");
         assertThat(main.subList(7, 9)).containsExactly("4321", "host-a:42:abcd");
         assertThat(main.get(9)).startsWith("1, the last until ").endsWith("(24 h ago)");
+        assertThat(main.get(10)).isEqualTo("1, the last: updates 4990..4994");
+        assertThat(dom).contains("bot main: updates 4990..4994 were confirmed outside this store");
         assertThat(cells(dom, "bot-sales")).contains("no active poller", "77", "host-b:43:ef01 (expired)", "none");
         assertThat(cells(dom, "channel-unifyport-ws-status")).element(1).isEqualTo("on");
         assertThat(cells(dom, "channel-unifyport-ws-status").get(2)).matches(".*\\((9\\d|1\\d\\d) s ago\\)");
@@ -171,6 +173,7 @@ class StatusPageTest {
                        (222, 'host-b:43:ef01', 1, now() - interval '1 hour');
                 INSERT INTO telegram_loss_window (bot_id, from_time, to_time)
                 VALUES (111, now() - interval '3 days', now() - interval '1 day');
+                INSERT INTO telegram_gap (bot_id, from_update_id, to_update_id) VALUES (111, 4990, 4994);
                 INSERT INTO webhook_event (workspace, channel, event_id, body, received_at, last_received_at)
                 VALUES ('ws-status', 'unifyport', 'e1', '\\x00', now() - interval '1 hour', now() - interval '1 hour'),
                        ('ws-status', 'unifyport', 'e2', '\\x00', now() - interval '90 seconds', now() - interval '90 seconds');
