@@ -4,6 +4,7 @@ import io.chatintake.ops.bench.TelegramIntakeBenchmark;
 import io.chatintake.config.ConfigurationException;
 import io.chatintake.config.Settings;
 import io.chatintake.ops.AlbumCommands;
+import io.chatintake.ops.Demo;
 import io.chatintake.ops.TelegramCommands;
 import io.chatintake.ops.WorkCommands;
 import java.io.PrintStream;
@@ -56,6 +57,9 @@ public final class Main {
                         throw new ConfigurationException("benchmark failed: " + e.getMessage(), e);
                     }
                 }
+                case "demo" -> {
+                    return new Demo(out).run(args.subList(1, args.size()));
+                }
                 case "config" -> {
                     Settings settings = loadSettings();
                     out.println("configuration file: " + settings.source().map(Path::toString).orElse("(none: built-in defaults)"));
@@ -94,6 +98,8 @@ public final class Main {
                 "  work retry --id N | --all-parked         put parked work back to pending",
                 "  work replay --kind K --since T           run done work of kind K created since T again (explicit only)",
                 "  albums status                            open albums, oldest open age, recent decisions, conflicts",
+                "  demo [--exit]                            a one-minute story on a fresh embedded database with the simulators;",
+                "                                           then the status page until Ctrl-C (--exit: end after the story)",
                 "  bench telegram [N]                       Telegram intake rate as a ratio to raw JDBC (simulator, embedded db)",
                 "  config    print the effective configuration, secrets redacted",
                 "  help      this text",

@@ -175,6 +175,11 @@ public final class BotApiSimulator implements AutoCloseable {
         return enqueue(token, id -> update(id, "message", message(chatId, text)));
     }
 
+    /** A post in a channel the bot administers: stored and handled like any update, never answered. */
+    public long enqueueChannelPost(String token, long chatId, String text) {
+        return enqueue(token, id -> update(id, "channel_post", message(-Math.abs(chatId), text)));
+    }
+
     /** One part of an album: Telegram sends each as its own update with a shared media_group_id. */
     public long enqueueMediaGroupPart(String token, long chatId, String mediaGroupId, String fileId, String caption) {
         return enqueue(token, id -> {
