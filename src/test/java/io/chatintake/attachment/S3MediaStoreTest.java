@@ -6,12 +6,13 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import ch.qos.logback.classic.Level;
 import ch.qos.logback.classic.Logger;
 import ch.qos.logback.classic.spi.ILoggingEvent;
-import ch.qos.logback.classic.spi.IThrowableProxy;
 import ch.qos.logback.core.read.ListAppender;
 import io.chatintake.config.ConfigurationException;
 import io.chatintake.config.Settings;
 import io.chatintake.sim.MediaHost;
 import io.chatintake.testkit.Await;
+import io.chatintake.testkit.Content;
+import io.chatintake.testkit.LogLine;
 import io.chatintake.testkit.S3Server;
 import io.chatintake.testkit.Sql;
 import io.chatintake.testkit.TestDatabase;
@@ -24,12 +25,10 @@ import java.net.URI;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
-import java.security.MessageDigest;
 import java.sql.Connection;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -38,7 +37,6 @@ import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
-import java.util.concurrent.ThreadLocalRandom;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
@@ -97,17 +95,17 @@ class S3MediaStoreTest {
         ((Logger) LoggerFactory.getLogger("io.chatintake")).setLevel(null);
         ((Logger) LoggerFactory.getLogger("software.amazon.awssdk")).setLevel(null);
         for (ILoggingEvent event : logs.list) {
-            assertThat(render(event)).as("a log line").doesNotContain(SECRET_KEY).doesNotContain(KEY_ID);
+            assertThat(LogLine.render(event)).as("a log line").doesNotContain(SECRET_KEY).doesNotContain(KEY_ID);
         }
     }
 
     @Test
     void aFileIsStoredUnderItsContentKeyAndReadBack() throws Exception {
-        byte[] content = randomBytes(70_000);
+        byte[] content = Content.random(70_000);
 
         MediaStore.StoredFile file = store.save(new ByteArrayInputStream(content), 1_000_000);
 
-        String hash = sha256(content);
+        String hash = Content.sha256(content);
         assertThat(file.sha256()).isEqualTo(hash);
         assertThat(file.relativePath()).isEqualTo(hash.substring(0, 2) + "/" + hash);
         assertThat(file.size()).isEqualTo(70_000);
@@ -121,7 +119,7 @@ class S3MediaStoreTest {
 
     @Test
     void theSameContentIsStoredOnceAndAFileOverTheCapNotAtAll() throws Exception {
-        byte[] content = randomBytes(1_000);
+        byte[] content = Content.random(1_000);
 
         MediaStore.StoredFile first = store.save(new ByteArrayInputStream(content), 10_000);
         MediaStore.StoredFile second = store.save(new ByteArrayInputStream(content), 10_000);
@@ -131,9 +129,9 @@ class S3MediaStoreTest {
         assertThat(second.relativePath()).isEqualTo(first.relativePath());
         assertThat(objectsUnder(first.relativePath())).isEqualTo(1);
 
-        byte[] big = randomBytes(10_001);
+        byte[] big = Content.random(10_001);
         assertThatThrownBy(() -> store.save(new ByteArrayInputStream(big), 10_000)).isInstanceOf(MediaStore.TooLargeException.class);
-        assertThat(objectsUnder(sha256(big).substring(0, 2) + "/" + sha256(big))).isZero();
+        assertThat(objectsUnder(Content.sha256(big).substring(0, 2) + "/" + Content.sha256(big))).isZero();
         assertThat(spooled()).isEmpty();
     }
 
@@ -142,7 +140,7 @@ class S3MediaStoreTest {
         ExecutorService pool = Executors.newFixedThreadPool(2);
         try {
             for (int round = 0; round < 10; round++) {
-                byte[] content = randomBytes(20_000);
+                byte[] content = Content.random(20_000);
                 CyclicBarrier together = new CyclicBarrier(2);
                 List<Future<MediaStore.StoredFile>> saves = new ArrayList<>();
                 for (int i = 0; i < 2; i++) {
@@ -185,7 +183,7 @@ class S3MediaStoreTest {
 
     @Test
     void theFetcherStoresADownloadIntoTheBucket(DataSource db) throws Exception {
-        byte[] content = randomBytes(12_345);
+        byte[] content = Content.random(12_345);
         try (MediaHost host = MediaHost.start()) {
             String url = host.publish(content, "image/png", Duration.ofMinutes(5));
             Settings settings = settings(Map.of("chat-intake.data-dir", dataDir.toString()));
@@ -214,7 +212,7 @@ class S3MediaStoreTest {
                 }
             }
             String key = Sql.string(db, "SELECT media_path FROM message_attachment");
-            assertThat(key).isEqualTo(sha256(content).substring(0, 2) + "/" + sha256(content));
+            assertThat(key).isEqualTo(Content.sha256(content).substring(0, 2) + "/" + Content.sha256(content));
             try (InputStream in = store.open(key)) {
                 assertThat(in.readAllBytes()).isEqualTo(content);
             }
@@ -254,21 +252,4 @@ class S3MediaStoreTest {
         return (Logger) LoggerFactory.getLogger(org.slf4j.Logger.ROOT_LOGGER_NAME);
     }
 
-    private static String render(ILoggingEvent event) {
-        StringBuilder line = new StringBuilder(event.getFormattedMessage());
-        for (IThrowableProxy t = event.getThrowableProxy(); t != null; t = t.getCause()) {
-            line.append(" | ").append(t.getClassName()).append(": ").append(t.getMessage());
-        }
-        return line.toString();
-    }
-
-    private static byte[] randomBytes(int size) {
-        byte[] bytes = new byte[size];
-        ThreadLocalRandom.current().nextBytes(bytes);
-        return bytes;
-    }
-
-    private static String sha256(byte[] content) throws Exception {
-        return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(content));
-    }
 }
