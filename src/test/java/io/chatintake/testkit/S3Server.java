@@ -19,6 +19,8 @@ public final class S3Server implements AutoCloseable {
     }
 
     public static S3Server start(String... buckets) {
+        // Spring Boot would otherwise reconfigure (and on stop reset) logback for the whole test JVM.
+        System.setProperty("org.springframework.boot.logging.LoggingSystem", "none");
         try {
             Path root = Files.createTempDirectory("chat-intake-s3");
             return new S3Server(S3MockApplication.start(new HashMap<>(Map.of(
