@@ -5,6 +5,7 @@ import io.chatintake.config.ConfigurationException;
 import io.chatintake.config.Settings;
 import io.chatintake.ops.AlbumCommands;
 import io.chatintake.ops.KubernetesConfigMap;
+import io.chatintake.ops.Demo;
 import io.chatintake.ops.TelegramCommands;
 import io.chatintake.ops.WorkCommands;
 import io.chatintake.support.Redactor;
@@ -75,6 +76,9 @@ public final class Main {
                     out.print(KubernetesConfigMap.render(Path.of("config/application.properties"), Path.of("routes")));
                     return 0;
                 }
+                case "demo" -> {
+                    return new Demo(out).run(args.subList(1, args.size()));
+                }
                 case "config" -> {
                     Settings settings = loadSettings();
                     out.println("configuration file: " + settings.source().map(Path::toString).orElse("(none: built-in defaults)"));
@@ -123,6 +127,8 @@ public final class Main {
                 "                                           settle an effect parked for reconciliation; its item runs again",
                 "  albums status                            open albums, oldest open age, recent decisions, conflicts",
                 "  albums resolve ALBUM_KEY [--by NAME]     a person settled the album: clears needs_person, records who",
+                "  demo [--exit]                            a one-minute story on a fresh embedded database with the simulators;",
+                "                                           then the status page until Ctrl-C (--exit: end after the story)",
                 "  bench telegram [N]                       Telegram intake rate as a ratio to raw JDBC (simulator, embedded db)",
                 "  k8s configmap                            k8s/configmap.yaml from config/ and routes/ (run in the repository root)",
                 "  config    print the effective configuration, secrets redacted",

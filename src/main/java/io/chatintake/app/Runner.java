@@ -14,6 +14,7 @@ import io.chatintake.album.AlbumDecisions;
 import io.chatintake.album.AlbumMetrics;
 import io.chatintake.config.Settings;
 import io.chatintake.support.MeterRegistryLookup;
+import io.chatintake.ops.StatusPage;
 import io.chatintake.store.Database;
 import io.chatintake.store.DatabaseHealthCheck;
 import io.chatintake.store.EmbeddedDatabase;
@@ -124,6 +125,8 @@ public final class Runner {
         camel.bind("albumAggregation", new AlbumAggregation());
         camel.bind("albumAggregationRepository", albumRepository(database));
         camel.bind("albumDecisions", new AlbumDecisions(database.dataSource()));
+        // GET /status (off until chat-intake.status.token is set); camel-main adds RouteBuilder beans as routes.
+        camel.bind("statusPageRoute", StatusPage.route(settings, database.dataSource()));
         camel.bind("attachmentFetcher", new AttachmentFetcher(database.dataSource(),
                 AttachmentFetcher.Options.from(settings, workOptions.maxAttempts()),
                 botName -> TelegramBots.token(botName, null, null, settings::get)));

@@ -18,7 +18,6 @@ import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
-import java.nio.file.Path;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.Map;
@@ -43,7 +42,8 @@ import org.slf4j.LoggerFactory;
  * Called by {@code routes/attachments.yaml} for items of kind {@code attachment}, as soon as the
  * child is stored: never held until its album is complete.
  * <p>
- * Expired (403/404/410), too large and other permanent answers are recorded and the item is done;
+ * Expired (403/404/410), too large and other permanent answers are recorded and the item is done
+ * (an expired Telegram file link is renewed through getFile first);
  * 5xx, 429 and network errors throw, so the dispatcher retries with backoff; the last attempt
  * records {@code failed} (and the dispatcher parks the item, where {@code work retry} finds it).
  * Signed URLs and Telegram download URLs hold secrets: no log line or error message names them.
@@ -59,14 +59,18 @@ public final class AttachmentFetcher {
         return t;
     });
 
-    public record Options(Path mediaDir, long maxBytes, int maxConcurrentDownloads, Duration downloadTimeout,
+    public record Options(MediaStore media, long maxBytes, int maxConcurrentDownloads, Duration downloadTimeout,
                           String telegramApiUrl, int maxAttempts) {
-        /** @param maxAttempts the dispatcher's {@code work.max-attempts}: the attempt that records {@code failed} */
+        /**
+         * Opens the media store {@code media.store} names (an S3 bucket is checked here, at start).
+         * @param maxAttempts the dispatcher's {@code work.max-attempts}: the attempt that records {@code failed}
+         */
         public static Options from(Settings settings, int maxAttempts) {
-            return new Options(Database.dataDir(settings).resolve("media"),
+            Duration downloadTimeout = Duration.ofSeconds(settings.getLong("attachments.download-timeout-seconds", 120));
+            return new Options(MediaStore.configured(settings, Database.dataDir(settings).resolve("media"), downloadTimeout),
                     settings.getLong("attachments.max-bytes", 50L * 1024 * 1024),
                     settings.getInt("attachments.max-concurrent-downloads", 4),
-                    Duration.ofSeconds(settings.getLong("attachments.download-timeout-seconds", 120)),
+                    downloadTimeout,
                     TelegramBots.apiUrl(null, settings::get),
                     maxAttempts);
         }
@@ -98,13 +102,14 @@ public final class AttachmentFetcher {
     /** @param telegramTokens the token of a bot by its name ({@code main}, ...), from the configuration */
     public AttachmentFetcher(DataSource dataSource, Options options, Function<String, Optional<Secret>> telegramTokens) {
         this.store = new AttachmentStore(dataSource);
-        this.media = new MediaStore(options.mediaDir());
+        this.media = options.media();
         this.options = options;
         this.telegramTokens = telegramTokens;
         // The dispatcher's work.concurrency bounds handlers of every kind; this bounds downloads alone.
         this.downloads = new Semaphore(options.maxConcurrentDownloads());
         this.http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(10))
                 .followRedirects(HttpClient.Redirect.NORMAL).build();
+        LOG.info("attachments: files kept in {}", media.description());
     }
 
     @Handler
@@ -132,7 +137,7 @@ public final class AttachmentFetcher {
         count(exchange, attachment, fetched.metric());
         Outcome outcome = fetched.outcome();
         if ("stored".equals(outcome.status())) {
-            LOG.info("attachment {}: stored {} bytes as media/{}{}", attachment.id(), outcome.sizeBytes(), outcome.mediaPath(),
+            LOG.info("attachment {}: stored {} bytes as {}{}", attachment.id(), outcome.sizeBytes(), outcome.mediaPath(),
                     "duplicate_content".equals(fetched.metric()) ? " (content already stored)" : "");
         } else {
             LOG.info("attachment {}: {} ({})", attachment.id(), outcome.status(), outcome.error());
@@ -198,13 +203,31 @@ public final class AttachmentFetcher {
             if (file.fileSize() > options.maxBytes()) {
                 return tooLarge("getFile says " + file.fileSize() + " bytes");
             }
-            return save(bot.downloadFile(file.filePath(), options.downloadTimeout()), attachment.declaredType(), null);
+            return save(downloadTelegramFile(bot, attachment, file), attachment.declaredType(), null);
         } catch (BotApiException e) {
             // 400 is Telegram's answer for a file over its 20 MB limit or an unknown file_id: asking again will not help.
             if (e.errorCode() == 400) {
                 return e.getMessage().contains("too big") ? tooLarge(e.getMessage()) : Fetched.of("failed", e.getMessage());
             }
             throw new RetryableDownloadException(e.getMessage());
+        }
+    }
+
+    /**
+     * A Telegram file link lives about an hour, and getFile hands out a fresh one for the same
+     * file_id: a link that answers as expired is renewed once per attempt. (UnifyPort's signed URLs
+     * cannot be renewed: their expiry is final.)
+     */
+    private InputStream downloadTelegramFile(BotApiClient bot, Attachment attachment, BotApiClient.TelegramFile file)
+            throws BotApiException {
+        try {
+            return bot.downloadFile(file.filePath(), options.downloadTimeout());
+        } catch (BotApiException e) {
+            if (!EXPIRED.contains(e.errorCode())) {
+                throw e;
+            }
+            LOG.info("attachment {}: the Telegram file link answered {} (expired); asking getFile for a fresh one", attachment.id(), e.errorCode());
+            return bot.downloadFile(bot.getFile(attachment.telegramFileId()).filePath(), options.downloadTimeout());
         }
     }
 

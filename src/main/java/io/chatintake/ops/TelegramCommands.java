@@ -10,6 +10,7 @@ import io.chatintake.channel.telegram.LossWindow;
 import io.chatintake.channel.telegram.OffsetCheckpoint;
 import io.chatintake.channel.telegram.PollLease;
 import io.chatintake.channel.telegram.TelegramBots;
+import io.chatintake.channel.telegram.UpdateGap;
 import java.io.PrintStream;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -48,6 +49,7 @@ public final class TelegramCommands {
             OffsetCheckpoint checkpoints = new OffsetCheckpoint(database.dataSource());
             PollLease leases = new PollLease(database.dataSource());
             LossWindow lossWindows = new LossWindow(database.dataSource());
+            UpdateGap updateGaps = new UpdateGap(database.dataSource());
             List<Long> bots = botIds(database);
             if (bots.isEmpty()) {
                 out.println("no Telegram bot has polled this database yet");
@@ -65,6 +67,9 @@ public final class TelegramCommands {
                 List<LossWindow.Window> windows = lossWindows.list(botId);
                 out.printf("  possible loss windows: %s%n", windows.isEmpty() ? "none" : "");
                 windows.forEach(w -> out.printf("    %s .. %s%n", w.from(), w.to()));
+                List<UpdateGap.Gap> gaps = updateGaps.list(botId);
+                out.printf("  confirmed outside this store: %s%n", gaps.isEmpty() ? "none" : "");
+                gaps.forEach(g -> out.printf("    %s (detected %s)%n", g.describe(), g.detectedAt()));
             }
             return 0;
         } catch (SQLException e) {

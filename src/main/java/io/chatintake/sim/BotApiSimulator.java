@@ -18,6 +18,7 @@ import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.Deque;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -95,6 +96,10 @@ public final class BotApiSimulator implements AutoCloseable {
         volatile double rateLimitedShare;
         volatile int rateLimitRetryAfter;
         final Map<String, byte[]> files = new ConcurrentHashMap<>();
+        // File links: each getFile issues a new path; links a test expired answer 404 as Telegram's do after about an hour.
+        final Map<String, Integer> linksToExpire = new HashMap<>();
+        final Set<String> expiredLinks = ConcurrentHashMap.newKeySet();
+        int linksIssued;
 
         Bot(long id, String token, String username) {
             this.id = id;
@@ -176,6 +181,11 @@ public final class BotApiSimulator implements AutoCloseable {
         return enqueue(token, id -> update(id, "message", message(chatId, text)));
     }
 
+    /** A post in a channel the bot administers: stored and handled like any update, never answered. */
+    public long enqueueChannelPost(String token, long chatId, String text) {
+        return enqueue(token, id -> update(id, "channel_post", message(-Math.abs(chatId), text)));
+    }
+
     /** One part of an album: Telegram sends each as its own update with a shared media_group_id. */
     public long enqueueMediaGroupPart(String token, long chatId, String mediaGroupId, String fileId, String caption) {
         return enqueue(token, id -> {
@@ -214,9 +224,20 @@ public final class BotApiSimulator implements AutoCloseable {
         }
     }
 
-    /** Registers a file the bot can fetch: getFile answers with {@code file_path} "files/<fileId>". */
+    /** Registers a file the bot can fetch: each getFile answers with a new {@code file_path} "files/<fileId>/<n>". */
     public void addFile(String token, String fileId, byte[] content) {
         bot(token).files.put(fileId, content.clone());
+    }
+
+    /**
+     * The next {@code links} file paths getFile issues for this file have expired by the time they
+     * are used (a download answers 404), as a Telegram link does about an hour after getFile.
+     */
+    public void expireNextFileLinks(String token, String fileId, int links) {
+        Bot bot = bot(token);
+        synchronized (bot) {
+            bot.linksToExpire.merge(fileId, links, Integer::sum);
+        }
     }
 
     public void injectFault(String token, Fault fault) {
@@ -394,8 +415,17 @@ public final class BotApiSimulator implements AutoCloseable {
                     if (content == null) {
                         answer(exchange, 400, error(400, "Bad Request: invalid file_id"));
                     } else {
+                        String link;
+                        synchronized (bot) {
+                            link = "files/" + fileId + "/" + ++bot.linksIssued;
+                            int toExpire = bot.linksToExpire.getOrDefault(fileId, 0);
+                            if (toExpire > 0) {
+                                bot.linksToExpire.put(fileId, toExpire - 1);
+                                bot.expiredLinks.add(link);
+                            }
+                        }
                         answer(exchange, 200, ok(JSON.createObjectNode().put("file_id", fileId).put("file_unique_id", fileId + "-u")
-                                .put("file_size", content.length).put("file_path", "files/" + fileId)));
+                                .put("file_size", content.length).put("file_path", link)));
                     }
                 }
                 default -> answer(exchange, 404, error(404, "Not Found: method not found"));
@@ -507,12 +537,14 @@ public final class BotApiSimulator implements AutoCloseable {
         }
     }
 
-    /** {@code <token>/files/<fileId>}: the bytes as Telegram's file server sends them, 404 for anything else. */
+    /** {@code <token>/files/<fileId>/<n>}: the bytes as Telegram's file server sends them, 404 for anything else or an expired link. */
     private void serveFile(HttpExchange exchange, String tokenAndPath) throws IOException {
         int slash = tokenAndPath.indexOf('/');
         Bot bot = slash < 0 ? null : botsByToken.get(tokenAndPath.substring(0, slash));
         String filePath = slash < 0 ? "" : tokenAndPath.substring(slash + 1);
-        byte[] content = bot == null || !filePath.startsWith("files/") ? null : bot.files.get(filePath.substring("files/".length()));
+        int link = filePath.lastIndexOf('/');
+        byte[] content = bot == null || !filePath.startsWith("files/") || link <= "files/".length() || bot.expiredLinks.contains(filePath)
+                ? null : bot.files.get(filePath.substring("files/".length(), link));
         requests.add(new Request("file", bot == null ? -1 : bot.id, null, clock.instant()));
         if (content == null) {
             answer(exchange, 404, error(404, "Not Found"));

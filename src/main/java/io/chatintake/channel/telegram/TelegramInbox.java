@@ -13,6 +13,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import javax.sql.DataSource;
 
 /**
@@ -41,7 +42,8 @@ public final class TelegramInbox {
                                String idempotencyKey) {
     }
 
-    public record StoredBatch(List<StoredUpdate> stored, int duplicates, long nextOffset) {
+    /** @param gap updates before this batch that another getUpdates caller confirmed, if any */
+    public record StoredBatch(List<StoredUpdate> stored, int duplicates, long nextOffset, Optional<UpdateGap.Gap> gap) {
     }
 
     /** The lease was taken over: this poller must stop; nothing was stored, the offset did not move. */
@@ -115,6 +117,8 @@ public final class TelegramInbox {
                     c.rollback();
                     throw new LeaseLostException(lease.botId());
                 }
+                Optional<UpdateGap.Gap> gap = UpdateGap.recordIfAny(c, lease.botId(),
+                        batch.stream().mapToLong(BotApiClient.RawUpdate::updateId).min().getAsLong());
                 List<StoredUpdate> stored = insert(c, lease.botId(), batch);
                 List<Long> children = storeChildren(c, stored.stream()
                         .filter(u -> u.json().contains("\"media_group_id\"")).toList());
@@ -131,7 +135,7 @@ public final class TelegramInbox {
                 }
                 CrashPoint.reach(CrashPoint.TELEGRAM_DURING_TRANSACTION);
                 c.commit();
-                return new StoredBatch(stored, duplicates, nextOffset);
+                return new StoredBatch(stored, duplicates, nextOffset, gap);
             } catch (SQLException | RuntimeException e) {
                 rollbackQuietly(c);
                 throw e;

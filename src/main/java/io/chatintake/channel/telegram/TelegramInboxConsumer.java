@@ -204,6 +204,11 @@ public class TelegramInboxConsumer extends DefaultConsumer {
                                 + " does after a week without updates; following the server, no update is dropped", bot, offset, lowest);
                         idRestartLogged = true;
                     }
+                    result.gap().ifPresent(gap -> {
+                        LOG.warn("telegram bot '{}': {} (a forgotten poller or a manual getUpdates with a higher offset);"
+                                + " they never reached this inbox; recorded in telegram_gap", bot, gap.describe());
+                        metrics.gap();
+                    });
                     offset = result.nextOffset();
                     metrics.stored(result.stored().size(), result.duplicates());
                     handOff(identity, result.stored());

@@ -17,6 +17,7 @@ final class TelegramMetrics {
 
     private final Counter stored;
     private final Counter duplicates;
+    private final Counter gaps;
     private final Map<PollError, Counter> errors = new EnumMap<>(PollError.class);
     private final AtomicLong nextOffset = new AtomicLong();
     private final AtomicLong pendingUpdates = new AtomicLong(-1);
@@ -27,6 +28,8 @@ final class TelegramMetrics {
                 .description("updates stored in the inbox").register(registry);
         duplicates = Counter.builder("chat_intake_telegram_updates_duplicate").tag("bot", bot)
                 .description("updates received again that were already stored").register(registry);
+        gaps = Counter.builder("chat_intake_telegram_gaps").tag("bot", bot)
+                .description("runs of updates confirmed outside this store (another getUpdates caller)").register(registry);
         for (PollError error : PollError.values()) {
             errors.put(error, Counter.builder("chat_intake_telegram_poll_errors").tag("bot", bot)
                     .tag("kind", error.name().toLowerCase()).register(registry));
@@ -47,6 +50,10 @@ final class TelegramMetrics {
     void stored(int count, int duplicateCount) {
         stored.increment(count);
         duplicates.increment(duplicateCount);
+    }
+
+    void gap() {
+        gaps.increment();
     }
 
     void error(PollError error) {

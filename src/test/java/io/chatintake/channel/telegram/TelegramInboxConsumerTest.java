@@ -12,6 +12,8 @@ import io.chatintake.sim.AdjustableClock;
 import io.chatintake.sim.BotApiSimulator;
 import io.chatintake.sim.BotApiSimulator.Fault;
 import io.chatintake.testkit.TestDatabase;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.sql.Connection;
 import java.sql.Statement;
 import java.time.Duration;
@@ -162,6 +164,60 @@ class TelegramInboxConsumerTest {
         assertThat(count("SELECT next_offset FROM telegram_checkpoint")).isEqualTo(4);
         assertThat(messages()).filteredOn(m -> m.contains("update ids restarted below the checkpoint")).hasSize(1);
         assertThat(simulator.violations()).isEmpty();
+    }
+
+    @Test
+    void updatesAnotherCallerConfirmedBetweenTwoOfOurPollsAreRecordedAsAGapOnce() throws Exception {
+        for (int i = 0; i < 3; i++) {
+            simulator.enqueueText(token, 6, "ours " + i);
+        }
+        try (TelegramIntake intake = new TelegramIntake(simulator).property("telegram.bot-token", token)
+                .route("main", FAST, false).start()) {
+            await("three stored", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 3);
+        }
+        for (int i = 0; i < 5; i++) {
+            simulator.enqueueText(token, 6, "later " + i); // ids 4..8
+        }
+        // A forgotten poller (or a manual call) asks with a higher offset: 4..6 are confirmed, unseen by us.
+        new BotApiClient(simulator.url(), io.chatintake.config.Secret.of(token)).getUpdates(7, 100, 0, List.of());
+        MeterRegistry registry = new SimpleMeterRegistry();
+        try (TelegramIntake intake = new TelegramIntake(simulator).property("telegram.bot-token", token)
+                .route("main", FAST, false)) {
+            intake.camel.getRegistry().bind("metricsRegistry", registry);
+            intake.start();
+            await("7 and 8 stored", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 5);
+            simulator.enqueueText(token, 6, "and on"); // id 9: no further gap
+            await("9 stored", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 6);
+        }
+        assertThat(new UpdateGap(TestDatabase.dataSource()).list(4242)).extracting(UpdateGap.Gap::describe)
+                .containsExactly("updates 4..6 were confirmed outside this store");
+        assertThat(messages()).filteredOn(m -> m.contains("were confirmed outside this store")).containsExactly(
+                "telegram bot 'main': updates 4..6 were confirmed outside this store (a forgotten poller or a manual getUpdates"
+                        + " with a higher offset); they never reached this inbox; recorded in telegram_gap");
+        assertThat(registry.get("chat_intake_telegram_gaps").tag("bot", "main").counter().count()).isEqualTo(1.0);
+        assertThat(simulator.violations()).as("the simulator saw the same three confirmed unstored")
+                .containsExactly("getUpdates(offset=7) confirmed updates not stored: [4, 5, 6]");
+    }
+
+    @Test
+    void aHigherIdAfterAWeekWithoutUpdatesIsAnIdRestartNotAGap() throws Exception {
+        simulator.enqueueText(token, 6, "before the idle week");
+        try (TelegramIntake intake = new TelegramIntake(simulator).property("telegram.bot-token", token)
+                .route("main", FAST, false).start()) {
+            await("stored", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 1);
+            await("confirmed", WAIT, () -> simulator.queued(token) == 0);
+        }
+        try (Connection c = TestDatabase.dataSource().getConnection(); Statement s = c.createStatement()) {
+            s.executeUpdate("UPDATE telegram_checkpoint SET last_batch_at = now() - interval '8 days'");
+        }
+        simulator.jumpIds(token, 90_000);
+        simulator.enqueueText(token, 6, "after the idle week");
+        try (TelegramIntake intake = new TelegramIntake(simulator).property("telegram.bot-token", token)
+                .route("main", FAST, false).start()) {
+            await("stored after the restart", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 2);
+        }
+        assertThat(count("SELECT count(*) FROM telegram_gap")).isZero();
+        assertThat(count("SELECT next_offset FROM telegram_checkpoint")).isEqualTo(90_001);
     }
 
     @Test

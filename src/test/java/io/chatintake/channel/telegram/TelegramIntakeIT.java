@@ -197,7 +197,8 @@ class TelegramIntakeIT {
             RunnerProcess status = RunnerProcess.start(work.resolve("status"), env, "telegram", "status");
             assertThat(status.awaitExit(WAIT)).as(status.output()).isZero();
             assertThat(status.output()).contains("bot main (id 777)").contains("next offset:          3")
-                    .contains("updates stored:       2").contains("pending at Telegram:  0");
+                    .contains("updates stored:       2").contains("pending at Telegram:  0")
+                    .contains("confirmed outside this store: none");
             assertThat(status.output()).doesNotContain(SECRET);
             assertThat(simulator.requests().subList(pollsBefore, simulator.requests().size()))
                     .filteredOn(r -> r.method().equals("getUpdates")).allMatch(r -> r.offset() == null || r.offset() <= 3);
