@@ -60,22 +60,17 @@ class WebhookRouteYamlTest {
     void aRouteSelectsAndParameterisesItsSignatureSchemeInYaml(DataSource db) throws Exception {
         String scheme = "custom;signature-header=X-Sig;timestamp-header=X-Time;template={timestamp}.{body};encoding=base64;prefix=v1=";
         Path file = Files.writeString(dir.resolve("custom-hook.yaml"), """
-                - beans:
-                    - name: customIntake
-                      type: io.chatintake.channel.unifyport.UnifyPortIntake
-                      properties:
-                        configPrefix: custom-hook
-                        workspace: custom
-                        channel: custom-hook
-                        scheme: "%s"
-                        signingSecrets: "{{custom-hook.signing-secrets:}}"
-                        dataSource: "#dataSource"
                 - route:
                     from:
                       uri: "platform-http:/webhooks/custom?httpMethodRestrict=POST&muteException=true"
                       steps:
-                        - process:
-                            ref: customIntake
+                        - to:
+                            uri: "webhook-inbox:custom-hook"
+                            parameters:
+                              workspace: custom
+                              scheme: "%s"
+                              secretsKey: custom-hook.signing-secrets
+                              eventId: /id
                 """.formatted(scheme));
         try (WebhookServer server = WebhookServer.start(db, Map.of("unifyport.signing-secrets", "unused",
                 "custom-hook.signing-secrets", "custom_secret"), "file:" + file)) {
