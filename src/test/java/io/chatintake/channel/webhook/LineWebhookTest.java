@@ -6,11 +6,13 @@ import io.chatintake.config.Secret;
 import io.chatintake.sim.SignedDeliverySender;
 import io.chatintake.sim.SignedDeliverySender.Response;
 import io.chatintake.testkit.Await;
+import io.chatintake.testkit.LogCapture;
 import io.chatintake.testkit.Sql;
 import io.chatintake.testkit.TestDatabase;
 import io.chatintake.testkit.WebhookServer;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.List;
 import java.util.Map;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.AfterAll;
@@ -26,9 +28,11 @@ class LineWebhookTest {
     private static final String SDK_SIGNATURE = "t7Hn4ZDHqs6e+wdvI5TyQIvzie0DmMUmuXEBqyyE/tM=";
     private static WebhookServer server;
     private static SignedDeliverySender line;
+    private static LogCapture logs;
 
     @BeforeAll
     static void start() {
+        logs = new LogCapture();
         server = WebhookServer.startWithWork(TestDatabase.dataSource(), Map.of("line.channel-secrets", "test_secret, line_secret_new",
                 "albums.quiet-period-seconds", "3", "telegram.echo-replies", "false"),
                 "file:routes/line.yaml,file:routes/albums.yaml,file:routes/handlers.yaml");
@@ -38,6 +42,11 @@ class LineWebhookTest {
     @AfterAll
     static void stop() {
         server.close();
+        logs.close();
+        assertThat(logs.lines()).as("logs were captured").anyMatch(l -> l.contains("line webhook: on"));
+        for (String secret : List.of("test_secret", "line_secret_new", "rt_secret", "\"text\":")) {
+            assertThat(logs.lines()).as("no log line holds a secret, reply token or body").noneMatch(l -> l.contains(secret));
+        }
     }
 
     @Test

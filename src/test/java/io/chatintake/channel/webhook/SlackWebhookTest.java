@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.chatintake.config.Secret;
 import io.chatintake.sim.SignedDeliverySender;
 import io.chatintake.sim.SignedDeliverySender.Response;
+import io.chatintake.testkit.LogCapture;
 import io.chatintake.testkit.Sql;
 import io.chatintake.testkit.TestDatabase;
 import io.chatintake.testkit.WebhookServer;
@@ -12,6 +13,7 @@ import java.net.URLEncoder;
 import java.nio.charset.StandardCharsets;
 import java.time.Instant;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.AfterAll;
@@ -37,9 +39,11 @@ class SlackWebhookTest {
 
     private static WebhookServer server;
     private static SignedDeliverySender slack;
+    private static LogCapture logs;
 
     @BeforeAll
     static void start() {
+        logs = new LogCapture();
         server = WebhookServer.start(TestDatabase.dataSource(), Map.of("slack.signing-secrets", "slack_secret_1," + EXAMPLE_SECRET),
                 "file:routes/slack.yaml");
         slack = new SignedDeliverySender(server.uri("/webhooks/slack"), Secret.of("slack_secret_1"), SignatureScheme.slack());
@@ -48,6 +52,13 @@ class SlackWebhookTest {
     @AfterAll
     static void stop() {
         server.close();
+        logs.close();
+        List<String> lines = logs.lines();
+        assertThat(lines).as("logs were captured").anyMatch(line -> line.contains("slack webhook: on"));
+        for (String secret : List.of("slack_secret_1", EXAMPLE_SECRET, "deploy staging please", "xyzz0WbapA4vBCDEFasx0q6G",
+                "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P", EXAMPLE_SIGNATURE.substring(3))) {
+            assertThat(lines).as("no log line holds a secret, signature or body").noneMatch(line -> line.contains(secret));
+        }
     }
 
     @Test
