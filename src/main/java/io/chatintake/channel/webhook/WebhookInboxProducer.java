@@ -6,6 +6,7 @@ import io.chatintake.support.MeterRegistryLookup;
 import io.chatintake.work.WorkDispatcher;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
+import io.vertx.ext.web.RoutingContext;
 import io.vertx.ext.web.WebServerRequest;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -155,10 +156,13 @@ public final class WebhookInboxProducer extends DefaultProducer {
      */
     private static Delivery delivery(Message in) {
         if (in instanceof HttpMessage http && http.getRequest() instanceof WebServerRequest request) {
-            var body = request.routingContext().body().buffer();
+            RoutingContext context = request.routingContext();
+            var body = context.body().buffer();
+            // Path, then query parameters only: a form field must not pose as either.
             return new Delivery(request.method().name(), body == null ? new byte[0] : body.getBytes(),
                     request.getHeader("Content-Type"), request::getHeader,
-                    name -> request.getParam(name) != null ? request.getParam(name) : in.getHeader(name, String.class));
+                    name -> context.pathParam(name) != null ? context.pathParam(name)
+                            : context.queryParam(name).stream().findFirst().orElse(null));
         }
         byte[] body = in.getBody(byte[].class);
         String method = in.getHeader(Exchange.HTTP_METHOD, "POST", String.class);
