@@ -120,6 +120,7 @@ public final class Main {
                 "  run       run the intake (the default)",
                 "  telegram status                          per bot: next offset, last poll, counts, lease, pending, loss windows",
                 "  telegram switch-to-polling --bot NAME    deleteWebhook keeping queued updates, then confirm",
+                "  telegram set-webhook --bot NAME --url U  webhook mode: record the bot, setWebhook (secret, every type, queue kept)",
                 "  work status                              stored work by kind and state, parked items, effects to reconcile",
                 "  work retry --id N | --all-parked         put parked work back to pending",
                 "  work replay --kind K --since T           run done work of kind K created since T again (explicit only)",

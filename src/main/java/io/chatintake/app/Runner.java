@@ -26,7 +26,6 @@ import io.chatintake.work.EffectGuard;
 import io.chatintake.work.WorkDispatcher;
 import io.chatintake.work.WorkQueue;
 import io.chatintake.work.WorkSource;
-import io.chatintake.channel.unifyport.UnifyPortWorkSource;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -116,8 +115,8 @@ public final class Runner {
         camel.bind("childMessageListener", childMessageListener());
         WorkDispatcher.Options workOptions = WorkDispatcher.Options.from(settings);
         WorkDispatcher[] dispatcher = new WorkDispatcher[1];
+        // Webhook channels (webhook-inbox routes) register their own kinds in the registry when their route starts.
         List<WorkSource> workSources = List.of(new TelegramWorkSource("direct:telegram-update"),
-                new UnifyPortWorkSource("direct:unifyport-event"),
                 new AlbumChildSource(Duration.ofSeconds(settings.getLong("albums.quiet-period-seconds", 20)),
                         Duration.ofSeconds(settings.getLong("albums.telegram-quiet-period-seconds", 5))),
                 new AlbumDecisionSource(),

@@ -181,7 +181,7 @@ public final class WorkDispatcher {
                 claimed = List.of();
             }
             for (WorkItem item : claimed) {
-                WorkSource source = sources.get(item.kind());
+                WorkSource source = source(item.kind());
                 Exchange exchange = new DefaultExchange(camel);
                 setWorkHeaders(exchange.getMessage(), item);
                 if (source == null) {
@@ -211,6 +211,16 @@ public final class WorkDispatcher {
                 }
             }
         }
+    }
+
+    /**
+     * The kinds given at construction, else one bound in the Camel registry: a channel configured
+     * in a route file (webhook-inbox) registers its kind there when its route starts.
+     */
+    private WorkSource source(String kind) {
+        WorkSource source = sources.get(kind);
+        return source != null ? source : camel.getRegistry().findByType(WorkSource.class).stream()
+                .filter(s -> s.kind().equals(kind)).findFirst().orElse(null);
     }
 
     private void execute(WorkItem item, Exchange exchange, ExchangeProcessor process) {

@@ -20,7 +20,6 @@ import io.chatintake.testkit.LogLine;
 import io.chatintake.testkit.Sql;
 import io.chatintake.testkit.TestDatabase;
 import io.chatintake.testkit.WebhookServer;
-import io.chatintake.channel.unifyport.UnifyPortWorkSource;
 import io.chatintake.work.WorkDispatcher;
 import io.chatintake.work.WorkQueue;
 import io.micrometer.core.instrument.Counter;
@@ -85,7 +84,7 @@ class AttachmentFetcherTest {
                 Map.of("unifyport.signing-secrets", SECRET, "unifyport.workspace", "ws-att"),
                 "file:routes/unifyport-*.yaml,file:routes/attachments.yaml", Map.of("attachmentFetcher", fetcher));
         dispatcher = new WorkDispatcher(server.context(), new WorkQueue(TestDatabase.dataSource()),
-                List.of(new UnifyPortWorkSource("direct:unifyport-event"), new AttachmentWorkSource("direct:attachment-fetch")),
+                List.of(new AttachmentWorkSource("direct:attachment-fetch")),
                 new WorkDispatcher.Options(2, MAX_ATTEMPTS, Duration.ofMillis(100), Duration.ofMillis(400), Duration.ofSeconds(30),
                         Duration.ofMillis(50), Set.of()));
         // Intake wakes the dispatcher it finds in the registry, as in the runner.

@@ -2,12 +2,25 @@ package io.chatintake.testkit;
 
 import io.chatintake.app.Runner;
 
+import io.chatintake.album.AlbumAggregation;
+import io.chatintake.album.AlbumChildSource;
+import io.chatintake.album.AlbumDecisionSource;
+import io.chatintake.album.AlbumDecisions;
+import io.chatintake.work.EffectGuard;
+import io.chatintake.work.WorkDispatcher;
+import io.chatintake.work.WorkQueue;
 import java.net.URI;
+import java.time.Duration;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
 import javax.sql.DataSource;
 import org.apache.camel.CamelContext;
 import org.apache.camel.main.Main;
+import org.apache.camel.processor.aggregate.jdbc.JdbcAggregationRepository;
+import org.springframework.jdbc.datasource.DataSourceTransactionManager;
 
 /**
  * The shipped UnifyPort route files ({@code routes/unifyport-*.yaml}) running in this JVM on a
@@ -17,10 +30,34 @@ import org.apache.camel.main.Main;
 public final class WebhookServer implements AutoCloseable {
     private final Main main;
     private final int port;
+    private WorkDispatcher dispatcher;
 
     private WebhookServer(Main main, int port) {
         this.main = main;
         this.port = port;
+    }
+
+    /**
+     * The route files plus what runs stored work as the runner does: the album beans, and a real
+     * work dispatcher for album children and decisions and every kind a route registered
+     * (webhook channels), nudged by intake. {@code routes} should include the album and handler
+     * files when albums are to be decided.
+     */
+    public static WebhookServer startWithWork(DataSource dataSource, Map<String, String> settings, String routes) {
+        JdbcAggregationRepository albums = new JdbcAggregationRepository(new DataSourceTransactionManager(dataSource),
+                "album_aggregation", dataSource);
+        albums.setUseRecovery(true);
+        albums.setRecoveryInterval(1, TimeUnit.SECONDS);
+        WebhookServer server = start(dataSource, settings, routes, Map.of("albumAggregation", new AlbumAggregation(),
+                "albumAggregationRepository", albums, "albumDecisions", new AlbumDecisions(dataSource), "effectGuard", new EffectGuard(dataSource)));
+        Duration quiet = Duration.ofSeconds(Long.parseLong(settings.getOrDefault("albums.quiet-period-seconds", "3")));
+        server.dispatcher = new WorkDispatcher(server.context(), new WorkQueue(dataSource),
+                List.of(new AlbumChildSource(quiet, quiet), new AlbumDecisionSource()),
+                new WorkDispatcher.Options(2, 5, Duration.ofMillis(100), Duration.ofMillis(500), Duration.ofSeconds(30),
+                        Duration.ofMillis(50), Set.of("album-child")));
+        server.context().getRegistry().bind("workDispatcher", server.dispatcher);
+        server.dispatcher.start();
+        return server;
     }
 
     /** @param settings configuration keys (e.g. {@code unifyport.signing-secrets}) as the runner would pass them */
@@ -68,6 +105,9 @@ public final class WebhookServer implements AutoCloseable {
 
     @Override
     public void close() {
+        if (dispatcher != null) {
+            dispatcher.stop();
+        }
         try {
             main.stop();
         } catch (Exception e) {

@@ -85,6 +85,25 @@ public final class BotApiClient {
                 result.path("last_error_message").asText(""));
     }
 
+    /** Every update type: without the list, Telegram leaves out chat_member and reactions. */
+    public static final List<String> EVERY_UPDATE_TYPE = List.of("message", "edited_message", "channel_post", "edited_channel_post",
+            "business_connection", "business_message", "edited_business_message", "deleted_business_messages", "message_reaction",
+            "message_reaction_count", "inline_query", "chosen_inline_result", "callback_query", "shipping_query", "pre_checkout_query",
+            "purchased_paid_media", "poll", "poll_answer", "my_chat_member", "chat_member", "chat_join_request", "chat_boost",
+            "removed_chat_boost");
+
+    /**
+     * Webhook mode: every update type, each request carrying {@code secretToken} in
+     * X-Telegram-Bot-Api-Secret-Token; the queued updates are kept (drop_pending_updates=false)
+     * and delivered to the webhook.
+     */
+    public void setWebhookKeepingUpdates(String url, Secret secretToken) throws BotApiException {
+        ObjectNode params = JSON.createObjectNode().put("url", url).put("secret_token", secretToken.reveal())
+                .put("drop_pending_updates", false);
+        EVERY_UPDATE_TYPE.forEach(params.putArray("allowed_updates")::add);
+        call("setWebhook", params, Duration.ofSeconds(30));
+    }
+
     /** Always keeps the queued updates: dropping them is never what a switch to polling means. */
     public void deleteWebhookKeepingUpdates() throws BotApiException {
         call("deleteWebhook", JSON.createObjectNode().put("drop_pending_updates", false), Duration.ofSeconds(30));

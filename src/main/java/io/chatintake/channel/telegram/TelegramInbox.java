@@ -119,10 +119,7 @@ public final class TelegramInbox {
                 }
                 Optional<UpdateGap.Gap> gap = UpdateGap.recordIfAny(c, lease.botId(),
                         batch.stream().mapToLong(BotApiClient.RawUpdate::updateId).min().getAsLong());
-                List<StoredUpdate> stored = insert(c, lease.botId(), batch);
-                List<Long> children = storeChildren(c, stored.stream()
-                        .filter(u -> u.json().contains("\"media_group_id\"")).toList());
-                childListener.stored(c, children.stream().map(id -> new ChildMessageListener.StoredChild(id, true)).toList());
+                List<StoredUpdate> stored = storeUpdates(c, lease.botId(), batch);
                 int duplicates = batch.size() - stored.size();
                 try (PreparedStatement ps = c.prepareStatement(ADVANCE)) {
                     ps.setLong(1, nextOffset);
@@ -143,6 +140,49 @@ public final class TelegramInbox {
                 c.setAutoCommit(true);
             }
         }
+    }
+
+    /**
+     * Webhook mode: one update Telegram pushed, stored exactly as a polled one (same keys, same
+     * work, same media-group children), in one transaction. There is no lease (Telegram sends to
+     * one URL) and the offset is not moved: a webhook's 2xx is what confirms an update, and after a
+     * switch back to polling the saved offset only ever re-reads updates, which are then recognised
+     * as stored. Returns the update if this delivery stored it first, else empty.
+     */
+    public List<StoredUpdate> storePushed(long botId, BotApiClient.RawUpdate update) throws SQLException {
+        try (Connection c = dataSource.getConnection()) {
+            c.setAutoCommit(false);
+            try {
+                List<StoredUpdate> stored = storeUpdates(c, botId, List.of(update));
+                try (PreparedStatement ps = c.prepareStatement(COUNT_PUSHED)) {
+                    ps.setLong(1, stored.size());
+                    ps.setLong(2, 1 - stored.size());
+                    ps.setLong(3, botId);
+                    ps.executeUpdate();
+                }
+                c.commit();
+                return stored;
+            } catch (SQLException | RuntimeException e) {
+                rollbackQuietly(c);
+                throw e;
+            } finally {
+                c.setAutoCommit(true);
+            }
+        }
+    }
+
+    private static final String COUNT_PUSHED = """
+            UPDATE telegram_checkpoint
+               SET last_batch_at = now(), stored_count = stored_count + ?, duplicate_count = duplicate_count + ?, updated_at = now()
+             WHERE bot_id = ?""";
+
+    /** The updates, their media-group children and the children's listeners, in the caller's transaction. */
+    private List<StoredUpdate> storeUpdates(Connection c, long botId, List<BotApiClient.RawUpdate> batch) throws SQLException {
+        List<StoredUpdate> stored = insert(c, botId, batch);
+        List<Long> children = storeChildren(c, stored.stream()
+                .filter(u -> u.json().contains("\"media_group_id\"")).toList());
+        childListener.stored(c, children.stream().map(id -> new ChildMessageListener.StoredChild(id, true)).toList());
+        return stored;
     }
 
     private record Inserted(long rowId, long updateId, int generation, String type, String chatId) {

@@ -1,7 +1,5 @@
 package io.chatintake.channel.webhook;
 
-import io.chatintake.channel.unifyport.UnifyPortEvent;
-import io.chatintake.message.ChannelMessage;
 import io.chatintake.message.ChannelMessageStore;
 import io.chatintake.message.ChildMessageListener;
 import io.chatintake.work.WorkQueue;
@@ -12,16 +10,18 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.sql.Types;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import javax.sql.DataSource;
 
 /**
- * Stores a verified webhook event and, for message.* events, its child message, in one
- * transaction. Returning from {@link #store} means committed: only then may the caller answer 2xx.
- * Every statement is bounded ({@code statement_timeout} on the server, a socket timeout on the
- * client), so a slow or vanished database turns into an exception, never a hung request.
+ * Stores the verified events of one delivery and, for message events, their child messages, in
+ * one transaction, each new event with its work item. Returning from {@link #store} means
+ * committed: only then may the caller answer 2xx. Every statement is bounded
+ * ({@code statement_timeout} on the server, a socket timeout on the client), so a slow or
+ * vanished database turns into an exception, never a hung request.
  */
-public final class WebhookEventStore {
+public final class WebhookEventStore implements WebhookEventSink {
     /**
      * (workspace, channel, event id) is the idempotency key: a redelivery only counts itself on
      * the existing row. {@code xmax = 0} tells a fresh insert from a conflict update.
@@ -34,27 +34,34 @@ public final class WebhookEventStore {
                SET delivery_count = webhook_event.delivery_count + 1,
                    last_delivery_id = EXCLUDED.last_delivery_id,
                    last_received_at = now()
-            RETURNING id, (xmax = 0) AS inserted, delivery_count
+            RETURNING id, (xmax = 0) AS inserted
             """;
 
     private final DataSource dataSource;
     private final Duration statementTimeout;
+    private final String workspace;
+    private final String channel;
     private final String workKind;
     private final ChildMessageListener childListener;
 
-    /** Whether this delivery stored the event or found it stored already. */
-    public record Stored(long id, boolean firstDelivery, int deliveryCount) {
-    }
-
     /** @param workKind the kind of work item each new event becomes */
-    public WebhookEventStore(DataSource dataSource, Duration statementTimeout, String workKind, ChildMessageListener childListener) {
+    public WebhookEventStore(DataSource dataSource, Duration statementTimeout, String workspace, String channel, String workKind,
+                             ChildMessageListener childListener) {
         this.dataSource = dataSource;
         this.statementTimeout = statementTimeout;
+        this.workspace = workspace;
+        this.channel = channel;
         this.workKind = workKind;
         this.childListener = childListener;
     }
 
-    public Stored store(String workspace, String channel, UnifyPortEvent event) throws SQLException {
+    @Override
+    public List<Stored> store(Delivery delivery, List<WebhookEvent> events) throws SQLException {
+        return store(events);
+    }
+
+    /** The one transaction of a delivery: every event, its child, the child's listeners, its work item. */
+    public List<Stored> store(List<WebhookEvent> events) throws SQLException {
         try (Connection connection = dataSource.getConnection()) {
             // Client side too: statement_timeout cannot fire when the server is gone mid-request.
             connection.setNetworkTimeout(Runnable::run, (int) statementTimeout.multipliedBy(2).plusSeconds(1).toMillis());
@@ -63,20 +70,29 @@ public final class WebhookEventStore {
                 try (Statement s = connection.createStatement()) {
                     s.execute("SET LOCAL statement_timeout = " + statementTimeout.toMillis());
                 }
-                Stored stored = insertEvent(connection, workspace, channel, event);
-                // A redelivery was applied and scheduled when it was first stored; applying it again
-                // could undo a newer change, scheduling it again would run its business work twice.
-                if (stored.firstDelivery()) {
-                    if (event.message() != null) {
-                        ChannelMessageStore.Applied child = ChannelMessageStore.apply(connection, workspace, event.eventId(),
-                                event.occurredAt(), event.message(), ChannelMessage.Change.of(event.type()));
-                        // Its attachments, downloads and album commit with the child (albums rule 8).
-                        childListener.stored(connection, List.of(new ChildMessageListener.StoredChild(child.id(), child.inserted())));
+                List<Stored> result = new ArrayList<>(events.size());
+                List<ChildMessageListener.StoredChild> children = new ArrayList<>();
+                List<WorkQueue.NewWork> work = new ArrayList<>();
+                for (WebhookEvent event : events) {
+                    Stored stored = insertEvent(connection, event);
+                    result.add(stored);
+                    // A redelivery was applied and scheduled when it was first stored; applying it again
+                    // could undo a newer change, scheduling it again would run its business work twice.
+                    if (stored.firstDelivery()) {
+                        if (event.message() != null) {
+                            ChannelMessageStore.Applied child = ChannelMessageStore.apply(connection, workspace, event.eventId(),
+                                    event.occurredAt(), event.message(), event.change());
+                            children.add(new ChildMessageListener.StoredChild(child.id(), child.inserted()));
+                        }
+                        work.add(new WorkQueue.NewWork(workKind, String.join(":", workspace, channel, event.eventId()),
+                                stored.id(), event.chatKey(workspace)));
                     }
-                    schedule(connection, workspace, channel, event, stored.id());
                 }
+                // Attachments, downloads and albums commit with their children (albums rule 8).
+                childListener.stored(connection, children);
+                WorkQueue.schedule(connection, work);
                 connection.commit();
-                return stored;
+                return result;
             } catch (SQLException | RuntimeException e) {
                 rollbackQuietly(connection);
                 throw e;
@@ -84,8 +100,7 @@ public final class WebhookEventStore {
         }
     }
 
-    private static Stored insertEvent(Connection connection, String workspace, String channel, UnifyPortEvent event)
-            throws SQLException {
+    private Stored insertEvent(Connection connection, WebhookEvent event) throws SQLException {
         try (PreparedStatement ps = connection.prepareStatement(INSERT_EVENT)) {
             int i = 0;
             ps.setString(++i, workspace);
@@ -102,19 +117,9 @@ public final class WebhookEventStore {
             ps.setString(++i, event.parseError());
             try (ResultSet rs = ps.executeQuery()) {
                 rs.next();
-                return new Stored(rs.getLong("id"), rs.getBoolean("inserted"), rs.getInt("delivery_count"));
+                return new Stored(rs.getLong("id"), rs.getBoolean("inserted"));
             }
         }
-    }
-
-    /** The event's business work, committed with the event: stored means scheduled. */
-    private void schedule(Connection connection, String workspace, String channel, UnifyPortEvent event, long eventRowId)
-            throws SQLException {
-        ChannelMessage message = event.message();
-        String chatKey = message == null ? null
-                : String.join(":", workspace, message.provider(), message.accountId(), message.conversationId());
-        WorkQueue.schedule(connection, List.of(new WorkQueue.NewWork(workKind, String.join(":", workspace, channel, event.eventId()),
-                eventRowId, chatKey)));
     }
 
     private static void rollbackQuietly(Connection connection) {
