@@ -154,12 +154,18 @@ public final class BotApiSimulator implements AutoCloseable {
 
     /** Enqueues an update built from its id; returns the id. */
     public long enqueue(String token, LongFunction<ObjectNode> updateForId) {
+        return enqueueJson(token, id -> updateForId.apply(id).put("update_id", id).toString());
+    }
+
+    /**
+     * Enqueues an update written as JSON text, sent exactly so: for text a tree cannot produce, such
+     * as a lone surrogate escape (backslash-ud83d). The text must carry the id it is given.
+     */
+    public long enqueueJson(String token, LongFunction<String> jsonForId) {
         Bot bot = bot(token);
         synchronized (bot) {
             long id = bot.nextId++;
-            ObjectNode update = updateForId.apply(id);
-            update.put("update_id", id);
-            bot.queue.addLast(new QueuedUpdate(id, update.toString(), clock.instant()));
+            bot.queue.addLast(new QueuedUpdate(id, jsonForId.apply(id), clock.instant()));
             bot.notifyAll();
             return id;
         }

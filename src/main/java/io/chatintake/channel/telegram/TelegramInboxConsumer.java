@@ -51,6 +51,8 @@ public class TelegramInboxConsumer extends DefaultConsumer {
     public static final String CHAT_ID = "TelegramChatId";
     /** The message's text or caption, when it has one. */
     public static final String TEXT = "TelegramText";
+    /** Set only on an update PostgreSQL's jsonb refused: why (nul_character, lone_surrogate, ...); the body is its raw text. */
+    public static final String RAW_REASON = "TelegramRawReason";
 
     private static final Duration REJECTED_TOKEN_RECHECK = Duration.ofMinutes(1);
     private static final Duration WEBHOOK_RECHECK = Duration.ofMinutes(1);
@@ -206,6 +208,7 @@ public class TelegramInboxConsumer extends DefaultConsumer {
                     }
                     offset = result.nextOffset();
                     metrics.stored(result.stored().size(), result.duplicates());
+                    reportRaw(result.stored());
                     handOff(identity, result.stored());
                 }
                 metrics.polled(offset, clock.millis());
@@ -348,8 +351,20 @@ public class TelegramInboxConsumer extends DefaultConsumer {
 
     private Exchange exchangeFor(BotApiClient.BotIdentity identity, TelegramInbox.StoredUpdate update) {
         Exchange exchange = createExchange(false);
-        TelegramUpdateMessage.fill(exchange.getMessage(), bot, identity.id(), update.updateId(), update.type(), update.rowId(), update.json());
+        TelegramUpdateMessage.fill(exchange.getMessage(), bot, identity.id(), update.updateId(), update.type(), update.rowId(),
+                update.json(), update.rawReason());
         return exchange;
+    }
+
+    /** Updates stored raw are confirmed and handed on like the others; a person may want to know they came. */
+    private void reportRaw(List<TelegramInbox.StoredUpdate> stored) {
+        for (TelegramInbox.StoredUpdate update : stored) {
+            if (update.rawReason() != null) {
+                metrics.raw();
+                LOG.warn("telegram bot '{}': update {} cannot be stored as jsonb ({}); stored raw as inbox row {}, confirmed and"
+                        + " handed on with header {}", bot, update.updateId(), update.rawReason(), update.rowId(), RAW_REASON);
+            }
+        }
     }
 
     private void runRoute(Exchange exchange) throws Exception {

@@ -17,6 +17,7 @@ final class TelegramMetrics {
 
     private final Counter stored;
     private final Counter duplicates;
+    private final Counter raw;
     private final Map<PollError, Counter> errors = new EnumMap<>(PollError.class);
     private final AtomicLong nextOffset = new AtomicLong();
     private final AtomicLong pendingUpdates = new AtomicLong(-1);
@@ -27,6 +28,9 @@ final class TelegramMetrics {
                 .description("updates stored in the inbox").register(registry);
         duplicates = Counter.builder("chat_intake_telegram_updates_duplicate").tag("bot", bot)
                 .description("updates received again that were already stored").register(registry);
+        raw = Counter.builder("chat_intake_telegram_raw_updates").tag("bot", bot)
+                .description("updates PostgreSQL's jsonb refused, stored raw with the reason (telegram_update.stored_raw)")
+                .register(registry);
         for (PollError error : PollError.values()) {
             errors.put(error, Counter.builder("chat_intake_telegram_poll_errors").tag("bot", bot)
                     .tag("kind", error.name().toLowerCase()).register(registry));
@@ -47,6 +51,10 @@ final class TelegramMetrics {
     void stored(int count, int duplicateCount) {
         stored.increment(count);
         duplicates.increment(duplicateCount);
+    }
+
+    void raw() {
+        raw.increment();
     }
 
     void error(PollError error) {

@@ -2,12 +2,12 @@ package io.chatintake.channel.unifyport;
 
 import io.chatintake.channel.webhook.SignatureVerifier;
 import io.chatintake.message.ChannelMessage;
+import io.chatintake.store.JsonbText;
 
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.time.Instant;
@@ -25,7 +25,8 @@ import java.util.Optional;
  *                    {@code X-Device-Event-Id} header, which carries the same value), else the header,
  *                    else a digest of the body (so a redelivered unparseable body is still recognised)
  * @param payloadJson the body as text when it is JSON PostgreSQL can store as jsonb, else null
- * @param parseError  null, {@code invalid_json} or {@code not_an_object}
+ * @param parseError  null, {@code invalid_json}, {@code not_an_object}, or why jsonb refuses the JSON
+ *                    ({@code not_utf8}, {@code nul_character}, {@code lone_surrogate}, {@code byte_order_mark})
  */
 public record UnifyPortEvent(String eventId, String deliveryId, String type, String provider, String accountId,
                              Instant occurredAt, byte[] body, String payloadJson, String parseError,
@@ -44,11 +45,17 @@ public record UnifyPortEvent(String eventId, String deliveryId, String type, Str
         } catch (IOException e) {
             root = null;
         }
-        String text = new String(body, StandardCharsets.UTF_8);
-        // Valid JSON may still hold a NUL character, which PostgreSQL's jsonb cannot store.
-        if (root == null || root.isMissingNode() || text.contains("\\u0000")) {
+        if (root == null || root.isMissingNode()) {
             return raw(body, headerId, deliveryId, null, "invalid_json");
         }
+        // Jackson reads JSON that jsonb refuses (UTF-16, a NUL, a lone surrogate, a byte-order mark):
+        // such a body is kept raw, or its insert would fail on every retry of the delivery.
+        Optional<String> utf8 = JsonbText.utf8(body);
+        Optional<String> refusal = utf8.isEmpty() ? Optional.of(JsonbText.NOT_UTF8) : JsonbText.refusal(utf8.get());
+        if (refusal.isPresent()) {
+            return raw(body, headerId, deliveryId, null, refusal.get());
+        }
+        String text = utf8.get();
         if (!root.isObject()) {
             return raw(body, headerId, deliveryId, text, "not_an_object");
         }

@@ -166,7 +166,7 @@ public final class UnifyPortIntake extends ServiceSupport implements Processor, 
             return;
         }
         if (!event.parsed()) {
-            LOG.warn("{} webhook: event {} is authentic but not a JSON object ({}); stored raw and acknowledged",
+            LOG.warn("{} webhook: event {} is authentic but cannot be stored as a JSON object ({}); stored raw and acknowledged",
                     configPrefix, event.eventId(), event.parseError());
         }
         String outcome = stored.firstDelivery() ? "stored" : "duplicate";

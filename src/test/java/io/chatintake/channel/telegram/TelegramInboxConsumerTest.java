@@ -12,6 +12,7 @@ import io.chatintake.sim.AdjustableClock;
 import io.chatintake.sim.BotApiSimulator;
 import io.chatintake.sim.BotApiSimulator.Fault;
 import io.chatintake.testkit.TestDatabase;
+import org.apache.camel.Exchange;
 import java.sql.Connection;
 import java.sql.Statement;
 import java.time.Duration;
@@ -67,6 +68,63 @@ class TelegramInboxConsumerTest {
         assertThat(count("SELECT count(*) FROM telegram_update WHERE payload->'message'->>'media_group_id' = 'album-1'")).isEqualTo(2);
         assertThat(simulator.violations()).isEmpty();
         assertThat(simulator.requests()).filteredOn(r -> r.offset() != null).allMatch(r -> r.offset() >= 0);
+    }
+
+    @Test
+    void updatesJsonbRefusesAreStoredRawFlaggedConfirmedAndHandedOnWithTheRestOfTheirBatch() throws Exception {
+        String nul = "{\"update_id\":%d,\"message\":{\"message_id\":91,\"date\":1,\"chat\":{\"id\":31,\"type\":\"private\"},"
+                + "\"text\":\"nul \\u0000 inside\"}}";
+        String surrogate = "{\"update_id\":%d,\"message\":{\"message_id\":92,\"date\":1,\"chat\":{\"id\":32,\"type\":\"private\"},"
+                + "\"text\":\"half an emoji \\ud83d\"}}";
+        for (int i = 0; i < 300; i++) {
+            if (i == 100) {
+                simulator.enqueueJson(token, id -> nul.formatted(id));
+            } else if (i == 150) {
+                simulator.enqueueJson(token, id -> surrogate.formatted(id));
+            } else {
+                simulator.enqueueText(token, 30 + i % 5, "m" + i);
+            }
+        }
+        try (TelegramIntake intake = new TelegramIntake(simulator).property("telegram.bot-token", token)
+                .route("main", FAST, false).start()) {
+            await("300 updates stored", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 300);
+            await("300 exchanges", WAIT, () -> intake.received.size() == 300);
+            await("the last batch confirmed", WAIT, () -> simulator.queued(token) == 0);
+            assertThat(intake.meters.counter("chat_intake_telegram_raw_updates", "bot", "main").count()).isEqualTo(2);
+
+            List<Exchange> raw = intake.received.stream().filter(e -> e.getMessage().getHeader(TelegramInboxConsumer.RAW_REASON) != null).toList();
+            assertThat(raw).extracting(e -> e.getMessage().getHeader(TelegramInboxConsumer.RAW_REASON))
+                    .containsExactlyInAnyOrder("nul_character", "lone_surrogate");
+            assertThat(raw).extracting(e -> e.getMessage().getBody(String.class))
+                    .containsExactlyInAnyOrder(nul.formatted(101), surrogate.formatted(151));
+            assertThat(raw).extracting(e -> e.getMessage().getHeader(TelegramInboxConsumer.CHAT_ID)).containsExactlyInAnyOrder("31", "32");
+        }
+        assertThat(count("SELECT next_offset FROM telegram_checkpoint WHERE bot_id = 4242")).isEqualTo(301);
+        assertThat(count("SELECT count(*) FROM telegram_update WHERE stored_raw")).isEqualTo(2);
+        assertThat(count("SELECT count(*) FROM telegram_update WHERE stored_raw AND update_id IN (101, 151) AND payload IS NULL"
+                + " AND raw_payload LIKE '%\\\\u%' AND raw_reason IN ('nul_character', 'lone_surrogate')")).isEqualTo(2);
+        assertThat(count("SELECT count(DISTINCT update_id) FROM telegram_update")).isEqualTo(300);
+        assertThat(simulator.violations()).isEmpty();
+        assertThat(messages()).anyMatch(m -> m.contains("update 151 cannot be stored as jsonb (lone_surrogate); stored raw"));
+    }
+
+    @Test
+    void whatJsonbRefusesBeyondTheScanIsFoundByAskingPostgresAndStoredRawToo() throws Exception {
+        // Valid JSON, no NUL, no surrogate, yet beyond jsonb's numeric range.
+        String huge = "{\"update_id\":%d,\"message\":{\"message_id\":93,\"date\":1,\"chat\":{\"id\":33,\"type\":\"private\"},"
+                + "\"n\":1e1000000}}";
+        simulator.enqueueText(token, 33, "before");
+        simulator.enqueueJson(token, id -> huge.formatted(id));
+        simulator.enqueueText(token, 33, "after");
+        try (TelegramIntake intake = new TelegramIntake(simulator).property("telegram.bot-token", token)
+                .route("main", FAST, false).start()) {
+            await("3 updates stored", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 3);
+            await("3 exchanges", WAIT, () -> intake.received.size() == 3);
+            await("confirmed", WAIT, () -> simulator.queued(token) == 0);
+        }
+        assertThat(count("SELECT count(*) FROM telegram_update WHERE stored_raw AND update_id = 2 AND raw_reason = 'jsonb_rejected_22003'"))
+                .isEqualTo(1);
+        assertThat(simulator.violations()).isEmpty();
     }
 
     @Test
