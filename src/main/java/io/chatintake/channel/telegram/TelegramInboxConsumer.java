@@ -92,6 +92,11 @@ public class TelegramInboxConsumer extends DefaultConsumer {
             LOG.info("telegram bot '{}': no token configured ({}); polling is off", bot, Settings.envName(endpoint.tokenKey()));
             return;
         }
+        List<String> notRequested = AllowedUpdates.notRequested(endpoint.allowedUpdateList());
+        if (!notRequested.isEmpty()) {
+            LOG.warn("telegram bot '{}': asking Telegram only for update types {} ({}); these are never received: {}", bot,
+                    endpoint.allowedUpdateList(), Settings.envName(AllowedUpdates.KEY), notRequested);
+        }
         DataSource dataSource = endpoint.getComponent().getDataSource();
         clock = endpoint.getComponent().getClock();
         client = new BotApiClient(endpoint.resolveApiUrl(), token.get());

@@ -128,6 +128,51 @@ class TelegramInboxConsumerTest {
     }
 
     @Test
+    void everyUpdateTypeIsAskedForByNameSoTheOptInTypesArrive() throws Exception {
+        // What happened before: a poll without allowed_updates keeps Telegram's default, which withholds these.
+        new BotApiClient(simulator.url(), io.chatintake.config.Secret.of(token)).getUpdates(0, 1, 0, List.of());
+        BotApiSimulator.OPT_IN_TYPES.forEach(type -> assertThat(simulator.enqueue(token, id -> updateOf(type, 61))).isEqualTo(-1));
+        assertThat(simulator.withheld(token)).isEqualTo(3);
+
+        try (TelegramIntake intake = new TelegramIntake(simulator).property("telegram.bot-token", token)
+                .route("main", FAST, false).start()) {
+            await("a poll naming the types", WAIT, () -> simulator.requests().stream().anyMatch(r -> r.allowedUpdates() != null));
+            BotApiSimulator.OPT_IN_TYPES.forEach(type -> simulator.enqueue(token, id -> updateOf(type, 61)));
+            await("the three stored", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 3);
+        }
+        assertThat(simulator.withheld(token)).isEqualTo(3);
+        assertThat(count("SELECT count(DISTINCT update_type) FROM telegram_update WHERE update_type IN"
+                + " ('chat_member', 'message_reaction', 'message_reaction_count')")).isEqualTo(3);
+        List<BotApiSimulator.Request> polls = simulator.requests().stream()
+                .filter(r -> r.method().equals("getUpdates")).skip(1).toList();
+        assertThat(polls).isNotEmpty().allSatisfy(r -> assertThat(r.allowedUpdates()).isEqualTo(AllowedUpdates.ALL));
+        assertThat(AllowedUpdates.ALL).hasSize(23).containsAll(BotApiSimulator.OPT_IN_TYPES);
+        assertThat(messages()).noneMatch(m -> m.contains("asking Telegram only for update types"));
+    }
+
+    @Test
+    void aNarrowedListOfUpdateTypesIsAskedForAndSaidOnceAtStart() throws Exception {
+        try (TelegramIntake intake = new TelegramIntake(simulator).property("telegram.bot-token", token)
+                .property("telegram.allowed-updates", " message , callback_query")
+                .route("main", FAST, false).start()) {
+            await("a poll", WAIT, () -> simulator.requests().stream().anyMatch(r -> r.allowedUpdates() != null));
+            assertThat(simulator.enqueue(token, id -> updateOf("chat_member", 62))).isEqualTo(-1);
+            simulator.enqueueText(token, 62, "still asked for");
+            await("the text stored", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 1);
+        }
+        assertThat(simulator.requests()).filteredOn(r -> r.method().equals("getUpdates"))
+                .allSatisfy(r -> assertThat(r.allowedUpdates()).containsExactly("message", "callback_query"));
+        assertThat(messages()).filteredOn(m -> m.contains("telegram bot 'main': asking Telegram only for update types"
+                + " [message, callback_query] (TELEGRAM_ALLOWED_UPDATES); these are never received: [edited_message,")).hasSize(1);
+    }
+
+    private static com.fasterxml.jackson.databind.node.ObjectNode updateOf(String type, long chatId) {
+        com.fasterxml.jackson.databind.node.ObjectNode update = com.fasterxml.jackson.databind.node.JsonNodeFactory.instance.objectNode();
+        update.putObject(type).put("date", 1).putObject("chat").put("id", chatId).put("type", "group");
+        return update;
+    }
+
+    @Test
     void exchangesCarryTheUpdateAndAnIdempotencyKeyAndAFailingRouteLosesNothing() throws Exception {
         simulator.enqueueText(token, 5, "one");
         simulator.enqueueText(token, 5, "two");
