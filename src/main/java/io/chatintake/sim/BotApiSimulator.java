@@ -253,6 +253,14 @@ public final class BotApiSimulator implements AutoCloseable {
         }
     }
 
+    /** Drops the faults not used yet: the server answers normally again. */
+    public void clearFaults(String token) {
+        Bot bot = bot(token);
+        synchronized (bot) {
+            bot.faults.clear();
+        }
+    }
+
     public ObjectNode message(long chatId, String text) {
         ObjectNode message = JSON.createObjectNode();
         message.put("message_id", messageIds.getAndIncrement());

@@ -142,6 +142,7 @@ public class TelegramInboxConsumer extends DefaultConsumer {
         BotApiClient.BotIdentity identity = null;
         PollLease.Held lease = null;
         long offset = 0;
+        Instant lastSuccess = null;
         Instant lastRejectionLog = Instant.EPOCH;
         Instant lastWebhookLog = Instant.EPOCH;
         Instant lastPendingRefresh = Instant.EPOCH;
@@ -154,6 +155,9 @@ public class TelegramInboxConsumer extends DefaultConsumer {
         long leaseRenewedAt = System.nanoTime();
         while (running) {
             try {
+                if (lease != null) {
+                    watchForLoss(lease.botId(), lastSuccess);
+                }
                 if (identity == null) {
                     identity = client.getMe();
                     LOG.info("telegram bot '{}': Bot API identity @{} (bot id {})", bot, identity.username(), identity.id());
@@ -175,10 +179,11 @@ public class TelegramInboxConsumer extends DefaultConsumer {
                     OffsetCheckpoint.Saved saved = checkpoints.load(identity.id(), bot);
                     offset = saved.nextOffset();
                     Instant now = clock.instant();
-                    lossWindows.recordIfMissed(identity.id(), saved.lastSuccessfulPoll(), now).ifPresent(w ->
-                            LOG.warn("telegram bot '{}': last successful poll was {} (more than 24 h ago): updates Telegram"
-                                    + " received before {} may have expired unseen; recorded as a possible loss window", bot, w.from(),
-                                    w.to().minus(LossWindow.TELEGRAM_RETENTION)));
+                    lastSuccess = saved.lastPollAt();
+                    if (lastSuccess != null) {
+                        metrics.lastSuccess(lastSuccess);
+                    }
+                    recordLossWindow(identity.id(), saved.lastSuccessfulPoll());
                     BotApiClient.WebhookInfo webhook = client.getWebhookInfo();
                     metrics.pending(webhook.pendingUpdateCount());
                     lastPendingRefresh = now;
@@ -216,7 +221,8 @@ public class TelegramInboxConsumer extends DefaultConsumer {
                     reportRaw(result.stored());
                     handOff(identity, result.stored());
                 }
-                metrics.polled(offset, clock.millis());
+                lastSuccess = clock.instant();
+                metrics.polled(offset, lastSuccess.toEpochMilli());
                 backoff.reset();
                 if (Duration.between(lastPendingRefresh, clock.instant()).compareTo(PENDING_COUNT_REFRESH) > 0) {
                     metrics.pending(client.getWebhookInfo().pendingUpdateCount());
@@ -287,6 +293,33 @@ public class TelegramInboxConsumer extends DefaultConsumer {
         }
         releaseQuietly(lease);
         LOG.info("telegram bot '{}': polling stopped{}", bot, lease == null ? "" : "; lease released for another process");
+    }
+
+    /**
+     * A poller that keeps its lease while every poll fails loses updates as surely as one that is
+     * not running: once its last success is older than Telegram's retention, the window is recorded
+     * (and counted) at once, then extended on every later failure, not only at the next lease take.
+     * The checkpoint's time is the window's start, the same one a later lease take would see.
+     */
+    private void watchForLoss(long botId, Instant lastSuccess) {
+        if (lastSuccess == null || !LossWindow.missed(lastSuccess, clock.instant())) {
+            return;
+        }
+        try {
+            recordLossWindow(botId, checkpoints.find(botId).flatMap(OffsetCheckpoint.Saved::lastSuccessfulPoll));
+        } catch (SQLException e) {
+            // Never in the way of the next poll; the seconds-since-last-poll gauge tells the story meanwhile.
+            LOG.warn("telegram bot '{}': the possible loss window could not be recorded yet ({}); tried again after the next failure",
+                    bot, e.getMessage());
+        }
+    }
+
+    private void recordLossWindow(long botId, Optional<Instant> lastSuccessfulPoll) throws SQLException {
+        lossWindows.recordIfMissed(botId, lastSuccessfulPoll, clock.instant()).ifPresent(w -> {
+            metrics.lossWindow();
+            LOG.warn("telegram bot '{}': last successful poll was {} (more than 24 h ago): updates Telegram received before {}"
+                    + " may have expired unseen; recorded as a possible loss window", bot, w.from(), w.to().minus(LossWindow.TELEGRAM_RETENTION));
+        });
     }
 
     /** @return the batch, or null when the consumer was stopped during the long poll */

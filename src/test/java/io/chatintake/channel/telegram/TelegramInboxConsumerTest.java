@@ -345,6 +345,51 @@ class TelegramInboxConsumerTest {
     }
 
     @Test
+    void aPollerThatHoldsItsLeaseWhileEveryPollFailsRecordsTheLossWindowAsSoonAsItPasses24Hours() throws Exception {
+        AdjustableClock clock = new AdjustableClock();
+        try (TelegramIntake intake = new TelegramIntake(simulator, clock).property("telegram.bot-token", token)
+                .route("main", FAST, false).start()) {
+            await("a first poll", WAIT, () -> count("SELECT count(*) FROM telegram_checkpoint WHERE last_poll_at IS NOT NULL") == 1);
+            for (int i = 0; i < 10_000; i++) {
+                simulator.injectFault(token, Fault.serverError());
+            }
+            long polls = getUpdatesCalls();
+            await("failing", WAIT, () -> getUpdatesCalls() > polls + 2);
+            assertThat(count("SELECT count(*) FROM telegram_loss_window")).as("within Telegram's retention nothing is lost").isZero();
+
+            clock.advance(Duration.ofHours(25));
+            await("the loss window, while the lease is held", WAIT, () -> count("SELECT count(*) FROM telegram_loss_window WHERE bot_id = 4242") == 1);
+            assertThat(count("SELECT count(*) FROM telegram_poll_lease WHERE expires_at > now()")).as("the lease is still held").isEqualTo(1);
+            assertThat(lossWindowsCounted(intake)).isEqualTo(1);
+            assertThat(intake.meters.get("chat_intake_telegram_seconds_since_last_poll").tag("bot", "main").gauge().value())
+                    .isGreaterThan(Duration.ofHours(25).toSeconds() - 60);
+
+            clock.advance(Duration.ofHours(1));
+            long later = getUpdatesCalls();
+            await("failing on", WAIT, () -> getUpdatesCalls() > later + 2);
+            await("the same window extended", WAIT, () -> count("SELECT count(*) FROM telegram_loss_window"
+                    + " WHERE to_time - from_time > interval '25 hours 30 minutes'") == 1);
+
+            simulator.clearFaults(token);
+            simulator.enqueueText(token, 7, "after the outage");
+            await("polling again", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 1);
+            assertThat(intake.meters.get("chat_intake_telegram_seconds_since_last_poll").tag("bot", "main").gauge().value()).isLessThan(60);
+            assertThat(lossWindowsCounted(intake)).isEqualTo(1);
+        }
+        assertThat(count("SELECT count(*) FROM telegram_loss_window")).as("one outage, one window").isEqualTo(1);
+        assertThat(messages()).filteredOn(m -> m.contains("recorded as a possible loss window")).hasSize(1);
+        assertThat(simulator.violations()).isEmpty();
+    }
+
+    private long getUpdatesCalls() {
+        return simulator.requests().stream().filter(r -> r.method().equals("getUpdates")).count();
+    }
+
+    private static double lossWindowsCounted(TelegramIntake intake) {
+        return intake.meters.counter("chat_intake_telegram_loss_windows", "bot", "main").count();
+    }
+
+    @Test
     void theTokenAppearsInNoLogLineThreadNameOrEndpointUri() throws Exception {
         simulator.enqueueText(token, 1, "x");
         simulator.injectFault(token, Fault.serverError());
