@@ -150,7 +150,9 @@ public final class Runner {
                 Map.entry("camel.management.health-check-enabled", "true"),
                 Map.entry("camel.management.metrics-enabled", "true"),
                 Map.entry("camel.metrics.enabled", "true"),
-                Map.entry("camel.health.exposure-level", "default"));
+                // full: every check with its message and details, so /observe/health shows each bot's
+                // poller and each channel's state, not just the checks that are down.
+                Map.entry("camel.health.exposure-level", "full"));
         settings.withPrefix("camel.").forEach(camel::addInitialProperty);
         // Replies through camel-telegram use the same bot and server as intake, set on the
         // component so that the token never has to be written into a route's URI.

@@ -2,6 +2,7 @@ package io.chatintake.channel.telegram;
 
 import io.chatintake.support.CrashPoint;
 import io.chatintake.support.ProcessIdentity;
+import io.chatintake.channel.telegram.TelegramInboxConsumerHealthCheck.Phase;
 import io.chatintake.config.Secret;
 import io.chatintake.config.Settings;
 import io.chatintake.support.MeterRegistryLookup;
@@ -77,6 +78,7 @@ public class TelegramInboxConsumer extends DefaultConsumer {
     private TelegramMetrics metrics;
     private Clock clock;
     private String holder;
+    private TelegramInboxConsumerHealthCheck health;
 
     public TelegramInboxConsumer(TelegramInboxEndpoint endpoint, Processor processor) {
         super(endpoint, processor);
@@ -87,9 +89,13 @@ public class TelegramInboxConsumer extends DefaultConsumer {
     @Override
     protected void doStart() throws Exception {
         super.doStart();
+        clock = endpoint.getComponent().getClock();
+        health = new TelegramInboxConsumerHealthCheck(bot, clock);
+        health.register(endpoint.getCamelContext());
         Optional<Secret> token = endpoint.resolveToken();
         if (token.isEmpty()) {
             LOG.info("telegram bot '{}': no token configured ({}); polling is off", bot, Settings.envName(endpoint.tokenKey()));
+            health.enter(TelegramInboxConsumerHealthCheck.Phase.OFF, "no token configured (" + Settings.envName(endpoint.tokenKey()) + ")");
             return;
         }
         List<String> notRequested = AllowedUpdates.notRequested(endpoint.allowedUpdateList());
@@ -98,7 +104,6 @@ public class TelegramInboxConsumer extends DefaultConsumer {
                     endpoint.allowedUpdateList(), Settings.envName(AllowedUpdates.KEY), notRequested);
         }
         DataSource dataSource = endpoint.getComponent().getDataSource();
-        clock = endpoint.getComponent().getClock();
         client = new BotApiClient(endpoint.resolveApiUrl(), token.get());
         leases = new PollLease(dataSource);
         checkpoints = new OffsetCheckpoint(dataSource);
@@ -132,6 +137,10 @@ public class TelegramInboxConsumer extends DefaultConsumer {
             handoff.shutdown();
             handoff.awaitTermination(30, TimeUnit.SECONDS);
             handoff = null;
+        }
+        if (health != null) {
+            health.unregister(endpoint.getCamelContext());
+            health = null;
         }
         super.doStop();
     }
@@ -170,6 +179,7 @@ public class TelegramInboxConsumer extends DefaultConsumer {
                                     bot, leases.current(identity.id()).map(PollLease.Holder::holder).orElse("?"));
                             standbyLogged = true;
                         }
+                        health.enter(Phase.STANDBY, "another process holds the poll lease");
                         pause(standbyInterval(leaseDuration));
                         continue;
                     }
@@ -192,6 +202,7 @@ public class TelegramInboxConsumer extends DefaultConsumer {
                     }
                     LOG.info("telegram bot '{}': polling as {} (fencing token {}), from saved offset {}; {} update(s) pending at Telegram",
                             bot, holder, lease.fencingToken(), offset, webhook.pendingUpdateCount());
+                    health.enter(Phase.POLLING, null);
                 }
                 if (System.nanoTime() - leaseRenewedAt >= renewEvery.toNanos()) {
                     if (!leases.renew(lease, leaseDuration)) {
@@ -223,6 +234,7 @@ public class TelegramInboxConsumer extends DefaultConsumer {
                 }
                 lastSuccess = clock.instant();
                 metrics.polled(offset, lastSuccess.toEpochMilli());
+                health.enter(Phase.POLLING, null);
                 backoff.reset();
                 if (Duration.between(lastPendingRefresh, clock.instant()).compareTo(PENDING_COUNT_REFRESH) > 0) {
                     metrics.pending(client.getWebhookInfo().pendingUpdateCount());
@@ -230,9 +242,11 @@ public class TelegramInboxConsumer extends DefaultConsumer {
                 }
             } catch (TelegramInbox.LeaseLostException e) {
                 LOG.warn("telegram bot '{}': {}; polling stops here and waits for the lease", bot, e.getMessage());
+                health.enter(Phase.STANDBY, "the poll lease was taken over by another process");
                 lease = null;
             } catch (SQLException e) {
                 metrics.error(TelegramMetrics.PollError.STORAGE);
+                health.enter(Phase.BACKING_OFF, "storage failed (SQLState " + e.getSQLState() + ")");
                 Duration wait = backoff.next();
                 LOG.warn("telegram bot '{}': storage failed, checkpoint not advanced; polling again from offset {} in {} ms: {}",
                         bot, offset, wait.toMillis(), e.getMessage());
@@ -241,6 +255,7 @@ public class TelegramInboxConsumer extends DefaultConsumer {
                 switch (e.kind()) {
                     case UNAUTHORIZED -> {
                         metrics.error(TelegramMetrics.PollError.UNAUTHORIZED);
+                        health.enter(Phase.UNAUTHORIZED, "the Bot API refused the token; fix " + Settings.envName(endpoint.tokenKey()));
                         if (Duration.between(lastRejectionLog, Instant.now()).compareTo(REJECTED_TOKEN_RECHECK) >= 0) {
                             LOG.error("telegram bot '{}': the Bot API rejected the token ({}); this bot does not poll until the"
                                     + " token is fixed ({}), checked again every minute", bot, e.getMessage(), Settings.envName(endpoint.tokenKey()));
@@ -252,6 +267,7 @@ public class TelegramInboxConsumer extends DefaultConsumer {
                     }
                     case CONFLICT_WEBHOOK -> {
                         metrics.error(TelegramMetrics.PollError.WEBHOOK_SET);
+                        health.enter(Phase.WEBHOOK_SET, "to poll, run: java -jar chat-intake.jar telegram switch-to-polling --bot " + bot);
                         if (Duration.between(lastWebhookLog, Instant.now()).compareTo(Duration.ofMinutes(5)) >= 0) {
                             LOG.error("telegram bot '{}': a webhook is set, so Telegram refuses getUpdates; not polling. To switch"
                                     + " this bot to polling without losing queued updates run: java -jar chat-intake.jar telegram"
@@ -263,6 +279,7 @@ public class TelegramInboxConsumer extends DefaultConsumer {
                     }
                     case CONFLICT_OTHER_POLLER -> {
                         metrics.error(TelegramMetrics.PollError.CONFLICT_409);
+                        health.enter(Phase.BACKING_OFF, "409: another getUpdates request is running");
                         Duration wait = backoff.next();
                         LOG.warn("telegram bot '{}': Telegram says another getUpdates request is running ({}); re-checking the lease in {} ms",
                                 bot, e.getMessage(), wait.toMillis());
@@ -271,6 +288,7 @@ public class TelegramInboxConsumer extends DefaultConsumer {
                     case RATE_LIMITED -> {
                         metrics.error(TelegramMetrics.PollError.RATE_LIMITED_429);
                         Duration wait = Duration.ofSeconds(Math.max(1, e.retryAfterSeconds()));
+                        health.enter(Phase.BACKING_OFF, "429: rate limited, retry after " + wait.toSeconds() + " s");
                         LOG.warn("telegram bot '{}': rate limited by Telegram, waiting retry_after = {} s", bot, wait.toSeconds());
                         pause(wait);
                     }
@@ -279,6 +297,7 @@ public class TelegramInboxConsumer extends DefaultConsumer {
                             break;
                         }
                         metrics.error(e.kind() == BotApiException.Kind.SERVER ? TelegramMetrics.PollError.SERVER_5XX : TelegramMetrics.PollError.NETWORK);
+                        health.enter(Phase.BACKING_OFF, e.getMessage());
                         Duration wait = backoff.next();
                         LOG.warn("telegram bot '{}': Bot API call failed ({}); checkpoint unchanged, retrying from offset {} in {} ms",
                                 bot, e.getMessage(), offset, wait.toMillis());
@@ -286,6 +305,7 @@ public class TelegramInboxConsumer extends DefaultConsumer {
                     }
                 }
             } catch (RuntimeException e) {
+                health.enter(Phase.BACKING_OFF, "unexpected failure: " + e.getClass().getSimpleName());
                 Duration wait = backoff.next();
                 LOG.error("telegram bot '{}': unexpected failure, checkpoint unchanged; retrying in {} ms", bot, wait.toMillis(), e);
                 pause(wait);

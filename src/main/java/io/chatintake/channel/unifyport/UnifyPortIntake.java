@@ -3,6 +3,7 @@ package io.chatintake.channel.unifyport;
 import io.chatintake.channel.webhook.SignatureScheme;
 import io.chatintake.channel.webhook.SignatureVerifier;
 import io.chatintake.channel.webhook.WebhookEventStore;
+import io.chatintake.channel.webhook.WebhookIntakeHealthCheck;
 
 import io.chatintake.config.Secret;
 import io.chatintake.message.ChildMessageListener;
@@ -65,6 +66,7 @@ public final class UnifyPortIntake extends ServiceSupport implements Processor, 
     private volatile SignatureVerifier verifier;
     private volatile WebhookEventStore store;
     private volatile MeterRegistry meters;
+    private WebhookIntakeHealthCheck health;
 
     /**
      * Validates the configuration and says once, at start, whether the webhook is on. Camel starts
@@ -88,19 +90,35 @@ public final class UnifyPortIntake extends ServiceSupport implements Processor, 
         SignatureScheme chosen = timestampToleranceSeconds == null ? parsed
                 : parsed.withTolerance(Duration.ofSeconds(timestampToleranceSeconds));
         String secretsVariable = Settings.envName(configPrefix + ".signing-secrets");
+        String state;
         if (!signingSecrets.isEmpty()) {
+            state = "on: " + signingSecrets.size() + " signing secret(s), workspace " + workspace;
             verifier = new SignatureVerifier(chosen, signingSecrets);
             LOG.info("{} webhook: on for workspace {}: {} signing secret(s), scheme {}, timestamp tolerance +/-{}s, body cap {} bytes",
                     configPrefix, workspace, signingSecrets.size(), chosen.name(), chosen.tolerance().toSeconds(), maxBodyBytes);
         } else if (allowUnsigned) {
+            state = "on: UNSIGNED deliveries accepted (insecure), workspace " + workspace;
             verifier = null;
             LOG.warn("{} webhook: INSECURE: accepting UNSIGNED deliveries for workspace {} ({}=true); anyone who can reach "
                     + "this port can store events. Set {} and remove {}.", configPrefix, workspace,
                     Settings.envName(configPrefix + ".allow-unsigned"), secretsVariable, Settings.envName(configPrefix + ".allow-unsigned"));
         } else {
+            state = "off: no signing secret configured (" + secretsVariable + "); deliveries are answered 503";
             verifier = null;
             LOG.warn("{} webhook: OFF for workspace {}: no signing secret configured; set {} (comma-separated) to enable it. "
                     + "Until then deliveries are answered 503 not_configured.", configPrefix, workspace, secretsVariable);
+        }
+        if (camelContext != null) {
+            health = new WebhookIntakeHealthCheck(configPrefix, state);
+            health.register(camelContext);
+        }
+    }
+
+    @Override
+    protected void doStop() {
+        if (health != null) {
+            health.unregister(camelContext);
+            health = null;
         }
     }
 

@@ -13,6 +13,7 @@ import io.chatintake.sim.BotApiSimulator;
 import io.chatintake.sim.BotApiSimulator.Fault;
 import io.chatintake.testkit.TestDatabase;
 import org.apache.camel.Exchange;
+import org.apache.camel.health.HealthCheckHelper;
 import java.sql.Connection;
 import java.sql.Statement;
 import java.time.Duration;
@@ -224,6 +225,41 @@ class TelegramInboxConsumerTest {
         }
         assertThat(messages()).filteredOn(m -> m.contains("rejected the token")).hasSize(1);
         assertThat(messages()).noneMatch(m -> m.contains("FAKE-revoked-token"));
+    }
+
+    @Test
+    void eachBotsHealthSaysWhatItsPollerDoesWithoutBeingPartOfReadiness() throws Exception {
+        try (TelegramIntake intake = new TelegramIntake(simulator)
+                .property("telegram.bot-token", token)
+                .property("telegram.bots.revoked.token", "999:FAKE-revoked-token")
+                .route("main", FAST, false).route("revoked", FAST, false).route("idle", FAST, false).start()) {
+            await("main polls, revoked is stopped", WAIT, () -> health(intake, "telegram-bot-main").contains("UP telegram bot 'main': polling since")
+                    && health(intake, "telegram-bot-revoked").contains("DOWN telegram bot 'revoked': stopped: unauthorized since"));
+            assertThat(health(intake, "telegram-bot-revoked")).contains("fix TELEGRAM_BOTS_REVOKED_TOKEN").doesNotContain("FAKE-revoked-token");
+            assertThat(health(intake, "telegram-bot-idle")).contains("UP telegram bot 'idle': off since").contains("TELEGRAM_BOTS_IDLE_TOKEN");
+
+            for (int i = 0; i < 10_000; i++) {
+                simulator.injectFault(token, Fault.serverError());
+            }
+            await("main backs off", WAIT, () -> health(intake, "telegram-bot-main").contains("DOWN telegram bot 'main': backing off since"));
+            String since = health(intake, "telegram-bot-main").replaceAll(".* since (\\S+) .*", "$1");
+            long polls = getUpdatesCalls();
+            await("failing on", WAIT, () -> getUpdatesCalls() > polls + 2);
+            assertThat(health(intake, "telegram-bot-main")).as("since the first failure").contains("backing off since " + since + " (500");
+
+            assertThat(HealthCheckHelper.invokeReadiness(intake.camel, "full")).extracting(r -> r.getCheck().getId())
+                    .noneMatch(id -> id.startsWith("telegram-bot-"));
+            assertThat(HealthCheckHelper.invokeLiveness(intake.camel, "full")).extracting(r -> r.getCheck().getId())
+                    .noneMatch(id -> id.startsWith("telegram-bot-"));
+            simulator.clearFaults(token);
+            await("main polls again", WAIT, () -> health(intake, "telegram-bot-main").contains("UP telegram bot 'main': polling since"));
+        }
+    }
+
+    /** "UP message" of one check as the full exposure level shows it, or "" when it is not registered. */
+    private static String health(TelegramIntake intake, String id) {
+        return HealthCheckHelper.invoke(intake.camel, "full").stream().filter(r -> r.getCheck().getId().equals(id))
+                .map(r -> r.getState() + " " + r.getMessage().orElse("")).findFirst().orElse("");
     }
 
     @Test
