@@ -18,7 +18,6 @@ import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.Deque;
-import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -168,7 +167,7 @@ public final class BotApiSimulator implements AutoCloseable {
         Bot bot = bot(token);
         synchronized (bot) {
             ObjectNode update = updateForId.apply(bot.nextId).put("update_id", bot.nextId);
-            return add(bot, update.toString(), typeOf(update));
+            return add(bot, update.toString(), update);
         }
     }
 
@@ -181,15 +180,16 @@ public final class BotApiSimulator implements AutoCloseable {
         synchronized (bot) {
             String json = jsonForId.apply(bot.nextId);
             try {
-                return add(bot, json, typeOf(JSON.readTree(json)));
+                return add(bot, json, JSON.readTree(json));
             } catch (IOException e) {
                 throw new IllegalArgumentException("an update must be JSON: " + e.getMessage(), e);
             }
         }
     }
 
-    private long add(Bot bot, String json, String type) {
-        if (bot.allowedUpdates == null ? OPT_IN_TYPES.contains(type) : !bot.allowedUpdates.contains(type)) {
+    private long add(Bot bot, String json, JsonNode update) {
+        // An update holds update_id and one field named after its type.
+        if (bot.allowedUpdates == null ? OPT_IN_TYPES.stream().anyMatch(update::has) : bot.allowedUpdates.stream().noneMatch(update::has)) {
             bot.withheld++;
             return -1;
         }
@@ -546,17 +546,6 @@ public final class BotApiSimulator implements AutoCloseable {
             throw new IllegalArgumentException("no such bot in the simulator");
         }
         return bot;
-    }
-
-    private static String typeOf(JsonNode update) {
-        Iterator<String> fields = update.fieldNames();
-        while (fields.hasNext()) {
-            String field = fields.next();
-            if (!field.equals("update_id")) {
-                return field;
-            }
-        }
-        return "";
     }
 
     /** As JSON array, or a JSON-serialised array in a query parameter, as the Bot API takes it. */
