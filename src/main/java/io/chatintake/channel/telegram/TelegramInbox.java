@@ -23,7 +23,9 @@ import javax.sql.DataSource;
  * higher offset, which is what confirms the batch to Telegram.
  * <p>
  * The batch goes in with one statement (arrays unnested server-side), so storing 100 updates
- * costs one round trip, not 100.
+ * costs one round trip, not 100. An update PostgreSQL's jsonb refuses ({@link JsonbText}) goes in
+ * with the others, as text, flagged with the reason: it must not hold up its batch, and with it
+ * the bot, forever.
  */
 public final class TelegramInbox {
     /** Telegram children belong to the default workspace; a bot is its own account within it. */

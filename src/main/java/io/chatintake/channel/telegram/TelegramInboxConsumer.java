@@ -39,6 +39,10 @@ import org.slf4j.LoggerFactory;
  * What the route does cannot change what was stored or confirmed: a failing route leaves the
  * update in the inbox. A failed transaction never advances the offset: Telegram sends the
  * unconfirmed batch again.
+ * <p>
+ * Its {@link TelegramInboxConsumerHealthCheck} says on {@code /observe/health} what the loop is
+ * doing; a last success older than 24 h is recorded as a possible {@link LossWindow} even while
+ * the lease is held.
  */
 public class TelegramInboxConsumer extends DefaultConsumer {
     private static final Logger LOG = LoggerFactory.getLogger(TelegramInboxConsumer.class);
@@ -95,7 +99,7 @@ public class TelegramInboxConsumer extends DefaultConsumer {
         Optional<Secret> token = endpoint.resolveToken();
         if (token.isEmpty()) {
             LOG.info("telegram bot '{}': no token configured ({}); polling is off", bot, Settings.envName(endpoint.tokenKey()));
-            health.enter(TelegramInboxConsumerHealthCheck.Phase.OFF, "no token configured (" + Settings.envName(endpoint.tokenKey()) + ")");
+            health.enter(Phase.OFF, "no token configured (" + Settings.envName(endpoint.tokenKey()) + ")");
             return;
         }
         List<String> notRequested = AllowedUpdates.notRequested(endpoint.allowedUpdateList());
