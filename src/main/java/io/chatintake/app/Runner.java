@@ -153,7 +153,9 @@ public final class Runner {
                 Map.entry("camel.management.health-check-enabled", "true"),
                 Map.entry("camel.management.metrics-enabled", "true"),
                 Map.entry("camel.metrics.enabled", "true"),
-                Map.entry("camel.health.exposure-level", "default"),
+                // full: every check with its message and details, so /observe/health shows each bot's
+                // poller and each channel's state, not just the checks that are down.
+                Map.entry("camel.health.exposure-level", "full"),
                 // Camel masks properties by the last part of their key; its own words miss bot-token,
                 // signing-secrets and the like, so every secret key of the configuration is added.
                 Map.entry("camel.main.additional-sensitive-keywords", settings.get("camel.main.additional-sensitive-keywords")

@@ -54,8 +54,12 @@ public final class BotApiSimulator implements AutoCloseable {
     public record QueuedUpdate(long updateId, String json, Instant enqueuedAt) {
     }
 
-    public record Request(String method, long botId, Long offset, Instant at) {
+    /** @param allowedUpdates the getUpdates {@code allowed_updates} parameter; null when it was left out */
+    public record Request(String method, long botId, Long offset, List<String> allowedUpdates, Instant at) {
     }
+
+    /** Sent only when asked for: Telegram's default {@code allowed_updates} leaves these out. */
+    public static final List<String> OPT_IN_TYPES = List.of("chat_member", "message_reaction", "message_reaction_count");
 
     public enum FaultKind { HTTP_500, RATE_LIMIT, DROP_AFTER_APPLY, SLOW }
 
@@ -90,6 +94,9 @@ public final class BotApiSimulator implements AutoCloseable {
         int pollGeneration;
         int maxConcurrentPolls;
         int conflicts;
+        /** The last allowed_updates a getUpdates sent; null: never set, Telegram's default. */
+        List<String> allowedUpdates;
+        int withheld;
         final List<JsonNode> sent = new ArrayList<>();
         final List<JsonNode> sendAttempts = new ArrayList<>();
         final Set<Long> blockedChats = ConcurrentHashMap.newKeySet();
@@ -164,17 +171,44 @@ public final class BotApiSimulator implements AutoCloseable {
 
     // ---- what a test does to the queue ----
 
-    /** Enqueues an update built from its id; returns the id. */
+    /**
+     * Enqueues an update built from its id; returns the id, or -1 when the bot's allowed_updates
+     * leaves its type out: Telegram then never creates it (see {@link #withheld}).
+     */
     public long enqueue(String token, LongFunction<ObjectNode> updateForId) {
         Bot bot = bot(token);
         synchronized (bot) {
-            long id = bot.nextId++;
-            ObjectNode update = updateForId.apply(id);
-            update.put("update_id", id);
-            bot.queue.addLast(new QueuedUpdate(id, update.toString(), clock.instant()));
-            bot.notifyAll();
-            return id;
+            ObjectNode update = updateForId.apply(bot.nextId).put("update_id", bot.nextId);
+            return add(bot, update.toString(), update);
         }
+    }
+
+    /**
+     * Enqueues an update written as JSON text, sent exactly so: for text a tree cannot produce, such
+     * as a lone surrogate escape (backslash-ud83d). The text must carry the id it is given.
+     */
+    public long enqueueJson(String token, LongFunction<String> jsonForId) {
+        Bot bot = bot(token);
+        synchronized (bot) {
+            String json = jsonForId.apply(bot.nextId);
+            try {
+                return add(bot, json, JSON.readTree(json));
+            } catch (IOException e) {
+                throw new IllegalArgumentException("an update must be JSON: " + e.getMessage(), e);
+            }
+        }
+    }
+
+    private long add(Bot bot, String json, JsonNode update) {
+        // An update holds update_id and one field named after its type.
+        if (bot.allowedUpdates == null ? OPT_IN_TYPES.stream().anyMatch(update::has) : bot.allowedUpdates.stream().noneMatch(update::has)) {
+            bot.withheld++;
+            return -1;
+        }
+        long id = bot.nextId++;
+        bot.queue.addLast(new QueuedUpdate(id, json, clock.instant()));
+        bot.notifyAll();
+        return id;
     }
 
     public long enqueueText(String token, long chatId, String text) {
@@ -247,6 +281,14 @@ public final class BotApiSimulator implements AutoCloseable {
         }
     }
 
+    /** Drops the faults not used yet: the server answers normally again. */
+    public void clearFaults(String token) {
+        Bot bot = bot(token);
+        synchronized (bot) {
+            bot.faults.clear();
+        }
+    }
+
     public ObjectNode message(long chatId, String text) {
         ObjectNode message = JSON.createObjectNode();
         message.put("message_id", messageIds.getAndIncrement());
@@ -280,6 +322,14 @@ public final class BotApiSimulator implements AutoCloseable {
         Bot bot = bot(token);
         synchronized (bot) {
             return bot.queue.size();
+        }
+    }
+
+    /** Updates not created because the bot's allowed_updates left their type out. */
+    public int withheld(String token) {
+        Bot bot = bot(token);
+        synchronized (bot) {
+            return bot.withheld;
         }
     }
 
@@ -343,13 +393,19 @@ public final class BotApiSimulator implements AutoCloseable {
             String method = path.substring(slash + 1);
             Bot bot = botsByToken.get(token);
             if (bot == null) {
-                requests.add(new Request(method, -1, null, clock.instant()));
+                requests.add(new Request(method, -1, null, null, clock.instant()));
                 answer(exchange, 401, error(401, "Unauthorized"));
                 return;
             }
             JsonNode params = params(exchange);
             Long offset = params.has("offset") ? params.get("offset").asLong() : null;
-            requests.add(new Request(method, bot.id, offset, clock.instant()));
+            List<String> allowedUpdates = allowedUpdates(params);
+            requests.add(new Request(method, bot.id, offset, allowedUpdates, clock.instant()));
+            if (method.equals("getUpdates") && allowedUpdates != null) {
+                synchronized (bot) {
+                    bot.allowedUpdates = allowedUpdates; // sticky, as Telegram's
+                }
+            }
             Fault fault = nextFault(bot, method);
             if (fault != null && fault.kind() == FaultKind.SLOW) {
                 sleep(fault.delay());
@@ -545,7 +601,7 @@ public final class BotApiSimulator implements AutoCloseable {
         int link = filePath.lastIndexOf('/');
         byte[] content = bot == null || !filePath.startsWith("files/") || link <= "files/".length() || bot.expiredLinks.contains(filePath)
                 ? null : bot.files.get(filePath.substring("files/".length(), link));
-        requests.add(new Request("file", bot == null ? -1 : bot.id, null, clock.instant()));
+        requests.add(new Request("file", bot == null ? -1 : bot.id, null, null, clock.instant()));
         if (content == null) {
             answer(exchange, 404, error(404, "Not Found"));
             return;
@@ -563,6 +619,20 @@ public final class BotApiSimulator implements AutoCloseable {
             throw new IllegalArgumentException("no such bot in the simulator");
         }
         return bot;
+    }
+
+    /** As JSON array, or a JSON-serialised array in a query parameter, as the Bot API takes it. */
+    private static List<String> allowedUpdates(JsonNode params) throws IOException {
+        JsonNode value = params.get("allowed_updates");
+        if (value != null && value.isTextual()) {
+            value = JSON.readTree(value.asText());
+        }
+        if (value == null || !value.isArray()) {
+            return null;
+        }
+        List<String> types = new ArrayList<>();
+        value.forEach(type -> types.add(type.asText()));
+        return List.copyOf(types);
     }
 
     private static JsonNode params(HttpExchange exchange) throws IOException {

@@ -1,5 +1,7 @@
 package io.chatintake.channel.telegram;
 
+import com.fasterxml.jackson.core.JsonParser;
+import com.fasterxml.jackson.core.JsonToken;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
@@ -71,12 +73,46 @@ public final class BotApiClient {
         if (allowedUpdates != null && !allowedUpdates.isEmpty()) {
             allowedUpdates.forEach(params.putArray("allowed_updates")::add);
         }
-        JsonNode result = call("getUpdates", params, Duration.ofSeconds(timeoutSeconds).plus(ANSWER_GRACE));
-        List<RawUpdate> updates = new ArrayList<>(result.size());
-        for (JsonNode update : result) {
-            updates.add(new RawUpdate(update.path("update_id").asLong(), typeOf(update), update.toString()));
+        HttpResponse<String> response = post("getUpdates", params, Duration.ofSeconds(timeoutSeconds).plus(ANSWER_GRACE));
+        List<RawUpdate> updates = new ArrayList<>();
+        JsonNode answer;
+        try {
+            answer = readUpdates(response.body(), updates);
+        } catch (IOException e) {
+            throw BotApiException.fromAnswer(response.statusCode(), "answer is not JSON", 0);
         }
+        result(answer, response.statusCode());
         return updates;
+    }
+
+    /**
+     * Reads a getUpdates answer in one pass, keeping each update's JSON text exactly as Telegram
+     * sent it: that is what is stored and confirmed, and what is kept raw when jsonb refuses it
+     * (a re-serialised tree would differ, and could not even be encoded with a lone surrogate).
+     *
+     * @return the answer without its updates (ok, error_code, ...), or null when it is not an object
+     */
+    private static JsonNode readUpdates(String body, List<RawUpdate> updates) throws IOException {
+        ObjectNode answer = JSON.createObjectNode();
+        try (JsonParser parser = JSON.createParser(body)) {
+            if (parser.nextToken() != JsonToken.START_OBJECT) {
+                return null;
+            }
+            while (parser.nextToken() == JsonToken.FIELD_NAME) {
+                String field = parser.currentName();
+                if (parser.nextToken() == JsonToken.START_ARRAY && field.equals("result")) {
+                    while (parser.nextToken() == JsonToken.START_OBJECT) {
+                        int start = (int) parser.currentTokenLocation().getCharOffset();
+                        JsonNode update = parser.readValueAsTree();
+                        int end = (int) parser.currentTokenLocation().getCharOffset() + 1;
+                        updates.add(new RawUpdate(update.path("update_id").asLong(), typeOf(update), body.substring(start, end)));
+                    }
+                } else {
+                    answer.set(field, parser.readValueAsTree());
+                }
+            }
+        }
+        return answer;
     }
 
     public WebhookInfo getWebhookInfo() throws BotApiException {
@@ -84,13 +120,6 @@ public final class BotApiClient {
         return new WebhookInfo(result.path("url").asText(""), result.path("pending_update_count").asLong(0),
                 result.path("last_error_message").asText(""));
     }
-
-    /** Every update type: without the list, Telegram leaves out chat_member and reactions. */
-    public static final List<String> EVERY_UPDATE_TYPE = List.of("message", "edited_message", "channel_post", "edited_channel_post",
-            "business_connection", "business_message", "edited_business_message", "deleted_business_messages", "message_reaction",
-            "message_reaction_count", "inline_query", "chosen_inline_result", "callback_query", "shipping_query", "pre_checkout_query",
-            "purchased_paid_media", "poll", "poll_answer", "my_chat_member", "chat_member", "chat_join_request", "chat_boost",
-            "removed_chat_boost");
 
     /**
      * Webhook mode: every update type, each request carrying {@code secretToken} in
@@ -100,7 +129,7 @@ public final class BotApiClient {
     public void setWebhookKeepingUpdates(String url, Secret secretToken) throws BotApiException {
         ObjectNode params = JSON.createObjectNode().put("url", url).put("secret_token", secretToken.reveal())
                 .put("drop_pending_updates", false);
-        EVERY_UPDATE_TYPE.forEach(params.putArray("allowed_updates")::add);
+        AllowedUpdates.ALL.forEach(params.putArray("allowed_updates")::add);
         call("setWebhook", params, Duration.ofSeconds(30));
     }
 
@@ -152,20 +181,28 @@ public final class BotApiClient {
      * of one call is shared with another but the HTTP client.
      */
     public JsonNode call(String method, ObjectNode params, Duration answerTimeout) throws BotApiException {
-        HttpRequest request = HttpRequest.newBuilder(uri("/bot", method))
-                .timeout(answerTimeout)
-                .header("Content-Type", "application/json")
-                .POST(HttpRequest.BodyPublishers.ofString(params.toString()))
-                .build();
-        HttpResponse<String> response = send(request, HttpResponse.BodyHandlers.ofString());
+        HttpResponse<String> response = post(method, params, answerTimeout);
         JsonNode body;
         try {
             body = JSON.readTree(response.body());
         } catch (IOException e) {
             throw BotApiException.fromAnswer(response.statusCode(), "answer is not JSON", 0);
         }
+        return result(body, response.statusCode());
+    }
+
+    private HttpResponse<String> post(String method, ObjectNode params, Duration answerTimeout) throws BotApiException {
+        HttpRequest request = HttpRequest.newBuilder(uri("/bot", method))
+                .timeout(answerTimeout)
+                .header("Content-Type", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofString(params.toString()))
+                .build();
+        return send(request, HttpResponse.BodyHandlers.ofString());
+    }
+
+    private JsonNode result(JsonNode body, int statusCode) throws BotApiException {
         if (body == null || !body.path("ok").asBoolean(false)) {
-            int code = body == null ? response.statusCode() : body.path("error_code").asInt(response.statusCode());
+            int code = body == null ? statusCode : body.path("error_code").asInt(statusCode);
             String description = body == null ? "" : body.path("description").asText("");
             int retryAfter = body == null ? 0 : body.path("parameters").path("retry_after").asInt(0);
             throw BotApiException.fromAnswer(code, scrub(description), retryAfter);

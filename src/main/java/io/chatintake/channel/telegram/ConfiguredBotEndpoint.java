@@ -43,7 +43,7 @@ public abstract class ConfiguredBotEndpoint extends DefaultEndpoint {
         return TelegramBots.apiUrl(apiUrl, this::property);
     }
 
-    private Optional<String> property(String key) {
+    protected Optional<String> property(String key) {
         return getCamelContext().getPropertiesComponent().resolveProperty(key);
     }
 

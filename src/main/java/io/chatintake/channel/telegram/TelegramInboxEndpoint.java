@@ -1,7 +1,6 @@
 package io.chatintake.channel.telegram;
 
 import java.time.Duration;
-import java.util.Arrays;
 import java.util.List;
 import org.apache.camel.Category;
 import org.apache.camel.Consumer;
@@ -18,7 +17,8 @@ public class TelegramInboxEndpoint extends ConfiguredBotEndpoint {
     private int limit = 100;
     @UriParam(defaultValue = "25", description = "Long-poll timeout in seconds (0..50)")
     private int timeout = 25;
-    @UriParam(description = "Comma-separated update types to ask for; empty keeps the bot's current setting")
+    @UriParam(description = "Comma-separated update types to ask for (default: configuration key telegram.allowed-updates,"
+            + " else every type, since Telegram keeps an earlier setting when none is sent)")
     private String allowedUpdates;
     @UriParam(defaultValue = "60", description = "Poll lease duration in seconds; must exceed the long-poll timeout")
     private int leaseSeconds = 60;
@@ -59,11 +59,12 @@ public class TelegramInboxEndpoint extends ConfiguredBotEndpoint {
     }
 
     /** The configuration key the token is read from, named in the "polling is off" message. */
+    /** Never empty: an empty allowed_updates would keep whatever was set for the bot before. */
     List<String> allowedUpdateList() {
-        if (allowedUpdates == null || allowedUpdates.isBlank()) {
-            return List.of();
+        if (allowedUpdates != null && !allowedUpdates.isBlank()) {
+            return AllowedUpdates.parse(allowedUpdates);
         }
-        return Arrays.stream(allowedUpdates.split(",")).map(String::trim).filter(s -> !s.isEmpty()).toList();
+        return AllowedUpdates.parse(property(AllowedUpdates.KEY).orElse(null));
     }
 
     Duration leaseDuration() {

@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.MissingNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.chatintake.message.ChannelMessage;
+import io.chatintake.store.JsonbText;
 import java.io.IOException;
 import java.math.BigDecimal;
 import java.net.URLDecoder;
@@ -18,6 +19,7 @@ import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Locale;
+import java.util.Optional;
 import java.util.Map;
 import java.util.function.Function;
 
@@ -104,6 +106,13 @@ public final class EventMapping {
         if (root == null) {
             return List.of(raw(body, headers, deliveryId, null, "invalid_json"));
         }
+        // Jackson reads JSON that jsonb refuses (UTF-16, a NUL, a lone surrogate, a byte-order mark):
+        // such a body is kept raw, or its insert would fail on every retry of the delivery.
+        Optional<String> refusal = isForm(contentType) ? Optional.empty()
+                : JsonbText.utf8(body).map(JsonbText::refusal).orElse(Optional.of(JsonbText.NOT_UTF8));
+        if (refusal.isPresent()) {
+            return List.of(raw(body, headers, deliveryId, null, refusal.get()));
+        }
         if (!root.isObject()) {
             return List.of(raw(body, headers, deliveryId, root.toString(), "not_an_object"));
         }
@@ -173,13 +182,8 @@ public final class EventMapping {
 
     /** JSON, or a form body as an object of its fields; null when neither. */
     private static JsonNode parse(byte[] body, String contentType) {
-        String text = new String(body, StandardCharsets.UTF_8);
-        if (contentType != null && contentType.toLowerCase(Locale.ROOT).startsWith("application/x-www-form-urlencoded")) {
-            return form(text);
-        }
-        // Valid JSON may still hold a NUL character, which PostgreSQL's jsonb cannot store.
-        if (text.contains("\\u0000")) {
-            return null;
+        if (isForm(contentType)) {
+            return form(new String(body, StandardCharsets.UTF_8));
         }
         try {
             JsonNode root = JSON.readTree(body);
@@ -187,6 +191,10 @@ public final class EventMapping {
         } catch (IOException e) {
             return null;
         }
+    }
+
+    private static boolean isForm(String contentType) {
+        return contentType != null && contentType.toLowerCase(Locale.ROOT).startsWith("application/x-www-form-urlencoded");
     }
 
     private static JsonNode form(String text) {

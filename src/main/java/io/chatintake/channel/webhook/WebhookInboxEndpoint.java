@@ -30,6 +30,7 @@ import org.slf4j.LoggerFactory;
         syntax = "webhook-inbox:channel", producerOnly = true, category = {Category.CHAT})
 public class WebhookInboxEndpoint extends DefaultEndpoint {
     private static final Logger LOG = LoggerFactory.getLogger(WebhookInboxEndpoint.class);
+    private WebhookIntakeHealthCheck health;
 
     @UriPath(description = "Channel name: webhook_event.channel, the work kind <channel>-event, metrics and logs")
     @Metadata(required = true)
@@ -99,15 +100,19 @@ public class WebhookInboxEndpoint extends DefaultEndpoint {
         SignatureScheme chosen = toleranceSeconds == null ? parsed : parsed.withTolerance(Duration.ofSeconds(toleranceSeconds));
         List<Secret> secrets = secrets(getSecretsKey());
         String variable = Settings.envName(getSecretsKey());
+        String state;
         if (!secrets.isEmpty()) {
+            state = "on: " + secrets.size() + " signing secret(s), workspace " + workspace;
             verifier = new SignatureVerifier(chosen, secrets);
             LOG.info("{} webhook: on for workspace {}: {} signing secret(s), scheme {}, timestamp tolerance +/-{}s, body cap {} bytes",
                     channel, workspace, secrets.size(), chosen.name(), chosen.tolerance().toSeconds(), maxBodyBytes);
         } else if (allowUnsigned) {
+            state = "on: UNSIGNED deliveries accepted (insecure), workspace " + workspace;
             verifier = null;
             LOG.warn("{} webhook: INSECURE: accepting UNSIGNED deliveries for workspace {}; anyone who can reach this port "
                     + "can store events. Set {} and turn allow-unsigned off.", channel, workspace, variable);
         } else {
+            state = "off: no signing secret configured (" + variable + "); deliveries are answered 503";
             verifier = null;
             LOG.warn("{} webhook: OFF for workspace {}: no signing secret configured; set {} (comma-separated) to enable it. "
                     + "Until then deliveries are answered 503 not_configured.", channel, workspace, variable);
@@ -119,12 +124,23 @@ public class WebhookInboxEndpoint extends DefaultEndpoint {
                         channel, Settings.envName(verifyTokenKey));
             }
         }
+        health = new WebhookIntakeHealthCheck(channel, state);
+        health.register(getCamelContext());
         sink = eventSink != null ? eventSink : new WebhookEventStore(dataSource(), Duration.ofMillis(statementTimeoutMs),
                 workspace, channel, getWorkKind(), childMessageListener());
         if (eventSink == null) {
             // The dispatcher finds every WorkSource in the registry: this channel's events reach its handler.
             getCamelContext().getRegistry().bind("workSource:" + getWorkKind(), new WebhookWorkSource(getWorkKind(), getHandler()));
         }
+    }
+
+    @Override
+    protected void doStop() throws Exception {
+        if (health != null) {
+            health.unregister(getCamelContext());
+            health = null;
+        }
+        super.doStop();
     }
 
     /** A configuration key's comma-separated values: the Camel properties (configuration file), else its environment variable. */

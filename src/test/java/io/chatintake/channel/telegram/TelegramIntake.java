@@ -7,6 +7,7 @@ import io.chatintake.sim.InboxAudit;
 import io.chatintake.testkit.Await;
 import io.chatintake.testkit.Sql;
 import io.chatintake.testkit.TestDatabase;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.List;
@@ -27,6 +28,8 @@ final class TelegramIntake implements AutoCloseable {
 
     final CamelContext camel = new DefaultCamelContext();
     final List<Exchange> received = new CopyOnWriteArrayList<>();
+    /** What the intake's metrics recorded. */
+    final SimpleMeterRegistry meters = new SimpleMeterRegistry();
     private final Properties properties = new Properties();
 
     TelegramIntake(BotApiSimulator simulator) {
@@ -40,6 +43,7 @@ final class TelegramIntake implements AutoCloseable {
         component.setChildMessageListener(Runner.childMessageListener());
         component.setClock(clock);
         camel.addComponent("telegram-inbox", component);
+        camel.getRegistry().bind("metricsRegistry", meters);
         properties.setProperty("telegram.api-url", simulator.url());
         camel.getPropertiesComponent().setInitialProperties(properties);
     }

@@ -45,7 +45,11 @@ class UnifyPortEventTest {
         assertThat(parse("[1,2]", null).parseError()).isEqualTo("not_an_object");
         assertThat(parse("[1,2]", null).payloadJson()).as("still JSON, kept as jsonb").isEqualTo("[1,2]");
         assertThat(parse("", null).parseError()).isEqualTo("invalid_json");
-        assertThat(parse("{\"a\":\"nul \\u0000 inside\"}", null).parseError()).as("jsonb cannot hold NUL").isEqualTo("invalid_json");
+        assertThat(parse("{\"a\":\"nul \\u0000 inside\"}", null).parseError()).as("jsonb cannot hold NUL").isEqualTo("nul_character");
+        assertThat(parse("{\"a\":\"half \\ud83d\"}", null).parseError()).as("nor a lone surrogate").isEqualTo("lone_surrogate");
+        assertThat(parse("\uFEFF{\"a\":1}", null).parseError()).as("nor a byte-order mark").isEqualTo("byte_order_mark");
+        assertThat(MAPPING.events("{\"id\":\"e\"}".getBytes(StandardCharsets.UTF_16), "application/json", name -> null, "dlv")
+                .get(0).parseError()).as("nor UTF-16").isEqualTo("not_utf8");
         WebhookEvent raw = parse("<xml/>", "evt_x");
         assertThat(raw.payloadJson()).isNull();
         assertThat(raw.eventId()).isEqualTo("evt_x");
