@@ -15,26 +15,47 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.TreeSet;
 import javax.sql.DataSource;
+import org.apache.camel.CamelContext;
 import org.apache.camel.Exchange;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Records a decision when an album's aggregation completes (seed 003, rule 6): its kind, its
- * version and exactly which children it included, read from the stored children rather than
- * from the aggregator, so a decision never misses a stored child.
+ * Decides albums (seed 003, rules 4 to 6) and records each decision: its kind, its version and
+ * exactly which children it included, read from the stored children, so a decision never misses
+ * a stored child.
  * <p>
+ * Two ways to a decision, both from the database, so no process holds an album in memory:
+ * <ul>
+ * <li>{@link #childArrived}: a child was given its album; if the stored children now agree on a
+ * total they reach, the album is decided at once ({@code complete}, or {@code late} after an
+ * earlier decision);</li>
+ * <li>{@link #decideOverdue}: every open album has a deadline on its row ({@code decide_after} =
+ * last child + quiet period, set by the transaction that stored the child); any live process
+ * claims overdue albums with {@code FOR UPDATE SKIP LOCKED} and decides them, so an album is
+ * decided on time whichever process stored its children and whichever process died.</li>
+ * </ul>
  * Serialised per album by a row lock, and a decision is only made when the stored children differ
- * from those of the last one: a completion delivered twice (recovery after a crash, two processes
- * whose timeouts both fire) makes one version, never two. The first decision is {@code complete},
- * {@code conflict} or {@code provisional}; every later one is {@code late}, which by default only
- * updates the display and never re-sends anything to a customer.
+ * from those of the last one: one version, never two, however many processes try. The first
+ * decision is {@code complete}, {@code conflict} or {@code provisional}; every later one is
+ * {@code late}, which only updates the display and never re-sends anything to a customer.
+ * <p>
+ * Camel's Aggregator used to do this with a JDBC aggregation repository; its completion timeouts
+ * lived in the memory of the process that saw the children, and it kept a second copy of the
+ * child set. The stored children and the deadline column are the whole state now.
  */
 public final class AlbumDecisions {
     private static final Logger LOG = LoggerFactory.getLogger(AlbumDecisions.class);
     private static final ObjectMapper JSON = new ObjectMapper();
     public static final String DECISION_KIND = "AlbumDecisionKind";
     public static final String DECISION_VERSION = "AlbumDecisionVersion";
+    /** How the decision came about, as recorded in {@code album_decision.completed_by}. */
+    static final String BY_COUNT = "predicate";
+    static final String BY_DEADLINE = "timeout";
+    /** Overdue albums decided per transaction: one commit for many decisions, locks held briefly. */
+    private static final int SWEEP_BATCH = 100;
+    /** Batches per sweep, so one sweep ends even while albums keep falling due. */
+    private static final int SWEEP_MAX_BATCHES = 50;
 
     private final DataSource dataSource;
 
@@ -42,26 +63,66 @@ public final class AlbumDecisions {
         this.dataSource = dataSource;
     }
 
-    public record Decision(String albumKey, int version, String kind, List<Long> childIds) {
+    public record Decision(String albumKey, int version, String kind, List<Long> childIds, String completedBy) {
     }
 
-    /** The aggregator's completion step: {@code bean: albumDecisions, method: decide}. */
-    public void decide(Exchange exchange) throws SQLException {
+    /** {@code direct:album-child}: decides the child's album now if its stored children are complete. */
+    public void childArrived(Exchange exchange) throws SQLException {
         String albumKey = exchange.getMessage().getHeader(AlbumChildSource.ALBUM_KEY, String.class);
-        String completedBy = exchange.getProperty(Exchange.AGGREGATED_COMPLETED_BY, "unknown", String.class);
-        Optional<Decision> decision = decide(albumKey, completedBy);
-        if (decision.isEmpty()) {
-            LOG.debug("album {}: completion ({}) brought no child beyond the last decision", albumKey, completedBy);
+        Optional<Decision> decision = inTransaction(c -> decide(c, albumKey, BY_COUNT));
+        decision.ifPresent(d -> announce(exchange.getContext(), List.of(d)));
+    }
+
+    /** The sweep ({@code routes/albums.yaml}, a timer): decides every album whose deadline has passed. */
+    public void decideOverdue(Exchange exchange) throws SQLException {
+        announce(exchange.getContext(), decideOverdue());
+    }
+
+    /** Decides the overdue albums no other process is deciding right now. */
+    public List<Decision> decideOverdue() throws SQLException {
+        List<Decision> decided = new ArrayList<>();
+        for (int batch = 0; batch < SWEEP_MAX_BATCHES; batch++) {
+            int[] claimed = new int[1];
+            decided.addAll(inTransaction(c -> {
+                List<String> keys = claimOverdue(c);
+                claimed[0] = keys.size();
+                List<Decision> made = new ArrayList<>();
+                for (String key : keys) {
+                    decide(c, key, BY_DEADLINE).ifPresent(made::add);
+                }
+                return made;
+            }));
+            if (claimed[0] < SWEEP_BATCH) {
+                break;
+            }
+        }
+        return decided;
+    }
+
+    private static void announce(CamelContext context, List<Decision> decisions) {
+        if (decisions.isEmpty()) {
             return;
         }
-        Decision d = decision.get();
-        LOG.info("album {}: decision version {} is {} with {} child(ren) (completed by {})", albumKey, d.version(), d.kind(),
-                d.childIds().size(), completedBy);
-        Counter.builder("chat_intake_album_decisions").tag("kind", d.kind()).register(MeterRegistryLookup.of(exchange.getContext()))
-                .increment();
-        exchange.getMessage().setHeader(DECISION_KIND, d.kind());
-        exchange.getMessage().setHeader(DECISION_VERSION, d.version());
-        WorkDispatcher.nudge(exchange.getContext());
+        for (Decision d : decisions) {
+            LOG.info("album {}: decision version {} is {} with {} child(ren) (completed by {})", d.albumKey(), d.version(), d.kind(),
+                    d.childIds().size(), d.completedBy());
+            Counter.builder("chat_intake_album_decisions").tag("kind", d.kind()).register(MeterRegistryLookup.of(context)).increment();
+        }
+        WorkDispatcher.nudge(context);
+    }
+
+    private static final String CLAIM_OVERDUE = """
+            SELECT album_key FROM album WHERE decide_after <= now()
+             ORDER BY decide_after LIMIT %d FOR UPDATE SKIP LOCKED""".formatted(SWEEP_BATCH);
+
+    private static List<String> claimOverdue(Connection c) throws SQLException {
+        List<String> keys = new ArrayList<>();
+        try (PreparedStatement ps = c.prepareStatement(CLAIM_OVERDUE); ResultSet rs = ps.executeQuery()) {
+            while (rs.next()) {
+                keys.add(rs.getString(1));
+            }
+        }
+        return keys;
     }
 
     private static final String LOCK_ALBUM = """
@@ -77,13 +138,18 @@ public final class AlbumDecisions {
             INSERT INTO album_decision (album_key, version, kind, child_ids, message_ids, totals_seen, indexes_seen, completed_by)
             VALUES (?, ?, ?, ?::jsonb, ?::jsonb, ?::jsonb, ?::jsonb, ?) RETURNING id""";
 
-    public Optional<Decision> decide(String albumKey, String completedBy) throws SQLException {
+    @FunctionalInterface
+    private interface Work<T> {
+        T run(Connection c) throws SQLException;
+    }
+
+    private <T> T inTransaction(Work<T> work) throws SQLException {
         try (Connection c = dataSource.getConnection()) {
             c.setAutoCommit(false);
             try {
-                Optional<Decision> decision = decide(c, albumKey, completedBy);
+                T result = work.run(c);
                 c.commit();
-                return decision;
+                return result;
             } catch (SQLException | RuntimeException e) {
                 c.rollback();
                 throw e;
@@ -93,6 +159,12 @@ public final class AlbumDecisions {
         }
     }
 
+    /**
+     * Under the album's row lock: by count, decides only when the stored children are complete
+     * (the deadline stays otherwise); by deadline, decides with whatever is stored. Either way no
+     * decision is made when the children are those of the last one, and a decided album has no
+     * deadline until its next child.
+     */
     private static Optional<Decision> decide(Connection c, String albumKey, String completedBy) throws SQLException {
         String[] scope = new String[5];
         int lastVersion;
@@ -122,10 +194,14 @@ public final class AlbumDecisions {
             }
         }
         List<Long> childIds = children.stream().map(AlbumState.Child::id).toList();
-        if (lastVersion > 0 && new TreeSet<>(previousChildIds(c, albumKey, lastVersion)).equals(new TreeSet<>(childIds))) {
+        AlbumState state = AlbumState.of(children);
+        if (BY_COUNT.equals(completedBy) && !state.complete()) {
             return Optional.empty();
         }
-        AlbumState state = AlbumState.of(children);
+        if (lastVersion > 0 && new TreeSet<>(previousChildIds(c, albumKey, lastVersion)).equals(new TreeSet<>(childIds))) {
+            closeDeadline(c, albumKey);
+            return Optional.empty();
+        }
         String kind = lastVersion > 0 ? "late" : state.conflicting() ? "conflict" : state.complete() ? "complete" : "provisional";
         int version = lastVersion + 1;
         long decisionId;
@@ -143,7 +219,7 @@ public final class AlbumDecisions {
                 decisionId = rs.getLong(1);
             }
         }
-        try (PreparedStatement ps = c.prepareStatement("UPDATE album SET decided_version = ?, decided_at = now(),"
+        try (PreparedStatement ps = c.prepareStatement("UPDATE album SET decided_version = ?, decided_at = now(), decide_after = NULL,"
                 + " needs_person = needs_person OR ? WHERE album_key = ?")) {
             ps.setInt(1, version);
             ps.setBoolean(2, state.conflicting());
@@ -151,7 +227,14 @@ public final class AlbumDecisions {
             ps.executeUpdate();
         }
         WorkQueue.schedule(c, List.of(new WorkQueue.NewWork(AlbumDecisionSource.KIND, albumKey + ":" + version, decisionId, albumKey)));
-        return Optional.of(new Decision(albumKey, version, kind, childIds));
+        return Optional.of(new Decision(albumKey, version, kind, childIds, completedBy));
+    }
+
+    private static void closeDeadline(Connection c, String albumKey) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement("UPDATE album SET decide_after = NULL WHERE album_key = ?")) {
+            ps.setString(1, albumKey);
+            ps.executeUpdate();
+        }
     }
 
     private static List<Long> previousChildIds(Connection c, String albumKey, int version) throws SQLException {

@@ -118,7 +118,7 @@ public final class TelegramInbox {
                 List<StoredUpdate> stored = insert(c, lease.botId(), batch);
                 List<Long> children = storeChildren(c, stored.stream()
                         .filter(u -> u.json().contains("\"media_group_id\"")).toList());
-                childListener.stored(c, children.stream().map(id -> new ChildMessageListener.StoredChild(id, true)).toList());
+                childListener.stored(c, children.stream().map(id -> new ChildMessageListener.StoredChild(id, true, true)).toList());
                 int duplicates = batch.size() - stored.size();
                 try (PreparedStatement ps = c.prepareStatement(ADVANCE)) {
                     ps.setLong(1, nextOffset);
