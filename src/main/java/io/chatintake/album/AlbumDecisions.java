@@ -68,9 +68,13 @@ public final class AlbumDecisions {
 
     /** {@code direct:album-child}: decides the child's album now if its stored children are complete. */
     public void childArrived(Exchange exchange) throws SQLException {
-        String albumKey = exchange.getMessage().getHeader(AlbumChildSource.ALBUM_KEY, String.class);
-        Optional<Decision> decision = inTransaction(c -> decide(c, albumKey, BY_COUNT));
-        decision.ifPresent(d -> announce(exchange.getContext(), List.of(d)));
+        decideIfComplete(exchange.getMessage().getHeader(AlbumChildSource.ALBUM_KEY, String.class))
+                .ifPresent(d -> announce(exchange.getContext(), List.of(d)));
+    }
+
+    /** Decides the album now if its stored children agree on a total they reach (and differ from the last decision). */
+    public Optional<Decision> decideIfComplete(String albumKey) throws SQLException {
+        return inTransaction(c -> decide(c, albumKey, BY_COUNT));
     }
 
     /** The sweep ({@code routes/albums.yaml}, a timer): decides every album whose deadline has passed. */
