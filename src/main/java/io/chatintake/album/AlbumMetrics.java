@@ -16,6 +16,7 @@ import javax.sql.DataSource;
 public final class AlbumMetrics {
     /** Open: never decided, or a child arrived after the last decision (a late snapshot is coming): it has a deadline. */
     public static final String OPEN = "decide_after IS NOT NULL";
+    static final String QUERY = "SELECT count(*), COALESCE(extract(epoch FROM now() - min(first_child_at)), 0) FROM album WHERE " + OPEN;
     private static final Duration REFRESH = Duration.ofSeconds(5);
     private final DataSource dataSource;
     private Instant readAt = Instant.EPOCH;
@@ -37,9 +38,7 @@ public final class AlbumMetrics {
             return this;
         }
         readAt = Instant.now();
-        try (Connection c = dataSource.getConnection(); PreparedStatement ps = c.prepareStatement(
-                "SELECT count(*), COALESCE(extract(epoch FROM now() - min(first_child_at)), 0)"
-                        + " FROM album WHERE " + OPEN);
+        try (Connection c = dataSource.getConnection(); PreparedStatement ps = c.prepareStatement(QUERY);
              ResultSet rs = ps.executeQuery()) {
             rs.next();
             open = rs.getLong(1);

@@ -4,6 +4,7 @@ import io.chatintake.ops.bench.TelegramIntakeBenchmark;
 import io.chatintake.config.ConfigurationException;
 import io.chatintake.config.Settings;
 import io.chatintake.ops.AlbumCommands;
+import io.chatintake.ops.PurgeCommand;
 import io.chatintake.ops.TelegramCommands;
 import io.chatintake.ops.WorkCommands;
 import java.io.PrintStream;
@@ -56,6 +57,9 @@ public final class Main {
                         throw new ConfigurationException("benchmark failed: " + e.getMessage(), e);
                     }
                 }
+                case "purge" -> {
+                    return new PurgeCommand(loadSettings(), out).run(args.subList(1, args.size()));
+                }
                 case "config" -> {
                     Settings settings = loadSettings();
                     out.println("configuration file: " + settings.source().map(Path::toString).orElse("(none: built-in defaults)"));
@@ -94,6 +98,7 @@ public final class Main {
                 "  work retry --id N | --all-parked         put parked work back to pending",
                 "  work replay --kind K --since T           run done work of kind K created since T again (explicit only)",
                 "  albums status                            open albums, oldest open age, recent decisions, conflicts",
+                "  purge [--dry-run]                        one retention pass now (retention.*), or what it would remove",
                 "  bench telegram [N]                       Telegram intake rate as a ratio to raw JDBC (simulator, embedded db)",
                 "  config    print the effective configuration, secrets redacted",
                 "  help      this text",

@@ -21,6 +21,7 @@ import io.chatintake.store.EmbeddedDatabase;
 import io.chatintake.store.Migrations;
 import io.chatintake.channel.telegram.TelegramWorkSource;
 import io.chatintake.work.EffectGuard;
+import io.chatintake.work.Retention;
 import io.chatintake.work.WorkDispatcher;
 import io.chatintake.work.WorkQueue;
 import io.chatintake.work.WorkSource;
@@ -117,6 +118,8 @@ public final class Runner {
                 new AlbumDecisionSource(),
                 new AttachmentWorkSource("direct:attachment-fetch"));
         camel.bind("albumDecisions", new AlbumDecisions(database.dataSource()));
+        // Retention: the background job is routes/retention.yaml (a timer calling this bean).
+        camel.bind("retention", Retention.from(settings, database.dataSource()));
         camel.bind("attachmentFetcher", new AttachmentFetcher(database.dataSource(),
                 AttachmentFetcher.Options.from(settings, workOptions.maxAttempts()),
                 botName -> settings.secret(TelegramCommands.tokenKey(botName))));

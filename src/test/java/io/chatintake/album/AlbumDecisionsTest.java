@@ -124,4 +124,18 @@ class AlbumDecisionsTest {
         assertThat(late.version()).isEqualTo(2);
         assertThat(late.childIds()).hasSize(2);
     }
+
+    @Test
+    void theOpenAlbumMetricReadsOnlyOpenAlbumsThroughItsPartialIndex() {
+        Sql.execute(db, """
+                INSERT INTO album (album_key, workspace, provider, account_id, conversation_id, album_id, decided_version, decided_at)
+                SELECT 'k' || g, 'default', 'p', 'a', 'c', 'k' || g, 1, now() FROM generate_series(1, 50000) g;
+                INSERT INTO album (album_key, workspace, provider, account_id, conversation_id, album_id, decide_after)
+                SELECT 'open' || g, 'default', 'p', 'a', 'c', 'open' || g, now() FROM generate_series(1, 5) g;
+                ANALYZE album;""");
+
+        assertThat(Sql.plan(db, AlbumMetrics.QUERY)).contains("album_open").doesNotContain("Seq Scan");
+        assertThat(Sql.plan(db, "SELECT album_key FROM album WHERE decide_after <= now() ORDER BY decide_after LIMIT 100"))
+                .contains("album_due").doesNotContain("Seq Scan");
+    }
 }
