@@ -10,9 +10,12 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.TreeMap;
 import java.util.TreeSet;
 import javax.sql.DataSource;
 import org.apache.camel.CamelContext;
@@ -74,7 +77,7 @@ public final class AlbumDecisions {
 
     /** Decides the album now if its stored children agree on a total they reach (and differ from the last decision). */
     public Optional<Decision> decideIfComplete(String albumKey) throws SQLException {
-        return inTransaction(c -> decide(c, albumKey, BY_COUNT));
+        return inTransaction(c -> decide(c, List.of(albumKey), BY_COUNT)).stream().findFirst();
     }
 
     /** The sweep ({@code routes/albums.yaml}, a timer): decides every album whose deadline has passed. */
@@ -90,11 +93,7 @@ public final class AlbumDecisions {
             decided.addAll(inTransaction(c -> {
                 List<String> keys = claimOverdue(c);
                 claimed[0] = keys.size();
-                List<Decision> made = new ArrayList<>();
-                for (String key : keys) {
-                    decide(c, key, BY_DEADLINE).ifPresent(made::add);
-                }
-                return made;
+                return decide(c, keys, BY_DEADLINE);
             }));
             if (claimed[0] < SWEEP_BATCH) {
                 break;
@@ -129,19 +128,6 @@ public final class AlbumDecisions {
         return keys;
     }
 
-    private static final String LOCK_ALBUM = """
-            SELECT workspace, provider, account_id, conversation_id, album_id, decided_version
-              FROM album WHERE album_key = ? FOR UPDATE""";
-
-    private static final String CHILDREN = """
-            SELECT id, message_id, album_index, album_total FROM channel_message
-             WHERE workspace = ? AND provider = ? AND account_id = ? AND conversation_id = ? AND album_id = ?
-             ORDER BY album_index NULLS LAST, sent_at NULLS LAST, id""";
-
-    private static final String INSERT_DECISION = """
-            INSERT INTO album_decision (album_key, version, kind, child_ids, message_ids, totals_seen, indexes_seen, completed_by)
-            VALUES (?, ?, ?, ?::jsonb, ?::jsonb, ?::jsonb, ?::jsonb, ?) RETURNING id""";
-
     @FunctionalInterface
     private interface Work<T> {
         T run(Connection c) throws SQLException;
@@ -163,97 +149,149 @@ public final class AlbumDecisions {
         }
     }
 
+    // Albums locked in key order (the sweep holds its locks already; the count path takes its one).
+    private static final String LOCK_ALBUMS = """
+            SELECT album_key, decided_version FROM album WHERE album_key = ANY (?::text[]) ORDER BY album_key FOR UPDATE""";
+
+    private static final String CHILDREN = """
+            SELECT a.album_key, m.id, m.message_id, m.album_index, m.album_total
+              FROM album a JOIN channel_message m
+                ON m.workspace = a.workspace AND m.provider = a.provider AND m.account_id = a.account_id
+               AND m.conversation_id = a.conversation_id AND m.album_id = a.album_id
+             WHERE a.album_key = ANY (?::text[])
+             ORDER BY a.album_key, m.album_index NULLS LAST, m.sent_at NULLS LAST, m.id""";
+
+    private static final String LAST_DECISIONS = """
+            SELECT d.album_key, d.child_ids::text FROM album a JOIN album_decision d ON d.album_key = a.album_key AND d.version = a.decided_version
+             WHERE a.album_key = ANY (?::text[])""";
+
+    private static final String INSERT_DECISIONS = """
+            INSERT INTO album_decision (album_key, version, kind, child_ids, message_ids, totals_seen, indexes_seen, completed_by)
+            SELECT k, v, kind, c::jsonb, m::jsonb, t::jsonb, i::jsonb, ?
+              FROM unnest(?::text[], ?::int[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[]) AS n(k, v, kind, c, m, t, i)
+            RETURNING id, album_key""";
+
+    private static final String RECORD_DECISIONS = """
+            UPDATE album a SET decided_version = n.v, decided_at = now(), decide_after = NULL, needs_person = a.needs_person OR n.conflict
+              FROM unnest(?::text[], ?::int[], ?::boolean[]) AS n(k, v, conflict) WHERE a.album_key = n.k""";
+
+    /** Children unchanged since the last decision: nothing to decide until the next child (which sets a new deadline). */
+    private static final String CLOSE_DEADLINES = "UPDATE album SET decide_after = NULL WHERE album_key = ANY (?::text[])";
+
+    private record Stored(List<AlbumState.Child> children, List<String> messageIds) {
+    }
+
     /**
-     * Under the album's row lock: by count, decides only when the stored children are complete
-     * (the deadline stays otherwise); by deadline, decides with whatever is stored. Either way no
+     * Under the albums' row locks: by count, decides an album only when its stored children are
+     * complete (its deadline stays otherwise); by deadline, with whatever is stored. Either way no
      * decision is made when the children are those of the last one, and a decided album has no
-     * deadline until its next child.
+     * deadline until its next child. A few statements for any number of albums: the sweep decides
+     * a batch in one transaction.
      */
-    private static Optional<Decision> decide(Connection c, String albumKey, String completedBy) throws SQLException {
-        String[] scope = new String[5];
-        int lastVersion;
-        try (PreparedStatement ps = c.prepareStatement(LOCK_ALBUM)) {
-            ps.setString(1, albumKey);
-            try (ResultSet rs = ps.executeQuery()) {
-                if (!rs.next()) {
-                    throw new SQLException("no album row for key " + albumKey);
-                }
-                for (int i = 0; i < 5; i++) {
-                    scope[i] = rs.getString(i + 1);
-                }
-                lastVersion = rs.getInt(6);
+    private static List<Decision> decide(Connection c, List<String> albumKeys, String completedBy) throws SQLException {
+        if (albumKeys.isEmpty()) {
+            return List.of();
+        }
+        Map<String, Integer> lastVersions = new TreeMap<>();
+        query(c, LOCK_ALBUMS, albumKeys, rs -> lastVersions.put(rs.getString(1), rs.getInt(2)));
+        Map<String, Stored> stored = new HashMap<>();
+        query(c, CHILDREN, albumKeys, rs -> {
+            Stored album = stored.computeIfAbsent(rs.getString(1), k -> new Stored(new ArrayList<>(), new ArrayList<>()));
+            album.children().add(new AlbumState.Child(rs.getLong(2), (Integer) rs.getObject(4), (Integer) rs.getObject(5)));
+            album.messageIds().add(rs.getString(3));
+        });
+        Map<String, Set<Long>> lastChildren = new HashMap<>();
+        query(c, LAST_DECISIONS, albumKeys, rs -> lastChildren.put(rs.getString(1), ids(rs.getString(2))));
+
+        List<Decision> decisions = new ArrayList<>();
+        List<String> unchanged = new ArrayList<>();
+        List<Boolean> conflicts = new ArrayList<>();
+        List<String> messageIds = new ArrayList<>();
+        List<String> totals = new ArrayList<>();
+        List<String> indexes = new ArrayList<>();
+        for (Map.Entry<String, Integer> album : lastVersions.entrySet()) {
+            String key = album.getKey();
+            int lastVersion = album.getValue();
+            Stored children = stored.getOrDefault(key, new Stored(List.of(), List.of()));
+            List<Long> childIds = children.children().stream().map(AlbumState.Child::id).toList();
+            AlbumState state = AlbumState.of(children.children());
+            if (BY_COUNT.equals(completedBy) && !state.complete()) {
+                continue;
+            }
+            if (lastVersion > 0 && new TreeSet<>(childIds).equals(lastChildren.getOrDefault(key, Set.of()))) {
+                unchanged.add(key);
+                continue;
+            }
+            String kind = lastVersion > 0 ? "late" : state.conflicting() ? "conflict" : state.complete() ? "complete" : "provisional";
+            decisions.add(new Decision(key, lastVersion + 1, kind, childIds, completedBy));
+            conflicts.add(state.conflicting());
+            messageIds.add(json(children.messageIds()));
+            totals.add(json(state.totalsSeen()));
+            indexes.add(json(children.children().stream().map(AlbumState.Child::index).toList()));
+        }
+        if (!unchanged.isEmpty()) {
+            try (PreparedStatement ps = c.prepareStatement(CLOSE_DEADLINES)) {
+                ps.setArray(1, c.createArrayOf("text", unchanged.toArray()));
+                ps.executeUpdate();
             }
         }
-        List<AlbumState.Child> children = new ArrayList<>();
-        List<String> messageIds = new ArrayList<>();
-        try (PreparedStatement ps = c.prepareStatement(CHILDREN)) {
-            for (int i = 0; i < 5; i++) {
-                ps.setString(i + 1, scope[i]);
-            }
+        if (decisions.isEmpty()) {
+            return decisions;
+        }
+        Object[] keys = decisions.stream().map(Decision::albumKey).toArray();
+        Object[] versions = decisions.stream().map(Decision::version).toArray();
+        List<WorkQueue.NewWork> work = new ArrayList<>();
+        try (PreparedStatement ps = c.prepareStatement(INSERT_DECISIONS)) {
+            ps.setString(1, completedBy);
+            ps.setArray(2, c.createArrayOf("text", keys));
+            ps.setArray(3, c.createArrayOf("integer", versions));
+            ps.setArray(4, c.createArrayOf("text", decisions.stream().map(Decision::kind).toArray()));
+            ps.setArray(5, c.createArrayOf("text", decisions.stream().map(d -> json(d.childIds())).toArray()));
+            ps.setArray(6, c.createArrayOf("text", messageIds.toArray()));
+            ps.setArray(7, c.createArrayOf("text", totals.toArray()));
+            ps.setArray(8, c.createArrayOf("text", indexes.toArray()));
+            Map<String, Decision> byKey = new HashMap<>();
+            decisions.forEach(d -> byKey.put(d.albumKey(), d));
             try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {
-                    children.add(new AlbumState.Child(rs.getLong(1), (Integer) rs.getObject(3), (Integer) rs.getObject(4)));
-                    messageIds.add(rs.getString(2));
+                    Decision d = byKey.get(rs.getString(2));
+                    work.add(new WorkQueue.NewWork(AlbumDecisionSource.KIND, d.albumKey() + ":" + d.version(), rs.getLong(1), d.albumKey()));
                 }
             }
         }
-        List<Long> childIds = children.stream().map(AlbumState.Child::id).toList();
-        AlbumState state = AlbumState.of(children);
-        if (BY_COUNT.equals(completedBy) && !state.complete()) {
-            return Optional.empty();
-        }
-        if (lastVersion > 0 && new TreeSet<>(previousChildIds(c, albumKey, lastVersion)).equals(new TreeSet<>(childIds))) {
-            closeDeadline(c, albumKey);
-            return Optional.empty();
-        }
-        String kind = lastVersion > 0 ? "late" : state.conflicting() ? "conflict" : state.complete() ? "complete" : "provisional";
-        int version = lastVersion + 1;
-        long decisionId;
-        try (PreparedStatement ps = c.prepareStatement(INSERT_DECISION)) {
-            ps.setString(1, albumKey);
-            ps.setInt(2, version);
-            ps.setString(3, kind);
-            ps.setString(4, json(childIds));
-            ps.setString(5, json(messageIds));
-            ps.setString(6, json(state.totalsSeen()));
-            ps.setString(7, json(children.stream().map(AlbumState.Child::index).toList()));
-            ps.setString(8, completedBy);
-            try (ResultSet rs = ps.executeQuery()) {
-                rs.next();
-                decisionId = rs.getLong(1);
-            }
-        }
-        try (PreparedStatement ps = c.prepareStatement("UPDATE album SET decided_version = ?, decided_at = now(), decide_after = NULL,"
-                + " needs_person = needs_person OR ? WHERE album_key = ?")) {
-            ps.setInt(1, version);
-            ps.setBoolean(2, state.conflicting());
-            ps.setString(3, albumKey);
+        try (PreparedStatement ps = c.prepareStatement(RECORD_DECISIONS)) {
+            ps.setArray(1, c.createArrayOf("text", keys));
+            ps.setArray(2, c.createArrayOf("integer", versions));
+            ps.setArray(3, c.createArrayOf("boolean", conflicts.toArray()));
             ps.executeUpdate();
         }
-        WorkQueue.schedule(c, List.of(new WorkQueue.NewWork(AlbumDecisionSource.KIND, albumKey + ":" + version, decisionId, albumKey)));
-        return Optional.of(new Decision(albumKey, version, kind, childIds, completedBy));
+        WorkQueue.schedule(c, work);
+        return decisions;
     }
 
-    private static void closeDeadline(Connection c, String albumKey) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement("UPDATE album SET decide_after = NULL WHERE album_key = ?")) {
-            ps.setString(1, albumKey);
-            ps.executeUpdate();
-        }
+    @FunctionalInterface
+    private interface RowReader {
+        void read(ResultSet row) throws SQLException;
     }
 
-    private static List<Long> previousChildIds(Connection c, String albumKey, int version) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement("SELECT child_ids::text FROM album_decision WHERE album_key = ? AND version = ?")) {
-            ps.setString(1, albumKey);
-            ps.setInt(2, version);
+    private static void query(Connection c, String sql, List<String> albumKeys, RowReader reader) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(sql)) {
+            ps.setArray(1, c.createArrayOf("text", albumKeys.toArray()));
             try (ResultSet rs = ps.executeQuery()) {
-                List<Long> ids = new ArrayList<>();
-                if (rs.next()) {
-                    JSON.readTree(rs.getString(1)).forEach(n -> ids.add(n.asLong()));
+                while (rs.next()) {
+                    reader.read(rs);
                 }
-                return ids;
-            } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
-                throw new SQLException("unreadable child_ids of " + albumKey + " version " + version, e);
             }
+        }
+    }
+
+    private static Set<Long> ids(String json) throws SQLException {
+        try {
+            Set<Long> ids = new TreeSet<>();
+            JSON.readTree(json).forEach(n -> ids.add(n.asLong()));
+            return ids;
+        } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
+            throw new SQLException("unreadable child_ids of an album decision", e);
         }
     }
 
