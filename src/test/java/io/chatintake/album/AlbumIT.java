@@ -55,6 +55,15 @@ class AlbumIT {
         return env;
     }
 
+    /** A UnifyPort-only runner on a database several runners share. */
+    private Map<String, String> sharedEnv(Path dir, EmbeddedDatabase database) {
+        Map<String, String> env = env(dir);
+        env.remove("TELEGRAM_BOT_TOKEN");
+        env.put("CHAT_INTAKE_DB_URL", database.jdbcUrl());
+        env.put("CHAT_INTAKE_DB_USER", database.user());
+        return env;
+    }
+
     private SignedDeliverySender sender(RunnerProcess runner) {
         return new SignedDeliverySender(URI.create("http://127.0.0.1:" + runner.httpPort() + "/webhooks/unifyport"), Secret.of(SECRET));
     }
@@ -155,6 +164,16 @@ class AlbumIT {
             RunnerProcess status = RunnerProcess.start(work.resolve("status"), env, "albums", "status");
             assertThat(status.awaitExit(WAIT)).as(status.output()).isZero();
             assertThat(status.output()).contains("conflicts awaiting a person: 2").contains(key("whatsapp", "acc_1", "c-totals", "totals"));
+
+            // the operator's retention dry run, beside the running runner: it lists every table and changes nothing
+            long rowsBefore = Sql.count(db, "SELECT (SELECT count(*) FROM album) + (SELECT count(*) FROM album_decision)"
+                    + " + (SELECT count(*) FROM work_item) + (SELECT count(*) FROM webhook_event)");
+            RunnerProcess dryRun = RunnerProcess.start(work.resolve("purge"), env, "purge", "--dry-run");
+            assertThat(dryRun.awaitExit(WAIT)).as(dryRun.output()).isZero();
+            assertThat(dryRun.output()).contains("would remove (nothing changed)").contains("telegram_update  0 row(s)")
+                    .contains("webhook_event    0 row(s)").contains("album            0 row(s)").contains("outbound_effect  0 row(s)");
+            assertThat(Sql.count(db, "SELECT (SELECT count(*) FROM album) + (SELECT count(*) FROM album_decision)"
+                    + " + (SELECT count(*) FROM work_item) + (SELECT count(*) FROM webhook_event)")).isEqualTo(rowsBefore);
         }
     }
 
@@ -245,13 +264,8 @@ class AlbumIT {
     void twoProcessesOnOneDatabaseMakeEachDecisionVersionOnce() throws Exception {
         EmbeddedDatabase database = EmbeddedDatabase.start(work.resolve("shared-pg"), RunnerProcess.freePort(), false);
         DataSource db = Sql.dataSource(database.jdbcUrl(), database.user());
-        Map<String, String> envA = env(work.resolve("a"));
-        Map<String, String> envB = env(work.resolve("b"));
-        for (Map<String, String> env : List.of(envA, envB)) {
-            env.remove("TELEGRAM_BOT_TOKEN");
-            env.put("CHAT_INTAKE_DB_URL", database.jdbcUrl());
-            env.put("CHAT_INTAKE_DB_USER", database.user());
-        }
+        Map<String, String> envA = sharedEnv(work.resolve("a"), database);
+        Map<String, String> envB = sharedEnv(work.resolve("b"), database);
         try (RunnerProcess a = RunnerProcess.start(work.resolve("a"), envA).awaitReady();
              RunnerProcess b = RunnerProcess.start(work.resolve("b"), envB).awaitReady()) {
             List<SignedDeliverySender> senders = List.of(sender(a), sender(b));
@@ -275,12 +289,9 @@ class AlbumIT {
         EmbeddedDatabase database = EmbeddedDatabase.start(work.resolve("shared-pg"), RunnerProcess.freePort(), false);
         DataSource db = Sql.dataSource(database.jdbcUrl(), database.user());
         int quietSeconds = 8;
-        Map<String, String> envA = env(work.resolve("a"));
-        Map<String, String> envB = env(work.resolve("b"));
+        Map<String, String> envA = sharedEnv(work.resolve("a"), database);
+        Map<String, String> envB = sharedEnv(work.resolve("b"), database);
         for (Map<String, String> env : List.of(envA, envB)) {
-            env.remove("TELEGRAM_BOT_TOKEN");
-            env.put("CHAT_INTAKE_DB_URL", database.jdbcUrl());
-            env.put("CHAT_INTAKE_DB_USER", database.user());
             env.put("ALBUMS_QUIET_PERIOD_SECONDS", Integer.toString(quietSeconds));
             env.put("WORK_CLAIM_SECONDS", "3");
         }
