@@ -18,7 +18,9 @@ DROP TABLE album_aggregation_completed;
 
 -- Depth metrics count unfinished work only, through an index that does not grow with done items.
 CREATE INDEX work_item_unfinished ON work_item (kind, state) WHERE state <> 'done';
--- A source row and its work item are purged together: find the work item of a row.
+-- Retention keeps a source row while any unfinished work item names it, and purges a source row
+-- and its done work item together: find the work items of a row.
+CREATE INDEX work_item_unfinished_source ON work_item (source_id) WHERE state <> 'done';
 CREATE INDEX work_item_source_row ON work_item (kind, source_id);
 
 -- Retention finds old rows by time; BRIN indexes are tiny and nearly free to maintain on

@@ -44,15 +44,26 @@ public final class Retention {
     private static final String WEBHOOK = "unifyport-event";
     private static final String ALBUM_DECISION = "album-decision";
 
+    /** Kinds whose source rows are in other tables (channel_message, message_attachment, album_decision). */
+    private static final String OTHER_TABLES_KINDS = "'album-child', 'attachment', '" + ALBUM_DECISION + "'";
+
+    /**
+     * No unfinished work item names the row: of its own kind, or of a kind not known here (another
+     * channel may add kinds whose source is the same table; such an item with the same id as another
+     * table's row only keeps that row longer).
+     */
+    private static String noUnfinishedWork(String otherTablesKinds) {
+        return "NOT EXISTS (SELECT 1 FROM work_item w WHERE w.source_id = x.id AND w.state <> 'done' AND w.kind NOT IN ("
+                + otherTablesKinds + "))";
+    }
+
     private static final List<Policy> POLICIES = List.of(
             new Policy("telegram_update", "id", "retention.telegram-update-days", """
-                    SELECT x.id AS k FROM telegram_update x WHERE x.received_at < ?
-                       AND NOT EXISTS (SELECT 1 FROM work_item w WHERE w.kind = '%s' AND w.source_id = x.id AND w.state <> 'done')"""
-                    .formatted(TELEGRAM), 1, "w.kind = '" + TELEGRAM + "' AND w.source_id = doomed.k", null),
+                    SELECT x.id AS k FROM telegram_update x WHERE x.received_at < ? AND %s"""
+                    .formatted(noUnfinishedWork(OTHER_TABLES_KINDS + ", '" + WEBHOOK + "'")), 1, "w.kind = '" + TELEGRAM + "' AND w.source_id = doomed.k", null),
             new Policy("webhook_event", "id", "retention.webhook-event-days", """
-                    SELECT x.id AS k FROM webhook_event x WHERE x.received_at < ?
-                       AND NOT EXISTS (SELECT 1 FROM work_item w WHERE w.kind = '%s' AND w.source_id = x.id AND w.state <> 'done')"""
-                    .formatted(WEBHOOK), 1, "w.kind = '" + WEBHOOK + "' AND w.source_id = doomed.k", null),
+                    SELECT x.id AS k FROM webhook_event x WHERE x.received_at < ? AND %s"""
+                    .formatted(noUnfinishedWork(OTHER_TABLES_KINDS + ", '" + TELEGRAM + "'")), 1, "w.kind = '" + WEBHOOK + "' AND w.source_id = doomed.k", null),
             // Decided albums with no child since (no deadline), no person needed, every decision handled.
             new Policy("album", "album_key", "retention.album-days", """
                     SELECT x.album_key AS k FROM album x

@@ -33,7 +33,11 @@ class RetentionTest {
                 "retention.outbound-effect-days", value, "retention.album-days", value);
     }
 
-    /** Old finished rows, and beside each kind the old rows that must stay (unfinished, parked, undecided) and young ones. */
+    /**
+     * Old finished rows, and beside each kind the old rows that must stay (unfinished, parked,
+     * undecided) and young ones. Ids overlap between tables, as they do in production: an
+     * unfinished item of one table's kind never holds another table's row with the same id.
+     */
     private void seed() {
         Sql.execute(db, """
                 INSERT INTO telegram_update (bot_id, update_id, update_type, payload, received_at)
