@@ -61,6 +61,7 @@ public final class AlbumDecisions {
     private static final int SWEEP_MAX_BATCHES = 50;
 
     private final DataSource dataSource;
+    private volatile boolean sweepFailing;
 
     public AlbumDecisions(DataSource dataSource) {
         this.dataSource = dataSource;
@@ -80,9 +81,23 @@ public final class AlbumDecisions {
         return inTransaction(c -> decide(c, List.of(albumKey), BY_COUNT)).stream().findFirst();
     }
 
-    /** The sweep ({@code routes/albums.yaml}, a timer): decides every album whose deadline has passed. */
-    public void decideOverdue(Exchange exchange) throws SQLException {
-        announce(exchange.getContext(), decideOverdue());
+    /**
+     * The sweep ({@code routes/albums.yaml}, a timer): decides every album whose deadline has passed.
+     * A failing database is reported once, not at every tick; the deadlines wait in the database.
+     */
+    public void decideOverdue(Exchange exchange) {
+        try {
+            announce(exchange.getContext(), decideOverdue());
+            if (sweepFailing) {
+                sweepFailing = false;
+                LOG.info("albums: deciding overdue albums again");
+            }
+        } catch (SQLException e) {
+            if (!sweepFailing) {
+                sweepFailing = true;
+                LOG.warn("albums: cannot decide overdue albums ({}); their deadlines stay stored, retrying every tick", e.getMessage());
+            }
+        }
     }
 
     /** Decides the overdue albums no other process is deciding right now. */
