@@ -46,7 +46,7 @@ import org.apache.camel.impl.DefaultCamelContext;
  * of two children without a total (so only their deadline decides them) are stored through the
  * UnifyPort intake path at N per quiet period, so that N are open when the first deadlines pass;
  * the product's album routes (count check per child through the work dispatcher, the deadline
- * sweep on a timer) decide them on a fresh durable database (fsync on). An observer sees each
+ * sweep on a timer) decide them, while the dispatcher also runs every event's (empty) handler on a fresh durable database (fsync on). An observer sees each
  * decision committed and measures how late it is against its deadline (last child + quiet period).
  * <p>
  * Target: p99 lateness <= 250 ms with N open, and heap after GC at the peak <= 1.2x that before
@@ -84,10 +84,11 @@ public final class AlbumBenchmark {
                 from("direct:album-child").routeId("album-child").bean("albumDecisions", "childArrived");
                 from("timer:album-deadlines?period=100").routeId("album-deadlines").bean("albumDecisions", "decideOverdue");
                 from("direct:album-ready").routeId("album-ready").log(org.apache.camel.LoggingLevel.DEBUG, "decided");
+                from("direct:unifyport-event").routeId("unifyport-event").log(org.apache.camel.LoggingLevel.DEBUG, "event");
             }
         });
         WorkDispatcher dispatcher = new WorkDispatcher(camel, new WorkQueue(dataSource),
-                List.of(new AlbumChildSource(), new AlbumDecisionSource()),
+                List.of(new UnifyPortWorkSource("direct:unifyport-event"), new AlbumChildSource(), new AlbumDecisionSource()),
                 WorkDispatcher.Options.from(Settings.of(Map.of("work.poll-interval-millis", "100"))));
         camel.getRegistry().bind("workDispatcher", dispatcher);
         camel.start();
