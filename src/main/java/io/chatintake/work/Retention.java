@@ -60,10 +60,12 @@ public final class Retention {
     private static final List<Policy> POLICIES = List.of(
             new Policy("telegram_update", "id", "retention.telegram-update-days", """
                     SELECT x.id AS k FROM telegram_update x WHERE x.received_at < ? AND %s"""
-                    .formatted(noUnfinishedWork(OTHER_TABLES_KINDS + ", '" + WEBHOOK + "'")), 1, "w.kind = '" + TELEGRAM + "' AND w.source_id = doomed.k", null),
+                    .formatted(noUnfinishedWork(OTHER_TABLES_KINDS + ", '" + WEBHOOK + "'")), 1,
+                    "w.kind = '" + TELEGRAM + "' AND w.source_id = doomed.k", null),
             new Policy("webhook_event", "id", "retention.webhook-event-days", """
                     SELECT x.id AS k FROM webhook_event x WHERE x.received_at < ? AND %s"""
-                    .formatted(noUnfinishedWork(OTHER_TABLES_KINDS + ", '" + TELEGRAM + "'")), 1, "w.kind = '" + WEBHOOK + "' AND w.source_id = doomed.k", null),
+                    .formatted(noUnfinishedWork(OTHER_TABLES_KINDS + ", '" + TELEGRAM + "'")), 1,
+                    "w.kind = '" + WEBHOOK + "' AND w.source_id = doomed.k", null),
             // Decided albums with no child since (no deadline), no person needed, every decision handled.
             new Policy("album", "album_key", "retention.album-days", """
                     SELECT x.album_key AS k FROM album x
