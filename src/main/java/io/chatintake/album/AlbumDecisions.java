@@ -177,7 +177,8 @@ public final class AlbumDecisions {
              ORDER BY a.album_key, m.album_index NULLS LAST, m.sent_at NULLS LAST, m.id""";
 
     private static final String LAST_DECISIONS = """
-            SELECT d.album_key, d.child_ids::text FROM album a JOIN album_decision d ON d.album_key = a.album_key AND d.version = a.decided_version
+            SELECT d.album_key, d.child_ids::text
+              FROM album a JOIN album_decision d ON d.album_key = a.album_key AND d.version = a.decided_version
              WHERE a.album_key = ANY (?::text[])""";
 
     private static final String INSERT_DECISIONS = """
@@ -270,7 +271,8 @@ public final class AlbumDecisions {
             try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {
                     Decision d = byKey.get(rs.getString(2));
-                    work.add(new WorkQueue.NewWork(AlbumDecisionSource.KIND, d.albumKey() + ":" + d.version(), rs.getLong(1), d.albumKey()));
+                    String workKey = d.albumKey() + ":" + d.version();
+                    work.add(new WorkQueue.NewWork(AlbumDecisionSource.KIND, workKey, rs.getLong(1), d.albumKey()));
                 }
             }
         }

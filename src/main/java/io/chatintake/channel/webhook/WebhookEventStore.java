@@ -71,7 +71,8 @@ public final class WebhookEventStore {
                         ChannelMessageStore.Applied child = ChannelMessageStore.apply(connection, workspace, event.eventId(),
                                 event.occurredAt(), event.message(), ChannelMessage.Change.of(event.type()));
                         // Its attachments, downloads and album commit with the child (albums rule 8).
-                        childListener.stored(connection, List.of(new ChildMessageListener.StoredChild(child.id(), child.inserted(), child.albumAssigned())));
+                        childListener.stored(connection,
+                                List.of(new ChildMessageListener.StoredChild(child.id(), child.inserted(), child.albumAssigned())));
                     }
                     schedule(connection, workspace, channel, event, stored.id());
                 }

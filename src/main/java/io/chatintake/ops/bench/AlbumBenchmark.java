@@ -46,8 +46,9 @@ import org.apache.camel.impl.DefaultCamelContext;
  * of two children without a total (so only their deadline decides them) are stored through the
  * UnifyPort intake path at N per quiet period, so that N are open when the first deadlines pass;
  * the product's album routes (count check per child through the work dispatcher, the deadline
- * sweep on a timer) decide them, while the dispatcher also runs every event's (empty) handler on a fresh durable database (fsync on). An observer sees each
- * decision committed and measures how late it is against its deadline (last child + quiet period).
+ * sweep on a timer) decide them on a fresh durable database (fsync on), while the dispatcher also
+ * runs every event's (empty) handler. An observer sees each decision committed and measures how
+ * late it is against its deadline (last child + quiet period).
  * <p>
  * Target: p99 lateness <= 250 ms with N open, and heap after GC at the peak <= 1.2x that before
  * intake (no process holds albums in memory). There is no contender: the bound is absolute.
