@@ -6,12 +6,10 @@ import io.chatintake.album.AlbumDecisions;
 import io.chatintake.album.AlbumKey;
 import io.chatintake.album.QuietPeriods;
 import io.chatintake.attachment.AttachmentStore;
-import io.chatintake.channel.unifyport.UnifyPortEvent;
-import io.chatintake.channel.unifyport.UnifyPortWorkSource;
-import io.chatintake.channel.webhook.WebhookEventStore;
 import io.chatintake.config.Settings;
+import io.chatintake.message.ChannelMessage;
+import io.chatintake.message.ChannelMessageStore;
 import io.chatintake.message.ChildMessageListener;
-import io.chatintake.sim.SignedDeliverySender;
 import io.chatintake.store.Database;
 import io.chatintake.store.EmbeddedDatabase;
 import io.chatintake.store.Migrations;
@@ -31,11 +29,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import javax.sql.DataSource;
 import org.apache.camel.CamelContext;
 import org.apache.camel.builder.RouteBuilder;
@@ -43,11 +37,10 @@ import org.apache.camel.impl.DefaultCamelContext;
 
 /**
  * {@code bench albums [N]}: decision latency with N albums open at once (default 20,000). Albums
- * of two children without a total (so only their deadline decides them) are stored through the
- * UnifyPort intake path at N per quiet period, so that N are open when the first deadlines pass;
+ * of two children without a total (so only their deadline decides them) are stored as channels
+ * store children, at N per quiet period, so that N are open when the first deadlines pass;
  * the product's album routes (count check per child through the work dispatcher, the deadline
- * sweep on a timer) decide them on a fresh durable database (fsync on), while the dispatcher also
- * runs every event's (empty) handler. An observer sees each decision committed and measures how
+ * sweep on a timer) decide them on a fresh durable database (fsync on). An observer sees each decision committed and measures how
  * late it is against its deadline (last child + quiet period).
  * <p>
  * Target: p99 lateness <= 250 ms with N open, and heap after GC at the peak <= 1.2x that before
@@ -57,7 +50,7 @@ public final class AlbumBenchmark {
     private static final Duration QUIET = Duration.ofSeconds(20);
     private static final long TARGET_LATE_MILLIS = 250;
     private static final double TARGET_HEAP_RATIO = 1.2;
-    private static final int INTAKE_THREADS = 8;
+    private static final int ALBUMS_PER_COMMIT = 50;
 
     private final PrintStream out;
 
@@ -85,11 +78,10 @@ public final class AlbumBenchmark {
                 from("direct:album-child").routeId("album-child").bean("albumDecisions", "childArrived");
                 from("timer:album-deadlines?period=100").routeId("album-deadlines").bean("albumDecisions", "decideOverdue");
                 from("direct:album-ready").routeId("album-ready").log(org.apache.camel.LoggingLevel.DEBUG, "decided");
-                from("direct:unifyport-event").routeId("unifyport-event").log(org.apache.camel.LoggingLevel.DEBUG, "event");
             }
         });
         WorkDispatcher dispatcher = new WorkDispatcher(camel, new WorkQueue(dataSource),
-                List.of(new UnifyPortWorkSource("direct:unifyport-event"), new AlbumChildSource(), new AlbumDecisionSource()),
+                List.of(new AlbumChildSource(), new AlbumDecisionSource()),
                 WorkDispatcher.Options.from(Settings.of(Map.of("work.poll-interval-millis", "100"))));
         camel.getRegistry().bind("workDispatcher", dispatcher);
         camel.start();
@@ -111,8 +103,8 @@ public final class AlbumBenchmark {
             long p99 = percentile(late, 0.99);
             double heapRatio = (double) heapPeak / heapBefore;
             long claimP99 = claimLateP99(dataSource);
-            out.printf("intake:    %d albums (%d children) stored at %.0f children/s (paced to N per quiet period of %d s)%n",
-                    albums, albums * 2, intakeRate, QUIET.toSeconds());
+            out.printf("intake:    %d albums (%d children) stored at %.0f children/s (paced to N per quiet period of %d s, %d albums a commit)%n",
+                    albums, albums * 2, intakeRate, QUIET.toSeconds(), ALBUMS_PER_COMMIT);
             out.printf("open:      %d albums open at the peak%n", openAtPeak);
             out.printf("decisions: %d of %d seen; lateness after the deadline p50 %d ms, p99 %d ms, max %d ms%n",
                     late.length, albums, p50, p99, late.length == 0 ? 0 : late[late.length - 1]);
@@ -132,39 +124,37 @@ public final class AlbumBenchmark {
         }
     }
 
-    /** Stores album i's two children at (i / N) of the quiet period, from several threads (deliveries arrive concurrently). */
+    /**
+     * Stores album i's two children at (i / N) of the quiet period, a batch of albums per
+     * transaction (as a Telegram page arrives), through the same child store and listener as
+     * every channel: the album rows, their deadlines and the child work are written with them.
+     */
     private static double intake(DataSource dataSource, int albums) throws Exception {
         ChildMessageListener listener = ChildMessageListener.all(List.of(AttachmentStore::recordChildren,
                 AlbumKey.scheduler(new QuietPeriods(QUIET, QUIET))));
-        WebhookEventStore store = new WebhookEventStore(dataSource, Duration.ofSeconds(5), UnifyPortWorkSource.KIND, listener);
-        AtomicInteger next = new AtomicInteger();
         long start = System.nanoTime();
         double perAlbumNanos = (double) QUIET.toNanos() / albums;
-        ExecutorService pool = Executors.newFixedThreadPool(INTAKE_THREADS);
-        List<Future<?>> producers = new ArrayList<>();
-        for (int t = 0; t < INTAKE_THREADS; t++) {
-            producers.add(pool.submit(() -> {
-                for (int i = next.getAndIncrement(); i < albums; i = next.getAndIncrement()) {
-                    long due = start + (long) (i * perAlbumNanos);
-                    long wait = due - System.nanoTime();
-                    if (wait > 0) {
-                        TimeUnit.NANOSECONDS.sleep(wait);
-                    }
+        try (Connection c = dataSource.getConnection()) {
+            c.setAutoCommit(false);
+            for (int first = 0; first < albums; first += ALBUMS_PER_COMMIT) {
+                long wait = start + (long) (first * perAlbumNanos) - System.nanoTime();
+                if (wait > 0) {
+                    TimeUnit.NANOSECONDS.sleep(wait);
+                }
+                List<ChildMessageListener.StoredChild> stored = new ArrayList<>();
+                for (int i = first; i < Math.min(albums, first + ALBUMS_PER_COMMIT); i++) {
                     for (int child = 1; child <= 2; child++) {
-                        String id = "b" + i + "-" + child;
-                        String data = "{\"conversation\":{\"id\":\"c" + i + "\"},\"message\":{\"id\":\"" + id
-                                + "\",\"type\":\"image\",\"album\":{\"id\":\"a" + i + "\",\"index\":" + child + "}}}";
-                        store.store("bench", "unifyport", UnifyPortEvent.parse(SignedDeliverySender.envelope(id, "message.received",
-                                "whatsapp", "acc", Instant.now(), data), null, "dlv-" + id));
+                        ChannelMessage message = new ChannelMessage("whatsapp", "acc", "c" + i, "m" + i + "-" + child, "image",
+                                null, null, null, null, "a" + i, child, null);
+                        ChannelMessageStore.Applied applied = ChannelMessageStore.apply(c, "bench", "e" + i + "-" + child,
+                                Instant.now(), message, ChannelMessage.Change.CONTENT);
+                        stored.add(new ChildMessageListener.StoredChild(applied.id(), applied.inserted(), applied.albumAssigned()));
                     }
                 }
-                return null;
-            }));
+                listener.stored(c, stored);
+                c.commit();
+            }
         }
-        for (Future<?> producer : producers) {
-            producer.get();
-        }
-        pool.shutdown();
         return albums * 2 / ((System.nanoTime() - start) / 1e9);
     }
 
