@@ -1,11 +1,13 @@
 package io.chatintake.app;
 
+import io.chatintake.ops.bench.AlbumBenchmark;
 import io.chatintake.ops.bench.TelegramIntakeBenchmark;
 import io.chatintake.config.ConfigurationException;
 import io.chatintake.config.Settings;
 import io.chatintake.ops.AlbumCommands;
 import io.chatintake.ops.KubernetesConfigMap;
 import io.chatintake.ops.Demo;
+import io.chatintake.ops.PurgeCommand;
 import io.chatintake.ops.TelegramCommands;
 import io.chatintake.ops.WorkCommands;
 import io.chatintake.support.Redactor;
@@ -60,11 +62,16 @@ public final class Main {
                     return new AlbumCommands(loadSettings(), out).status();
                 }
                 case "bench" -> {
-                    if (args.size() < 2 || !args.get(1).equals("telegram")) {
-                        throw new ConfigurationException("usage: bench telegram [updates]");
-                    }
+                    String which = args.size() < 2 ? "" : args.get(1);
+                    int n = args.size() > 2 ? Integer.parseInt(args.get(2)) : 20_000;
                     try {
-                        return new TelegramIntakeBenchmark(out).run(args.size() > 2 ? Integer.parseInt(args.get(2)) : 20_000);
+                        return switch (which) {
+                            case "telegram" -> new TelegramIntakeBenchmark(out).run(n);
+                            case "albums" -> new AlbumBenchmark(out).run(n);
+                            default -> throw new ConfigurationException("usage: bench telegram|albums [N]");
+                        };
+                    } catch (ConfigurationException e) {
+                        throw e;
                     } catch (Exception e) {
                         throw new ConfigurationException("benchmark failed: " + e.getMessage(), e);
                     }
@@ -78,6 +85,9 @@ public final class Main {
                 }
                 case "demo" -> {
                     return new Demo(out).run(args.subList(1, args.size()));
+                }
+                case "purge" -> {
+                    return new PurgeCommand(loadSettings(), out).run(args.subList(1, args.size()));
                 }
                 case "config" -> {
                     Settings settings = loadSettings();
@@ -132,6 +142,9 @@ public final class Main {
                 "                                           then the status page until Ctrl-C (--exit: end after the story)",
                 "  bench telegram [N]                       Telegram intake rate as a ratio to raw JDBC (simulator, embedded db)",
                 "  k8s configmap                            k8s/configmap.yaml from config/ and routes/ (run in the repository root)",
+                "  purge [--dry-run]                        one retention pass now (retention.*), or what it would remove",
+                "  bench telegram [N]                       Telegram intake rate as a ratio to raw JDBC (simulator, embedded db)",
+                "  bench albums [N]                         album decision latency with N albums open (default 20,000), heap flat",
                 "  config    print the effective configuration, secrets redacted",
                 "  help      this text",
                 "configuration: config/application.properties (or $" + CONFIG_FILE_ENV + "), each key overridable by",

@@ -7,7 +7,7 @@ import io.chatintake.message.ChildMessageListener;
 import io.chatintake.album.AlbumKey;
 import io.chatintake.attachment.AttachmentStore;
 import io.chatintake.support.ProcessIdentity;
-import io.chatintake.album.AlbumAggregation;
+import io.chatintake.album.QuietPeriods;
 import io.chatintake.album.AlbumChildSource;
 import io.chatintake.album.AlbumDecisionSource;
 import io.chatintake.album.AlbumDecisions;
@@ -23,6 +23,7 @@ import io.chatintake.channel.telegram.SecondPollerGuard;
 import io.chatintake.channel.telegram.TelegramBots;
 import io.chatintake.channel.telegram.TelegramWorkSource;
 import io.chatintake.work.EffectGuard;
+import io.chatintake.work.Retention;
 import io.chatintake.work.WorkDispatcher;
 import io.chatintake.work.WorkQueue;
 import io.chatintake.work.WorkSource;
@@ -32,7 +33,6 @@ import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
-import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CountDownLatch;
@@ -44,8 +44,6 @@ import org.apache.camel.health.HealthCheckHelper;
 import org.apache.camel.main.BaseMainSupport;
 import org.apache.camel.main.Main;
 import org.apache.camel.main.MainListenerSupport;
-import org.apache.camel.processor.aggregate.jdbc.JdbcAggregationRepository;
-import org.springframework.jdbc.datasource.DataSourceTransactionManager;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -112,20 +110,19 @@ public final class Runner {
         Main camel = new Main();
         camel.bind("dataSource", database.dataSource());
         camel.bind("effectGuard", new EffectGuard(database.dataSource()));
-        camel.bind("childMessageListener", childMessageListener());
+        camel.bind("childMessageListener", childMessageListener(QuietPeriods.from(settings)));
         WorkDispatcher.Options workOptions = WorkDispatcher.Options.from(settings);
         WorkDispatcher[] dispatcher = new WorkDispatcher[1];
         // Webhook channels (webhook-inbox routes) register their own kinds in the registry when their route starts.
         List<WorkSource> workSources = List.of(new TelegramWorkSource("direct:telegram-update"),
-                new AlbumChildSource(Duration.ofSeconds(settings.getLong("albums.quiet-period-seconds", 20)),
-                        Duration.ofSeconds(settings.getLong("albums.telegram-quiet-period-seconds", 5))),
+                new AlbumChildSource(),
                 new AlbumDecisionSource(),
                 new AttachmentWorkSource("direct:attachment-fetch"));
-        camel.bind("albumAggregation", new AlbumAggregation());
-        camel.bind("albumAggregationRepository", albumRepository(database));
         camel.bind("albumDecisions", new AlbumDecisions(database.dataSource()));
         // GET /status (off until chat-intake.status.token is set); camel-main adds RouteBuilder beans as routes.
         camel.bind("statusPageRoute", StatusPage.route(settings, database.dataSource()));
+        // Retention: the background job is routes/retention.yaml (a timer calling this bean).
+        camel.bind("retention", Retention.from(settings, database.dataSource()));
         camel.bind("attachmentFetcher", new AttachmentFetcher(database.dataSource(),
                 AttachmentFetcher.Options.from(settings, workOptions.maxAttempts()),
                 botName -> TelegramBots.token(botName, null, null, settings::get)));
@@ -219,17 +216,13 @@ public final class Runner {
     }
 
     /** What happens when a channel stores a child message: its attachments are recorded, then its album is scheduled. */
-    public static ChildMessageListener childMessageListener() {
-        return ChildMessageListener.all(List.of(AttachmentStore::recordChildren, AlbumKey::scheduleChildren));
+    public static ChildMessageListener childMessageListener(QuietPeriods quietPeriods) {
+        return ChildMessageListener.all(List.of(AttachmentStore::recordChildren, AlbumKey.scheduler(quietPeriods)));
     }
 
-    /** Open album groups in PostgreSQL; recovery re-delivers a completed group whose decision failed. */
-    private static JdbcAggregationRepository albumRepository(Database database) {
-        JdbcAggregationRepository repository = new JdbcAggregationRepository(
-                new DataSourceTransactionManager(database.dataSource()), "album_aggregation", database.dataSource());
-        repository.setUseRecovery(true);
-        repository.setRecoveryInterval(5, TimeUnit.SECONDS);
-        return repository;
+    /** {@link #childMessageListener(QuietPeriods)} with the default quiet periods. */
+    public static ChildMessageListener childMessageListener() {
+        return childMessageListener(QuietPeriods.DEFAULTS);
     }
 
     private static void recordStart(Database database) {

@@ -295,7 +295,14 @@ public final class WorkDispatcher {
         return Redactor.redact(text, 1000);
     }
 
-    /** Depth by kind and state, for the metrics; read at most every few seconds, not per scrape. */
+    /**
+     * Depth by kind and state of unfinished work (pending, running, failed, parked), for the
+     * metrics; read at most every few seconds, not per scrape, through the partial index on
+     * unfinished items, so the cost follows the backlog, not the history. Done work is counted by
+     * {@code chat_intake_work_handler_seconds_count{outcome="done"}} instead.
+     */
+    static final String DEPTH = "SELECT kind, state, count(*) FROM work_item WHERE state <> 'done' GROUP BY kind, state";
+
     private void refreshDepth() {
         synchronized (depth) {
             if (Duration.between(lastDepthRefresh, Instant.now()).compareTo(DEPTH_REFRESH) < 0) {
@@ -303,8 +310,8 @@ public final class WorkDispatcher {
             }
             lastDepthRefresh = Instant.now();
         }
-        try (Connection c = queue.dataSource().getConnection(); PreparedStatement ps = c.prepareStatement(
-                "SELECT kind, state, count(*) FROM work_item GROUP BY kind, state"); ResultSet rs = ps.executeQuery()) {
+        try (Connection c = queue.dataSource().getConnection(); PreparedStatement ps = c.prepareStatement(DEPTH);
+             ResultSet rs = ps.executeQuery()) {
             depth.values().forEach(v -> v.set(0));
             while (rs.next()) {
                 String kind = rs.getString(1);

@@ -1,6 +1,7 @@
 package io.chatintake.testkit;
 
 import io.chatintake.channel.webhook.EventMapping;
+import io.chatintake.channel.webhook.WebhookEvent;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -13,6 +14,12 @@ import org.snakeyaml.engine.v2.api.LoadSettings;
 /** Reads a shipped route file, so tests check the configuration users get, not a copy of it. */
 public final class RouteFile {
     private RouteFile() {
+    }
+
+    /** The events of one UnifyPort delivery body, mapped as the shipped routes/unifyport-webhook.yaml maps them. */
+    public static List<WebhookEvent> unifyPortEvents(byte[] body, String deliveryId) {
+        return new EventMapping(mappingOptions(Path.of("routes/unifyport-webhook.yaml"), "unifyport"))
+                .events(body, "application/json", header -> null, deliveryId);
     }
 
     /** The event mapping options of the file's {@code webhook-inbox:<channel>} step. */

@@ -1,8 +1,10 @@
 package io.chatintake.testkit;
 
+import io.chatintake.album.QuietPeriods;
+import io.chatintake.config.Settings;
+
 import io.chatintake.app.Runner;
 
-import io.chatintake.album.AlbumAggregation;
 import io.chatintake.album.AlbumChildSource;
 import io.chatintake.album.AlbumDecisionSource;
 import io.chatintake.album.AlbumDecisions;
@@ -44,15 +46,10 @@ public final class WebhookServer implements AutoCloseable {
      * files when albums are to be decided.
      */
     public static WebhookServer startWithWork(DataSource dataSource, Map<String, String> settings, String routes) {
-        JdbcAggregationRepository albums = new JdbcAggregationRepository(new DataSourceTransactionManager(dataSource),
-                "album_aggregation", dataSource);
-        albums.setUseRecovery(true);
-        albums.setRecoveryInterval(1, TimeUnit.SECONDS);
-        WebhookServer server = start(dataSource, settings, routes, Map.of("albumAggregation", new AlbumAggregation(),
-                "albumAggregationRepository", albums, "albumDecisions", new AlbumDecisions(dataSource), "effectGuard", new EffectGuard(dataSource)));
-        Duration quiet = Duration.ofSeconds(Long.parseLong(settings.getOrDefault("albums.quiet-period-seconds", "3")));
+        WebhookServer server = start(dataSource, settings, routes, Map.of("albumDecisions", new AlbumDecisions(dataSource),
+                "effectGuard", new EffectGuard(dataSource)));
         server.dispatcher = new WorkDispatcher(server.context(), new WorkQueue(dataSource),
-                List.of(new AlbumChildSource(quiet, quiet), new AlbumDecisionSource()),
+                List.of(new AlbumChildSource(), new AlbumDecisionSource()),
                 new WorkDispatcher.Options(2, 5, Duration.ofMillis(100), Duration.ofMillis(500), Duration.ofSeconds(30),
                         Duration.ofMillis(50), Set.of("album-child")));
         server.context().getRegistry().bind("workDispatcher", server.dispatcher);
@@ -75,7 +72,7 @@ public final class WebhookServer implements AutoCloseable {
         int port = RunnerProcess.freePort();
         Main main = new Main();
         main.bind("dataSource", dataSource);
-        main.bind("childMessageListener", Runner.childMessageListener());
+        main.bind("childMessageListener", Runner.childMessageListener(QuietPeriods.from(Settings.of(settings))));
         beans.forEach(main::bind);
         Map<String, String> properties = new HashMap<>(settings);
         properties.put("camel.main.routes-include-pattern", routes);

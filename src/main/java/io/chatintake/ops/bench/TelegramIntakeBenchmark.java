@@ -1,6 +1,7 @@
 package io.chatintake.ops.bench;
 
 import io.chatintake.album.AlbumKey;
+import io.chatintake.album.QuietPeriods;
 import io.chatintake.attachment.AttachmentStore;
 import io.chatintake.message.ChildMessageListener;
 import io.chatintake.sim.BotApiSimulator;
@@ -91,7 +92,7 @@ public final class TelegramIntakeBenchmark {
         CamelContext camel = new DefaultCamelContext();
         TelegramInboxComponent component = new TelegramInboxComponent();
         component.setDataSource(database.dataSource());
-        component.setChildMessageListener(ChildMessageListener.all(List.of(AttachmentStore::recordChildren, AlbumKey::scheduleChildren)));
+        component.setChildMessageListener(ChildMessageListener.all(List.of(AttachmentStore::recordChildren, AlbumKey.scheduler(QuietPeriods.DEFAULTS))));
         camel.addComponent("telegram-inbox", component);
         Properties properties = new Properties();
         properties.setProperty("telegram.api-url", simulator.url());
