@@ -9,6 +9,7 @@ ALTER TABLE album ADD COLUMN decide_after timestamptz;
 UPDATE album SET decide_after = last_child_at WHERE decided_version = 0 OR last_child_at > decided_at;
 -- The sweep's claim and the open-album metrics read only open albums, however many were decided.
 CREATE INDEX album_due ON album (decide_after) WHERE decide_after IS NOT NULL;
+DROP INDEX IF EXISTS album_open; -- the status page's (V13), open by the old rule
 CREATE INDEX album_open ON album (first_child_at) WHERE decide_after IS NOT NULL;
 
 -- Camel's Aggregator and its JDBC repository are gone: deadlines live on the album row, counts

@@ -1,5 +1,7 @@
 package io.chatintake.ops;
 
+import io.chatintake.album.AlbumMetrics;
+
 import io.chatintake.config.Settings;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -64,8 +66,7 @@ final class StatusReport {
     private static final String PARKED = """
             SELECT id, kind, attempts, updated_at, last_error FROM work_item WHERE state = 'parked' ORDER BY id DESC LIMIT\s""" + LIST_LIMIT;
 
-    private static final String OPEN_ALBUMS = """
-            SELECT count(*), min(first_child_at) FROM album WHERE decided_version = 0 OR last_child_at > decided_at""";
+    private static final String OPEN_ALBUMS = "SELECT count(*), min(first_child_at) FROM album WHERE " + AlbumMetrics.OPEN;
 
     private static final String ALBUMS_NEEDING_A_PERSON = """
             SELECT album_key, decided_version, last_child_at, count(*) OVER () FROM album WHERE needs_person
