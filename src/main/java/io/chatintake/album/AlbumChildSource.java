@@ -8,7 +8,8 @@ import java.time.Duration;
 import org.apache.camel.Message;
 
 /**
- * A stored album child on its way into the aggregator ({@code direct:album-child}). Each child
+ * A stored album child on its way into the aggregator ({@code work.handlers.album-child}, shipped as
+ * {@code direct:album-child}). Each child
  * enters once (its work item is unique), so a redelivered child never counts twice; should it
  * run again after a crash, the aggregation strategy ignores a child it already holds.
  */
@@ -25,8 +26,8 @@ public final class AlbumChildSource extends WorkSource {
     private final Duration quietPeriod;
     private final Duration telegramQuietPeriod;
 
-    public AlbumChildSource(Duration quietPeriod, Duration telegramQuietPeriod) {
-        super(KIND, "direct:album-child");
+    public AlbumChildSource(String endpointUri, Duration quietPeriod, Duration telegramQuietPeriod) {
+        super(KIND, endpointUri);
         this.quietPeriod = quietPeriod;
         this.telegramQuietPeriod = telegramQuietPeriod;
     }

@@ -92,6 +92,10 @@ public final class WorkDispatcher {
         if (running) {
             return;
         }
+        if (sources.isEmpty()) {
+            LOG.info("work: no work kind has a handler in this process; no dispatcher threads");
+            return;
+        }
         // Looked up at start: camel-micrometer binds its registry while the context starts.
         registry = MeterRegistryLookup.of(camel);
         running = true;
@@ -149,7 +153,7 @@ public final class WorkDispatcher {
      */
     public void runNow(List<Long> itemIds, Function<WorkItem, Exchange> newExchange, ExchangeProcessor process) {
         try {
-            for (WorkItem item : queue.claimIds(itemIds, worker, options.claim(), options.orderedKinds())) {
+            for (WorkItem item : queue.claimIds(itemIds, worker, options.claim(), options.orderedKinds(), sources.keySet())) {
                 Exchange exchange = newExchange.apply(item);
                 setWorkHeaders(exchange.getMessage(), item);
                 execute(item, exchange, process);
@@ -170,7 +174,7 @@ public final class WorkDispatcher {
             List<WorkItem> claimed;
             try {
                 refreshDepth();
-                claimed = queue.claim(CLAIM_BATCH, worker, options.claim(), options.orderedKinds());
+                claimed = queue.claim(CLAIM_BATCH, worker, options.claim(), options.orderedKinds(), sources.keySet());
             } catch (SQLException e) {
                 LOG.warn("work: cannot claim work ({}); retrying", e.getMessage());
                 claimed = List.of();
@@ -179,11 +183,6 @@ public final class WorkDispatcher {
                 WorkSource source = sources.get(item.kind());
                 Exchange exchange = new DefaultExchange(camel);
                 setWorkHeaders(exchange.getMessage(), item);
-                if (source == null) {
-                    exchange.setException(new IllegalStateException("no handler is configured for work of kind " + item.kind()));
-                    record(item, exchange, 0);
-                    continue;
-                }
                 try (Connection c = queue.dataSource().getConnection()) {
                     source.load(c, item, exchange.getMessage());
                 } catch (SQLException e) {
