@@ -173,7 +173,7 @@ public class CamelConfiguration implements org.apache.camel.CamelConfiguration, 
 
     @Override
     public void configure(CamelContext context) throws Exception {
-        Path routesDir = routesDirectory();
+        Path routesDir = routesDirectory(settings());
         HealthCheckRegistry health = HealthCheckHelper.getHealthCheckRegistry(context);
         if (health != null) {
             health.register(new DatabaseHealthCheck(dataSource()));
@@ -248,8 +248,13 @@ public class CamelConfiguration implements org.apache.camel.CamelConfiguration, 
         return sources;
     }
 
-    private Path routesDirectory() {
-        Path dir = Path.of(settings().get(ROUTES_DIR, "routes")).toAbsolutePath().normalize();
+    static Path routesDirectory(Settings settings) {
+        return Path.of(settings.get(ROUTES_DIR, "routes")).toAbsolutePath().normalize();
+    }
+
+    /** camel-main watches the routes directory from its first step: it must exist before Camel starts. */
+    static void createRoutesDirectory(Settings settings) {
+        Path dir = routesDirectory(settings);
         if (!Files.isDirectory(dir)) {
             try {
                 Files.createDirectories(dir);
@@ -259,6 +264,5 @@ public class CamelConfiguration implements org.apache.camel.CamelConfiguration, 
                 throw new ConfigurationException(Settings.envName(ROUTES_DIR) + ": cannot create routes directory " + dir + ": " + e.getMessage());
             }
         }
-        return dir;
     }
 }

@@ -24,6 +24,7 @@ public final class Runner {
     public static void run(Settings settings) {
         // Read through placeholders by camel-main: checked first, so a typo is one line naming its key.
         CamelConfiguration.checkHttpSettings(settings);
+        CamelConfiguration.createRoutesDirectory(settings);
         Main camel = new Main();
         camel.setPropertyPlaceholderLocations(DEFAULTS + settings.source().map(file -> ",file:" + file.toAbsolutePath()).orElse(""));
         // The file names it too; this keeps a configuration file without the key working.

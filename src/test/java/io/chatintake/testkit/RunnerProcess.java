@@ -68,11 +68,26 @@ public final class RunnerProcess implements AutoCloseable {
     }
 
     public static RunnerProcess start(Path workDir, Map<String, String> env, String... args) {
+        List<String> command = new ArrayList<>(List.of(javaBinary(), "-Xmx512m", "-jar", jar().toString()));
+        command.addAll(List.of(args));
+        return start(workDir, env, command);
+    }
+
+    /**
+     * camel-main's own {@code org.apache.camel.main.Main} with the jar on the classpath and only
+     * system properties: no chat-intake launcher on the call path.
+     */
+    public static RunnerProcess startCamelMain(Path workDir, Map<String, String> env, String... systemProperties) {
+        List<String> command = new ArrayList<>(List.of(javaBinary(), "-Xmx512m"));
+        command.addAll(List.of(systemProperties));
+        command.addAll(List.of("-cp", jar().toString(), "org.apache.camel.main.Main"));
+        return start(workDir, env, command);
+    }
+
+    private static RunnerProcess start(Path workDir, Map<String, String> env, List<String> command) {
         try {
             Files.createDirectories(workDir);
             Path log = Files.createTempFile(workDir, "runner-", ".log");
-            List<String> command = new ArrayList<>(List.of(javaBinary(), "-Xmx512m", "-jar", jar().toString()));
-            command.addAll(List.of(args));
             ProcessBuilder builder = new ProcessBuilder(command)
                     .redirectErrorStream(true)
                     .redirectOutput(log.toFile());
