@@ -100,13 +100,6 @@ public final class Settings {
         return get(key).map(v -> parse(key, v, Settings::parseBoolean, "true or false")).orElse(defaultValue);
     }
 
-    /** Every key with the given prefix, with values as effective now (for Camel's own keys). */
-    public Map<String, String> withPrefix(String prefix) {
-        Map<String, String> result = new TreeMap<>();
-        values.keySet().stream().filter(k -> k.startsWith(prefix)).forEach(k -> get(k).ifPresent(v -> result.put(k, v)));
-        return result;
-    }
-
     /** Every key and its effective value, secrets redacted: safe to print. */
     public Map<String, String> describe() {
         Map<String, String> result = new TreeMap<>();

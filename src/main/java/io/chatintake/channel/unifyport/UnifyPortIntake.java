@@ -73,8 +73,13 @@ public final class UnifyPortIntake extends ServiceSupport implements Processor, 
      */
     @Override
     protected void doStart() {
+        // Looked up here, not referenced as #dataSource in YAML: camel-main builds YAML beans while
+        // it pre-parses route files, before the configuration class has bound the database.
+        if (dataSource == null && camelContext != null) {
+            dataSource = CamelContextHelper.lookup(camelContext, "dataSource", DataSource.class);
+        }
         if (dataSource == null) {
-            throw new IllegalStateException(configPrefix + " webhook: no dataSource set (bind it as #dataSource)");
+            throw new IllegalStateException(configPrefix + " webhook: no dataSource (the application configuration binds 'dataSource')");
         }
         if (childMessageListener == null && camelContext != null) {
             childMessageListener = CamelContextHelper.findSingleByType(camelContext, ChildMessageListener.class);
