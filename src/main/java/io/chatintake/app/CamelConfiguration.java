@@ -64,7 +64,6 @@ public class CamelConfiguration implements org.apache.camel.CamelConfiguration, 
 
     public static final String ROUTES_DIR = "chat-intake.routes-dir";
     public static final String HTTP_PORT = "chat-intake.http.port";
-    public static final String HTTP_HOST = "chat-intake.http.host";
     public static final String HTTP_MAX_BODY_BYTES = "chat-intake.http.max-body-bytes";
     public static final String ROUTES_RELOAD = "chat-intake.routes-reload";
     /** {@code work.handlers.<kind>=direct:...}: the handler route of each work kind this process runs. */
@@ -93,28 +92,25 @@ public class CamelConfiguration implements org.apache.camel.CamelConfiguration, 
      */
     @BindToRegistry("dataSource")
     public synchronized DataSource dataSource() {
-        if (dataSource == null) {
-            DataSource given = camel.getRegistry().lookupByNameAndType("dataSource", DataSource.class);
-            Database opened = given == null ? Database.open(settings()) : null;
-            dataSource = given != null ? given : opened.dataSource();
-            try {
-                if (opened != null) {
-                    LOG.info("migrations: {}", Migrations.apply(dataSource));
-                    DatabaseService.recordStart(dataSource, Runner.version());
-                }
-            } catch (RuntimeException e) {
-                if (opened != null) {
-                    opened.close();
-                }
-                throw e;
-            }
-            // Added first, so Camel stops it last: after every route and the dispatcher are done.
-            try {
-                camel.addService(new DatabaseService(opened));
-            } catch (Exception e) {
-                throw new IllegalStateException("cannot register the database with Camel: " + e.getMessage(), e);
-            }
+        if (dataSource != null) {
+            return dataSource;
         }
+        DataSource given = camel.getRegistry().lookupByNameAndType("dataSource", DataSource.class);
+        if (given != null) {
+            dataSource = given;
+            return dataSource;
+        }
+        Database opened = Database.open(settings());
+        try {
+            LOG.info("migrations: {}", Migrations.apply(opened.dataSource()));
+            DatabaseService.recordStart(opened.dataSource(), Runner.version());
+            // Added before anything else, so Camel stops it last: after every route and the dispatcher.
+            camel.addService(new DatabaseService(opened));
+        } catch (Exception e) {
+            opened.close();
+            throw e instanceof RuntimeException runtime ? runtime : new IllegalStateException(e.getMessage(), e);
+        }
+        dataSource = opened.dataSource();
         return dataSource;
     }
 

@@ -11,21 +11,17 @@ import org.apache.camel.support.service.ServiceSupport;
 /**
  * The database the configuration opened, as a Camel service: Camel stops it after the routes and
  * the work dispatcher, so in-flight commits finish before the pool (and an embedded server) close.
- * A database someone else bound (a test's) is left to them.
  */
 final class DatabaseService extends ServiceSupport {
     private final Database database;
 
-    /** @param database null when the configuration did not open it */
     DatabaseService(Database database) {
         this.database = database;
     }
 
     @Override
     protected void doStop() {
-        if (database != null) {
-            database.close();
-        }
+        database.close();
     }
 
     /** One row per start in {@code runner_start}: which host and process ran which version. */

@@ -3,6 +3,7 @@ package io.chatintake.app;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
+import java.util.regex.Pattern;
 import org.apache.camel.CamelContext;
 import org.apache.camel.RoutesBuilder;
 import org.apache.camel.impl.engine.DefaultRoutesLoader;
@@ -19,6 +20,7 @@ import org.slf4j.LoggerFactory;
 final class RouteFilesLoader extends DefaultRoutesLoader {
     private static final Logger LOG = LoggerFactory.getLogger(RouteFilesLoader.class);
     private static final int MAX_MESSAGE = 300;
+    private static final Pattern COMPILER_ERROR = Pattern.compile(":\\d+: error: ");
 
     RouteFilesLoader(CamelContext context) {
         super(context);
@@ -45,7 +47,7 @@ final class RouteFilesLoader extends DefaultRoutesLoader {
                 continue;
             }
             for (String line : t.getMessage().split("\\R")) {
-                if (line.contains("error:")) {
+                if (COMPILER_ERROR.matcher(line).find()) {
                     return shorten(line.trim());
                 }
             }

@@ -44,7 +44,7 @@ class LayoutTest {
                 .layer("simulators").definedBy(BASE + "sim..")
                 .whereLayer("app").mayNotBeAccessedByAnyLayer()
                 .whereLayer("ops").mayOnlyBeAccessedByLayers("app")
-                .whereLayer("channels").mayOnlyBeAccessedByLayers("app", "ops")
+                .whereLayer("channels").mayOnlyBeAccessedByLayers("app", "ops", "simulators") // the signed-delivery sender signs with the verifier's scheme
                 .whereLayer("messages, albums, attachments").mayOnlyBeAccessedByLayers("app", "ops", "channels")
                 .whereLayer("work, store, config, support").mayOnlyBeAccessedByLayers("app", "ops", "channels", "messages, albums, attachments", "simulators")
                 .whereLayer("simulators").mayOnlyBeAccessedByLayers("app", "ops")
