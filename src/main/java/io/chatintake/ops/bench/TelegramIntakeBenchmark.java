@@ -43,7 +43,7 @@ public final class TelegramIntakeBenchmark {
             Migrations.apply(database.dataSource());
             String payloadText = "x".repeat(900);
             double baseline = baseline(database, updates, payloadText);
-            double intake = intake(database, simulator, updates, payloadText);
+            double intake = intake(database, simulator, updates, payloadText, dir);
             double ratio = intake / baseline;
             out.printf("raw JDBC batch insert: %.0f rows/s%n", baseline);
             out.printf("telegram intake:       %.0f updates/s (stored, confirmed, scheduled as work)%n", intake);
@@ -79,12 +79,12 @@ public final class TelegramIntakeBenchmark {
         }
     }
 
-    private double intake(Database database, BotApiSimulator simulator, int updates, String payloadText) throws Exception {
+    private double intake(Database database, BotApiSimulator simulator, int updates, String payloadText, Path dir) throws Exception {
         String token = simulator.addBot(INTAKE_BOT, "BENCH-not-a-real-token", "bench_bot");
         for (int i = 0; i < updates; i++) {
             simulator.enqueueText(token, 1 + i % 50, payloadText);
         }
-        Main camel = product(database, simulator.url(), token);
+        Main camel = product(database, simulator.url(), token, dir);
         camel.configure().addRoutesBuilder(new RouteBuilder() {
             @Override
             public void configure() {
@@ -107,14 +107,14 @@ public final class TelegramIntakeBenchmark {
 
     /**
      * The product's own wiring (named, not imported: ops sits below app) over the benchmark's
-     * database, without HTTP, route files or handlers: intake alone is measured.
+     * database, without HTTP, route files (its empty directory) or handlers: intake alone is measured.
      */
-    private static Main product(Database database, String apiUrl, String token) {
+    private static Main product(Database database, String apiUrl, String token, Path dir) {
         Main camel = new Main();
         camel.bind("dataSource", database.dataSource());
         Map<String, String> properties = new HashMap<>(Map.of(
                 "camel.main.configuration-classes", "io.chatintake.app.CamelConfiguration",
-                "camel.main.routes-collector-enabled", "false",
+                "chat-intake.routes-dir", dir.toAbsolutePath().toString(),
                 "camel.main.routes-reload-enabled", "false",
                 "camel.server.enabled", "false",
                 "camel.management.enabled", "false",
