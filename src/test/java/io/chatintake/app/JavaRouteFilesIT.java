@@ -13,8 +13,8 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Java DSL route files in a running runner's routes directory: compiled at start and when one is
- * added; one that does not compile is one line naming it and its first error, and every other
- * route keeps serving.
+ * added; one that does not compile (or a YAML file that does not parse) is one line naming it and
+ * its first error, and every other route keeps serving.
  */
 class JavaRouteFilesIT {
     @TempDir
@@ -36,9 +36,11 @@ class JavaRouteFilesIT {
                             constant: "yaml"
                 """);
         Files.writeString(routes.resolve("BrokenAtStart.java"), broken("BrokenAtStart"));
+        Files.writeString(routes.resolve("broken.yaml"), "- route:\n    id: [unclosed\n");
         try (RunnerProcess runner = RunnerProcess.start(work, env).awaitReady()) {
             assertThat(runner.output()).as("reported at start, in one line")
                     .containsPattern("routes: file:\\S*BrokenAtStart\\.java not loaded, its routes do not run: \\S*BrokenAtStart\\.java:\\d+: error: ")
+                    .containsPattern("routes: file:\\S*broken\\.yaml not loaded, its routes do not run: ")
                     .doesNotContain("\tat ");
             assertThat(runner.get("/first").body()).isEqualTo("yaml");
 
