@@ -17,6 +17,7 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.TreeSet;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
@@ -97,6 +98,10 @@ public final class WorkDispatcher {
         if (running) {
             return;
         }
+        if (handledKinds().isEmpty()) {
+            LOG.info("work: no work kind has a handler in this process; no dispatcher threads");
+            return;
+        }
         // Looked up at start: camel-micrometer binds its registry while the context starts.
         registry = MeterRegistryLookup.of(camel);
         running = true;
@@ -108,7 +113,7 @@ public final class WorkDispatcher {
             thread.start();
         }
         LOG.info("work: {} dispatcher thread(s) for {}; at most {} attempts, then parked; claims last {} s",
-                options.concurrency(), sources.keySet(), options.maxAttempts(), options.claim().toSeconds());
+                options.concurrency(), handledKinds(), options.maxAttempts(), options.claim().toSeconds());
     }
 
     /** Lets running handlers finish; their outcomes are recorded before this returns. */
@@ -154,7 +159,7 @@ public final class WorkDispatcher {
      */
     public void runNow(List<Long> itemIds, Function<WorkItem, Exchange> newExchange, ExchangeProcessor process) {
         try {
-            for (WorkItem item : queue.claimIds(itemIds, worker, options.claim(), options.orderedKinds())) {
+            for (WorkItem item : queue.claimIds(itemIds, worker, options.claim(), options.orderedKinds(), handledKinds())) {
                 Exchange exchange = newExchange.apply(item);
                 setWorkHeaders(exchange.getMessage(), item);
                 execute(item, exchange, process);
@@ -175,7 +180,7 @@ public final class WorkDispatcher {
             List<WorkItem> claimed;
             try {
                 refreshDepth();
-                claimed = queue.claim(CLAIM_BATCH, worker, options.claim(), options.orderedKinds());
+                claimed = queue.claim(CLAIM_BATCH, worker, options.claim(), options.orderedKinds(), handledKinds());
             } catch (SQLException e) {
                 LOG.warn("work: cannot claim work ({}); retrying", e.getMessage());
                 claimed = List.of();
@@ -184,11 +189,6 @@ public final class WorkDispatcher {
                 WorkSource source = source(item.kind());
                 Exchange exchange = new DefaultExchange(camel);
                 setWorkHeaders(exchange.getMessage(), item);
-                if (source == null) {
-                    exchange.setException(new IllegalStateException("no handler is configured for work of kind " + item.kind()));
-                    record(item, exchange, 0);
-                    continue;
-                }
                 try (Connection c = queue.dataSource().getConnection()) {
                     source.load(c, item, exchange.getMessage());
                 } catch (SQLException e) {
@@ -211,6 +211,13 @@ public final class WorkDispatcher {
                 }
             }
         }
+    }
+
+    /** The kinds given at construction and those route files registered since (webhook-inbox channels). */
+    private Set<String> handledKinds() {
+        Set<String> kinds = new TreeSet<>(sources.keySet());
+        camel.getRegistry().findByType(WorkSource.class).forEach(source -> kinds.add(source.kind()));
+        return kinds;
     }
 
     /**

@@ -86,6 +86,7 @@ public final class WorkQueue {
                  WHERE ((w.state IN ('pending', 'failed') AND w.next_attempt_at <= now())
                         OR (w.state = 'running' AND w.claim_expires_at < now()))
                    AND (%s)
+                   AND w.kind = ANY (?::text[])
                    AND (w.chat_key IS NULL OR NOT (w.kind = ANY (?::text[])) OR NOT EXISTS (
                           SELECT 1 FROM work_item e
                            WHERE e.kind = w.kind AND e.chat_key = w.chat_key AND e.id < w.id
@@ -99,26 +100,32 @@ public final class WorkQueue {
               FROM due WHERE w.id = due.id
             RETURNING w.id, w.kind, w.source_key, w.source_id, w.chat_key, w.attempts""";
 
-    /** Claims up to {@code limit} due items. */
-    public List<WorkItem> claim(int limit, String worker, Duration claim, Collection<String> orderedKinds) throws SQLException {
-        return claim(String.format(CLAIM, "true"), null, limit, worker, claim, orderedKinds);
+    /**
+     * Claims up to {@code limit} due items of the given kinds: the kinds this process has a handler
+     * for. Items of other kinds are left for a process that handles them, never claimed here.
+     */
+    public List<WorkItem> claim(int limit, String worker, Duration claim, Collection<String> orderedKinds,
+                                Collection<String> kinds) throws SQLException {
+        return claim(String.format(CLAIM, "true"), null, limit, worker, claim, orderedKinds, kinds);
     }
 
-    /** Claims these items if they are due: the fast path right after intake stored them. */
-    public List<WorkItem> claimIds(List<Long> ids, String worker, Duration claim, Collection<String> orderedKinds) throws SQLException {
+    /** Claims these items if they are due and of the given kinds: the fast path right after intake stored them. */
+    public List<WorkItem> claimIds(List<Long> ids, String worker, Duration claim, Collection<String> orderedKinds,
+                                   Collection<String> kinds) throws SQLException {
         if (ids.isEmpty()) {
             return List.of();
         }
-        return claim(String.format(CLAIM, "w.id = ANY (?::bigint[])"), ids, ids.size(), worker, claim, orderedKinds);
+        return claim(String.format(CLAIM, "w.id = ANY (?::bigint[])"), ids, ids.size(), worker, claim, orderedKinds, kinds);
     }
 
     private List<WorkItem> claim(String sql, List<Long> ids, int limit, String worker, Duration claim,
-                                 Collection<String> orderedKinds) throws SQLException {
+                                 Collection<String> orderedKinds, Collection<String> kinds) throws SQLException {
         try (Connection c = dataSource.getConnection(); PreparedStatement ps = c.prepareStatement(sql)) {
             int i = 1;
             if (ids != null) {
                 ps.setArray(i++, c.createArrayOf("bigint", ids.toArray()));
             }
+            ps.setArray(i++, c.createArrayOf("text", kinds.toArray()));
             ps.setArray(i++, c.createArrayOf("text", orderedKinds.toArray()));
             ps.setInt(i++, limit);
             ps.setString(i++, worker);
