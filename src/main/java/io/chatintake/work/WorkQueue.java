@@ -451,7 +451,7 @@ public final class WorkQueue {
             try (PreparedStatement ps = c.prepareStatement("""
                     UPDATE work_item w SET state = 'pending', next_attempt_at = now(), claimed_by = NULL, claim_token = NULL,
                            claim_expires_at = NULL, last_error = 'claim released: ' || w.claimed_by || ' stopped beating', updated_at = now()
-                     WHERE w.state = 'running' AND """ + DEAD.formatted("w", "w"))) {
+                     WHERE w.state = 'running' AND""" + " " + DEAD.formatted("w", "w"))) {
                 ps.setString(1, self);
                 setSeconds(ps, 2, silence);
                 return ps.executeUpdate();

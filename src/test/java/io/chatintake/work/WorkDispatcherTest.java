@@ -41,6 +41,7 @@ class WorkDispatcherTest {
     private final Map<String, AtomicInteger> failuresLeft = new ConcurrentHashMap<>();
     private final AtomicInteger effectsPerformed = new AtomicInteger();
     private final List<Instant> attemptTimes = new CopyOnWriteArrayList<>();
+    private final Set<String> slow = ConcurrentHashMap.newKeySet();
     private WorkDispatcher dispatcher;
     private PollLease.Held lease;
 
@@ -53,6 +54,9 @@ class WorkDispatcherTest {
                 from("direct:telegram-update").process(exchange -> {
                     String key = exchange.getMessage().getHeader(WorkDispatcher.IDEMPOTENCY_KEY, String.class);
                     attemptTimes.add(Instant.now());
+                    if (slow.contains(key)) {
+                        Thread.sleep(2500);
+                    }
                     AtomicInteger left = failuresLeft.get(key);
                     if (left != null && left.getAndDecrement() > 0) {
                         throw new IllegalStateException("handler failure for " + key);
@@ -82,9 +86,12 @@ class WorkDispatcherTest {
     }
 
     private void startDispatcher(int maxAttempts) {
-        dispatcher = new WorkDispatcher(camel, new WorkQueue(dataSource), List.of(new TelegramWorkSource("direct:telegram-update")),
-                new WorkDispatcher.Options(2, maxAttempts, Duration.ofMillis(200), Duration.ofMillis(800), Duration.ofSeconds(30),
-                        Duration.ofMillis(50), Set.of("telegram-update")));
+        startDispatcher(new WorkDispatcher.Options(2, maxAttempts, Duration.ofMillis(200), Duration.ofMillis(800), Duration.ofSeconds(30),
+                Duration.ofMillis(50), Set.of("telegram-update")));
+    }
+
+    private void startDispatcher(WorkDispatcher.Options options) {
+        dispatcher = new WorkDispatcher(camel, new WorkQueue(dataSource), List.of(new TelegramWorkSource("direct:telegram-update")), options);
         dispatcher.start();
     }
 
@@ -199,6 +206,18 @@ class WorkDispatcherTest {
         assertThat(handled).containsExactlyInAnyOrder(BOT + ":1", BOT + ":2", BOT + ":1", BOT + ":2");
     }
 
+    @Test
+    void aHandlerSlowerThanTheClaimRunsOnceBecauseItsClaimIsExtendedAndItsOutcomeCounts() throws Exception {
+        slow.add(BOT + ":1");
+        store(1, 1);
+        store(2, 2);
+        // A 1 s claim, extended every third of it; the handler takes 2.5 s while another thread looks for work.
+        startDispatcher(new WorkDispatcher.Options(2, 5, Duration.ofMillis(200), Duration.ofMillis(800), Duration.ofSeconds(1),
+                Duration.ofMillis(50), Set.of("telegram-update"), Duration.ofSeconds(1), 3, 100));
 
-
+        Await.until("the slow item done", WAIT, () -> "done".equals(Sql.string(dataSource, "SELECT state FROM work_item WHERE source_key = '31:1'")));
+        assertThat(handled).containsExactlyInAnyOrder(BOT + ":1", BOT + ":2");
+        assertThat(Sql.count(dataSource, "SELECT attempts FROM work_item WHERE source_key = '31:1'")).isEqualTo(1);
+        assertThat(attemptTimes).as("one attempt per item").hasSize(2);
+    }
 }
