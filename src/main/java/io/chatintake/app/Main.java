@@ -1,5 +1,6 @@
 package io.chatintake.app;
 
+import io.chatintake.ops.bench.DispatchBenchmark;
 import io.chatintake.ops.bench.TelegramIntakeBenchmark;
 import io.chatintake.config.ConfigurationException;
 import io.chatintake.config.Settings;
@@ -47,11 +48,13 @@ public final class Main {
                     return new AlbumCommands(loadSettings(), out).status();
                 }
                 case "bench" -> {
-                    if (args.size() < 2 || !args.get(1).equals("telegram")) {
-                        throw new ConfigurationException("usage: bench telegram [updates]");
+                    String bench = args.size() < 2 ? "" : args.get(1);
+                    if (!bench.equals("telegram") && !bench.equals("dispatch")) {
+                        throw new ConfigurationException("usage: bench telegram|dispatch [N]");
                     }
+                    int n = args.size() > 2 ? Integer.parseInt(args.get(2)) : 20_000;
                     try {
-                        return new TelegramIntakeBenchmark(out).run(args.size() > 2 ? Integer.parseInt(args.get(2)) : 20_000);
+                        return bench.equals("telegram") ? new TelegramIntakeBenchmark(out).run(n) : new DispatchBenchmark(out).run(n);
                     } catch (Exception e) {
                         throw new ConfigurationException("benchmark failed: " + e.getMessage(), e);
                     }
@@ -95,6 +98,7 @@ public final class Main {
                 "  work replay --kind K --since T           run done work of kind K created since T again (explicit only)",
                 "  albums status                            open albums, oldest open age, recent decisions, conflicts",
                 "  bench telegram [N]                       Telegram intake rate as a ratio to raw JDBC (simulator, embedded db)",
+                "  bench dispatch [N]                       ordered work handled as a ratio to the intake rate; claim cost vs backlog",
                 "  config    print the effective configuration, secrets redacted",
                 "  help      this text",
                 "configuration: config/application.properties (or $" + CONFIG_FILE_ENV + "), each key overridable by",

@@ -180,13 +180,14 @@ public final class WorkQueue {
     private static final String DUE_LANE = """
             SELECT kind, chat_key, head_id, nextval('work_claim_token') FROM work_lane
              WHERE due_at <= now() ORDER BY due_at LIMIT 1 FOR UPDATE SKIP LOCKED""";
-    // From the head, in id order: the partial index on unfinished items of a chat serves it.
+    // From the head, in id order: the partial index on unfinished items of a chat serves it. An
+    // ordered run is the due prefix, so the first item not due ends it; otherwise only due items count.
     private static final String LANE_ITEMS = """
             SELECT id, source_key, source_id, attempts, next_attempt_at <= now(), next_attempt_at FROM work_item
-             WHERE kind = ? AND chat_key = ? AND id >= ? AND state NOT IN ('done', 'parked')
+             WHERE kind = ? AND chat_key = ? AND id >= ? AND state NOT IN ('done', 'parked') %s
              ORDER BY id LIMIT ?""";
     private static final String LANE_NEXT_DUE = """
-            SELECT min(next_attempt_at) FROM work_item WHERE kind = ? AND chat_key = ? AND id >= ? AND state NOT IN ('done', 'parked')""";
+            SELECT min(next_attempt_at), min(id) FROM work_item WHERE kind = ? AND chat_key = ? AND id >= ? AND state NOT IN ('done', 'parked')""";
     private static final String CLAIM_ITEMS = "UPDATE work_item w SET " + CLAIM_SET.formatted("?") + " WHERE w.id = ANY (?::bigint[])";
 
     /**
@@ -225,7 +226,7 @@ public final class WorkQueue {
         List<WorkItem> run = new ArrayList<>();
         long firstUnfinished = -1;
         Timestamp headDue = null;
-        try (PreparedStatement ps = c.prepareStatement(LANE_ITEMS)) {
+        try (PreparedStatement ps = c.prepareStatement(LANE_ITEMS.formatted(ordered ? "" : "AND next_attempt_at <= now()"))) {
             ps.setString(1, kind);
             ps.setString(2, chatKey);
             ps.setLong(3, head);
@@ -236,17 +237,29 @@ public final class WorkQueue {
                         firstUnfinished = rs.getLong(1);
                         headDue = rs.getTimestamp(6);
                     }
-                    if (rs.getBoolean(5)) {
-                        run.add(new WorkItem(rs.getLong(1), kind, rs.getString(2), rs.getLong(3), chatKey, rs.getInt(4) + 1, token));
-                    } else if (ordered) {
+                    if (!rs.getBoolean(5)) {
                         break;
                     }
+                    run.add(new WorkItem(rs.getLong(1), kind, rs.getString(2), rs.getLong(3), chatKey, rs.getInt(4) + 1, token));
                 }
             }
         }
-        long newHead = firstUnfinished < 0 ? head : firstUnfinished;
+        // For an unordered lane the first due item need not be the first unfinished one: the head stays.
+        long newHead = firstUnfinished < 0 || !ordered ? head : firstUnfinished;
         if (run.isEmpty()) {
-            Timestamp due = firstUnfinished < 0 ? null : ordered ? headDue : nextDue(c, kind, chatKey, newHead);
+            Timestamp due = headDue;
+            if (!ordered) {
+                try (PreparedStatement ps = c.prepareStatement(LANE_NEXT_DUE)) {
+                    ps.setString(1, kind);
+                    ps.setString(2, chatKey);
+                    ps.setLong(3, head);
+                    try (ResultSet rs = ps.executeQuery()) {
+                        rs.next();
+                        due = rs.getTimestamp(1);
+                        newHead = rs.getObject(2) == null ? head : rs.getLong(2);
+                    }
+                }
+            }
             try (PreparedStatement ps = c.prepareStatement("UPDATE work_lane SET due_at = ?, head_id = ? WHERE kind = ? AND chat_key = ?")) {
                 ps.setTimestamp(1, due);
                 ps.setLong(2, newHead);
@@ -276,18 +289,6 @@ public final class WorkQueue {
             ps.executeUpdate();
         }
         return new WorkRun(token, kind, chatKey, newHead, ordered, List.copyOf(run));
-    }
-
-    private static Timestamp nextDue(Connection c, String kind, String chatKey, long head) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement(LANE_NEXT_DUE)) {
-            ps.setString(1, kind);
-            ps.setString(2, chatKey);
-            ps.setLong(3, head);
-            try (ResultSet rs = ps.executeQuery()) {
-                rs.next();
-                return rs.getTimestamp(1);
-            }
-        }
     }
 
     /** What became of one item of a run. */
