@@ -62,10 +62,10 @@ public final class WorkDispatcher {
 
     public record Options(int concurrency, int maxAttempts, Duration backoffBase, Duration backoffCap, Duration claim,
                           Duration pollInterval, Set<String> orderedKinds, Duration heartbeat, int deadAfterHeartbeats, int runSize) {
-        /** With the default heartbeat (2 s, dead after 4 missed) and runs of up to 100 items. */
+        /** With the default heartbeat (2 s, dead after 4 missed) and runs of up to 500 items. */
         public Options(int concurrency, int maxAttempts, Duration backoffBase, Duration backoffCap, Duration claim,
                        Duration pollInterval, Set<String> orderedKinds) {
-            this(concurrency, maxAttempts, backoffBase, backoffCap, claim, pollInterval, orderedKinds, Duration.ofSeconds(2), 4, 100);
+            this(concurrency, maxAttempts, backoffBase, backoffCap, claim, pollInterval, orderedKinds, Duration.ofSeconds(2), 4, 500);
         }
 
         public static Options from(Settings settings) {
@@ -80,7 +80,7 @@ public final class WorkDispatcher {
                             .map(String::trim).filter(s -> !s.isEmpty()).collect(Collectors.toSet()),
                     Duration.ofSeconds(settings.getLong("work.heartbeat-seconds", 2)),
                     settings.getInt("work.dead-after-heartbeats", 4),
-                    settings.getInt("work.run-size", 100));
+                    settings.getInt("work.run-size", 500));
         }
 
         /** How long a process may stay silent before its claims are released. */
@@ -110,6 +110,7 @@ public final class WorkDispatcher {
     private MeterRegistry registry;
     private final Map<String, AtomicLong> depth = new ConcurrentHashMap<>();
     private final Map<String, Timer> handlerTimers = new ConcurrentHashMap<>();
+    private final Map<String, Counter> attemptCounters = new ConcurrentHashMap<>();
     private final Object idle = new Object();
     private final Object beatPause = new Object();
     private final List<Thread> threads = new ArrayList<>();
@@ -251,11 +252,19 @@ public final class WorkDispatcher {
         active.put(run.token(), current);
         try {
             List<WorkItem> items = run.items();
+            List<Exchange> loaded = List.of();
+            int loadedFrom = 0;
             List<WorkQueue.Outcome> unrecorded = new ArrayList<>();
             long recordedAt = System.nanoTime();
             int next = 0;
             while (next < items.size() && running && !current.lost.get()) {
-                WorkQueue.Outcome outcome = runItem(items.get(next++));
+                if (next == loadedFrom + loaded.size()) {
+                    // A few rows at a time: a run's items are never all in memory at once.
+                    loadedFrom = next;
+                    loaded = load(run.kind(), items.subList(next, Math.min(items.size(), next + loadTogether(run.kind()))));
+                }
+                WorkQueue.Outcome outcome = runItem(items.get(next), loaded.get(next - loadedFrom));
+                next++;
                 unrecorded.add(outcome);
                 if (run.ordered() && "failed".equals(outcome.state())) {
                     break;
@@ -274,6 +283,32 @@ public final class WorkDispatcher {
         } finally {
             active.remove(run.token());
         }
+    }
+
+    private int loadTogether(String kind) {
+        WorkSource source = sources.get(kind);
+        return source == null ? 1 : Math.max(1, source.loadTogether());
+    }
+
+    /** One exchange per item, filled from the items' rows (read together where the kind can). */
+    private List<Exchange> load(String kind, List<WorkItem> items) {
+        List<Exchange> exchanges = new ArrayList<>(items.size());
+        for (WorkItem item : items) {
+            Exchange exchange = new DefaultExchange(camel);
+            setWorkHeaders(exchange.getMessage(), item);
+            exchanges.add(exchange);
+        }
+        WorkSource source = sources.get(kind);
+        if (source == null) {
+            exchanges.forEach(e -> e.setException(new IllegalStateException("no handler is configured for work of kind " + kind)));
+            return exchanges;
+        }
+        try (Connection c = queue.dataSource().getConnection()) {
+            source.loadRun(c, items, exchanges);
+        } catch (SQLException e) {
+            exchanges.forEach(exchange -> exchange.setException(e));
+        }
+        return exchanges;
     }
 
     /** @param notRun null: the run goes on; else it ends here and these items go back */
@@ -303,32 +338,21 @@ public final class WorkDispatcher {
         Counter.builder("chat_intake_work_outcomes_dropped").tag("kind", current.run.kind()).register(registry).increment(dropped);
     }
 
-    private WorkQueue.Outcome runItem(WorkItem item) {
-        WorkSource source = sources.get(item.kind());
-        Exchange exchange = new DefaultExchange(camel);
-        setWorkHeaders(exchange.getMessage(), item);
+    private WorkQueue.Outcome runItem(WorkItem item, Exchange exchange) {
         long start = System.nanoTime();
-        if (source == null) {
-            exchange.setException(new IllegalStateException("no handler is configured for work of kind " + item.kind()));
-        } else {
-            try (Connection c = queue.dataSource().getConnection()) {
-                source.load(c, item, exchange.getMessage());
-            } catch (SQLException e) {
+        if (exchange.getException() == null) {
+            try {
+                producer.send(sources.get(item.kind()).endpointUri(), exchange);
+            } catch (RuntimeException e) {
                 exchange.setException(e);
-            }
-            if (exchange.getException() == null) {
-                try {
-                    producer.send(source.endpointUri(), exchange);
-                } catch (RuntimeException e) {
-                    exchange.setException(e);
-                }
             }
         }
         WorkQueue.Outcome outcome = outcomeOf(item, exchange);
         handlerTimers.computeIfAbsent(item.kind() + "|" + outcome.state(), k -> Timer.builder("chat_intake_work_handler_seconds")
                         .tag("kind", item.kind()).tag("outcome", outcome.state()).register(registry))
                 .record(System.nanoTime() - start, TimeUnit.NANOSECONDS);
-        Counter.builder("chat_intake_work_attempts").tag("kind", item.kind()).register(registry).increment();
+        attemptCounters.computeIfAbsent(item.kind(), k -> Counter.builder("chat_intake_work_attempts").tag("kind", k).register(registry))
+                .increment();
         return outcome;
     }
 
