@@ -59,6 +59,7 @@ public final class WorkDispatcher {
     private static final Duration DEPTH_REFRESH = Duration.ofSeconds(5);
     /** A long run records what it has done at least this often, so a crash repeats little. */
     static final Duration FLUSH_EVERY = Duration.ofMillis(250);
+    private static final int RECORD_ATTEMPTS = 4;
 
     public record Options(int concurrency, int maxAttempts, Duration backoffBase, Duration backoffCap, Duration claim,
                           Duration pollInterval, Set<String> orderedKinds, Duration heartbeat, int deadAfterHeartbeats, int runSize) {
@@ -314,17 +315,31 @@ public final class WorkDispatcher {
     /** @param notRun null: the run goes on; else it ends here and these items go back */
     private boolean record(ActiveRun current, List<WorkQueue.Outcome> outcomes, List<WorkItem> notRun) {
         WorkRun run = current.run;
-        try {
-            boolean held = notRun == null ? queue.record(run, outcomes) : queue.finish(run, outcomes, notRun);
-            if (!held) {
-                claimLost(current, outcomes.size());
+        // A database blip should not leave the chat claimed until the claim expires: try a few times.
+        for (int attempt = 1; ; attempt++) {
+            try {
+                boolean held = notRun == null ? queue.record(run, outcomes) : queue.finish(run, outcomes, notRun);
+                if (!held) {
+                    claimLost(current, outcomes.size());
+                }
+                return held;
+            } catch (SQLException e) {
+                if (attempt == RECORD_ATTEMPTS) {
+                    // The claim expires and the items run again: handlers are guarded for that.
+                    LOG.warn("work: outcomes of {} item(s) of {} not recorded ({}); they run again once the claim expires",
+                            outcomes.size(), run.kind(), e.getMessage());
+                    return false;
+                }
+                pauseBeforeRecording(attempt);
             }
-            return held;
-        } catch (SQLException e) {
-            // The claim is released (expiry, or this process's heartbeat) and the items run again: handlers are guarded for that.
-            LOG.warn("work: outcomes of {} item(s) of {} not recorded ({}); they run again once the claim is released",
-                    outcomes.size(), run.kind(), e.getMessage());
-            return false;
+        }
+    }
+
+    private static void pauseBeforeRecording(int attempt) {
+        try {
+            Thread.sleep(500L * attempt);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
         }
     }
 

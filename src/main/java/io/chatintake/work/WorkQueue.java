@@ -403,9 +403,12 @@ public final class WorkQueue {
         }
         try (Connection c = dataSource.getConnection()) {
             Object[] array = tokens.toArray();
+            // SKIP LOCKED: intake may hold one of these lanes while it wants another; waiting here
+            // could close a circle. A lane skipped now is extended at the next third.
             try (PreparedStatement ps = c.prepareStatement("""
                     UPDATE work_lane SET due_at = now() + make_interval(secs => ?)
-                     WHERE claimed_by = ? AND claim_token = ANY (?::bigint[])""")) {
+                     WHERE (kind, chat_key) IN (SELECT kind, chat_key FROM work_lane
+                             WHERE claimed_by = ? AND claim_token = ANY (?::bigint[]) FOR UPDATE SKIP LOCKED)""")) {
                 setSeconds(ps, 1, claim);
                 ps.setString(2, worker);
                 ps.setArray(3, c.createArrayOf("bigint", array));
@@ -443,20 +446,26 @@ public final class WorkQueue {
      */
     public int releaseClaimsOfDeadProcesses(String self, Duration silence) throws SQLException {
         try (Connection c = dataSource.getConnection()) {
-            try (PreparedStatement ps = c.prepareStatement("UPDATE work_lane l SET due_at = now(), claimed_by = NULL, claim_token = NULL"
-                    + " WHERE l.claimed_by IS NOT NULL AND " + DEAD.formatted("l", "l"))) {
-                ps.setString(1, self);
-                setSeconds(ps, 2, silence);
-                ps.executeUpdate();
-            }
+            // Items first: a lane freed before its items would be found with nothing due.
+            int released;
             try (PreparedStatement ps = c.prepareStatement("""
                     UPDATE work_item w SET state = 'pending', next_attempt_at = now(), claimed_by = NULL, claim_token = NULL,
                            claim_expires_at = NULL, last_error = 'claim released: ' || w.claimed_by || ' stopped beating', updated_at = now()
                      WHERE w.state = 'running' AND""" + " " + DEAD.formatted("w", "w"))) {
                 ps.setString(1, self);
                 setSeconds(ps, 2, silence);
-                return ps.executeUpdate();
+                released = ps.executeUpdate();
             }
+            // SKIP LOCKED, as in extend: a lane intake holds right now is freed at the next beat.
+            try (PreparedStatement ps = c.prepareStatement("""
+                    UPDATE work_lane SET due_at = now(), claimed_by = NULL, claim_token = NULL
+                     WHERE (kind, chat_key) IN (SELECT kind, chat_key FROM work_lane l
+                             WHERE l.claimed_by IS NOT NULL AND""" + " " + DEAD.formatted("l", "l") + " FOR UPDATE SKIP LOCKED)")) {
+                ps.setString(1, self);
+                setSeconds(ps, 2, silence);
+                ps.executeUpdate();
+            }
+            return released;
         }
     }
 
