@@ -110,7 +110,7 @@ public final class WorkQueue {
     private record Reopened(String kind, String chatKey, long id) {
     }
 
-    /** Runs {@code sql} (an UPDATE or upsert of work_item returning kind, chat_key, id) and reopens the lanes of what it touched. */
+    /** Runs {@code update} (of work_item, returning kind, chat_key, id) and reopens the lanes of the items it touched. */
     private static int reopen(Connection c, PreparedStatement update) throws SQLException {
         List<Reopened> touched = new ArrayList<>();
         try (ResultSet rs = update.executeQuery()) {
