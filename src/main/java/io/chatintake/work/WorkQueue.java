@@ -188,7 +188,9 @@ public final class WorkQueue {
              ORDER BY id LIMIT ?""";
     private static final String LANE_NEXT_DUE = """
             SELECT min(next_attempt_at), min(id) FROM work_item WHERE kind = ? AND chat_key = ? AND id >= ? AND state NOT IN ('done', 'parked')""";
-    private static final String CLAIM_ITEMS = "UPDATE work_item w SET " + CLAIM_SET.formatted("?") + " WHERE w.id = ANY (?::bigint[])";
+    private static final String CLAIM_ITEMS = "UPDATE work_item w SET " + CLAIM_SET.formatted("?") + """
+             WHERE w.id = ANY (?::bigint[])
+               AND EXISTS (SELECT 1 FROM work_lane l WHERE l.kind = ? AND l.chat_key = ? AND l.claim_token = ?)""";
 
     /**
      * Claims the run of the lane that has been due longest: up to {@code runSize} consecutive
@@ -199,16 +201,31 @@ public final class WorkQueue {
      */
     public WorkRun claimLane(String worker, Duration claim, int runSize, Collection<String> orderedKinds) throws SQLException {
         for (int lanes = 0; lanes < 16; lanes++) {
-            WorkRun run = inTransaction(c -> claimLane(c, worker, claim, runSize, orderedKinds));
-            if (run == null || !run.items().isEmpty()) {
+            WorkRun lane = inTransaction(c -> claimDueLane(c, worker, claim, orderedKinds));
+            if (lane == null) {
+                return null;
+            }
+            if (lane.token() == 0) {
+                continue;
+            }
+            WorkRun run = claimRun(lane, worker, claim, runSize);
+            if (run != null && !run.items().isEmpty()) {
                 return run;
+            }
+            if (run != null) {
+                finish(run, List.of(), List.of());
             }
         }
         return null;
     }
 
-    /** @return null: no due lane; a run without items: this lane had nothing due */
-    private static WorkRun claimLane(Connection c, String worker, Duration claim, int runSize, Collection<String> orderedKinds) throws SQLException {
+    /**
+     * Under the lane's lock, only what needs it: is its head due? Then the lane is claimed (and
+     * the lock let go at once, so intake never waits behind a run being read); if not, it is set to
+     * when it will be due, or idle: intake, which locks the lane too, cannot slip items past that.
+     * @return null: no due lane; token 0: this lane had nothing due; else the claimed lane, no items yet
+     */
+    private static WorkRun claimDueLane(Connection c, String worker, Duration claim, Collection<String> orderedKinds) throws SQLException {
         String kind;
         String chatKey;
         long head;
@@ -223,32 +240,12 @@ public final class WorkQueue {
             token = rs.getLong(4);
         }
         boolean ordered = orderedKinds.contains(kind);
-        List<WorkItem> run = new ArrayList<>();
-        long firstUnfinished = -1;
-        Timestamp headDue = null;
-        try (PreparedStatement ps = c.prepareStatement(LANE_ITEMS.formatted(ordered ? "" : "AND next_attempt_at <= now()"))) {
-            ps.setString(1, kind);
-            ps.setString(2, chatKey);
-            ps.setLong(3, head);
-            ps.setInt(4, runSize);
-            try (ResultSet rs = ps.executeQuery()) {
-                while (rs.next()) {
-                    if (firstUnfinished < 0) {
-                        firstUnfinished = rs.getLong(1);
-                        headDue = rs.getTimestamp(6);
-                    }
-                    if (!rs.getBoolean(5)) {
-                        break;
-                    }
-                    run.add(new WorkItem(rs.getLong(1), kind, rs.getString(2), rs.getLong(3), chatKey, rs.getInt(4) + 1, token));
-                }
-            }
-        }
-        // For an unordered lane the first due item need not be the first unfinished one: the head stays.
-        long newHead = firstUnfinished < 0 || !ordered ? head : firstUnfinished;
-        if (run.isEmpty()) {
-            Timestamp due = headDue;
+        List<LaneItem> first = laneItems(c, kind, chatKey, head, ordered, 1);
+        if (first.isEmpty() || !first.get(0).due()) {
+            long newHead = first.isEmpty() ? head : first.get(0).item().id();
+            Timestamp due = first.isEmpty() ? null : first.get(0).dueAt();
             if (!ordered) {
+                // The first due item need not be the first unfinished one: look at all of them.
                 try (PreparedStatement ps = c.prepareStatement(LANE_NEXT_DUE)) {
                     ps.setString(1, kind);
                     ps.setString(2, chatKey);
@@ -267,16 +264,9 @@ public final class WorkQueue {
                 ps.setString(4, chatKey);
                 ps.executeUpdate();
             }
-            return new WorkRun(token, kind, chatKey, newHead, ordered, List.of());
+            return new WorkRun(0, kind, chatKey, newHead, ordered, List.of());
         }
-        try (PreparedStatement ps = c.prepareStatement(CLAIM_ITEMS)) {
-            ps.setString(1, worker);
-            ps.setLong(2, token);
-            setSeconds(ps, 3, claim);
-            setSeconds(ps, 4, claim);
-            ps.setArray(5, c.createArrayOf("bigint", run.stream().map(WorkItem::id).toArray()));
-            ps.executeUpdate();
-        }
+        long newHead = ordered ? first.get(0).item().id() : head;
         try (PreparedStatement ps = c.prepareStatement("""
                 UPDATE work_lane SET due_at = now() + make_interval(secs => ?), head_id = ?, claimed_by = ?, claim_token = ?
                  WHERE kind = ? AND chat_key = ?""")) {
@@ -288,7 +278,63 @@ public final class WorkQueue {
             ps.setString(6, chatKey);
             ps.executeUpdate();
         }
-        return new WorkRun(token, kind, chatKey, newHead, ordered, List.copyOf(run));
+        return new WorkRun(token, kind, chatKey, newHead, ordered, List.of());
+    }
+
+    private record LaneItem(WorkItem item, boolean due, Timestamp dueAt) {
+    }
+
+    /** The first {@code limit} unfinished (for an unordered kind: due) items of a lane from its head, in id order. */
+    private static List<LaneItem> laneItems(Connection c, String kind, String chatKey, long head, boolean ordered, int limit) throws SQLException {
+        List<LaneItem> items = new ArrayList<>();
+        try (PreparedStatement ps = c.prepareStatement(LANE_ITEMS.formatted(ordered ? "" : "AND next_attempt_at <= now()"))) {
+            ps.setString(1, kind);
+            ps.setString(2, chatKey);
+            ps.setLong(3, head);
+            ps.setInt(4, limit);
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    items.add(new LaneItem(new WorkItem(rs.getLong(1), kind, rs.getString(2), rs.getLong(3), chatKey, rs.getInt(4) + 1, 0),
+                            rs.getBoolean(5), rs.getTimestamp(6)));
+                }
+            }
+        }
+        return items;
+    }
+
+    /**
+     * Reads and claims the run of a lane this worker holds, outside the lane's lock. Only while
+     * the lane still carries the token, so a worker that lost it meanwhile claims nothing.
+     * @return null when the lane was lost
+     */
+    private WorkRun claimRun(WorkRun lane, String worker, Duration claim, int runSize) throws SQLException {
+        try (Connection c = dataSource.getConnection()) {
+            List<WorkItem> run = new ArrayList<>();
+            for (LaneItem item : laneItems(c, lane.kind(), lane.chatKey(), lane.headId(), lane.ordered(), runSize)) {
+                if (!item.due()) {
+                    break;
+                }
+                WorkItem i = item.item();
+                run.add(new WorkItem(i.id(), i.kind(), i.sourceKey(), i.sourceId(), i.chatKey(), i.attempts(), lane.token()));
+            }
+            if (run.isEmpty()) {
+                return lane;
+            }
+            try (PreparedStatement ps = c.prepareStatement(CLAIM_ITEMS)) {
+                ps.setString(1, worker);
+                ps.setLong(2, lane.token());
+                setSeconds(ps, 3, claim);
+                setSeconds(ps, 4, claim);
+                ps.setArray(5, c.createArrayOf("bigint", run.stream().map(WorkItem::id).toArray()));
+                ps.setString(6, lane.kind());
+                ps.setString(7, lane.chatKey());
+                ps.setLong(8, lane.token());
+                if (ps.executeUpdate() != run.size()) {
+                    return null;
+                }
+            }
+            return new WorkRun(lane.token(), lane.kind(), lane.chatKey(), lane.headId(), lane.ordered(), List.copyOf(run));
+        }
     }
 
     /** What became of one item of a run. */
@@ -338,9 +384,9 @@ public final class WorkQueue {
      * @return false when the claim was lost (its token replaced): nothing was recorded
      */
     public boolean finish(WorkRun run, List<Outcome> outcomes, List<WorkItem> notRun) throws SQLException {
-        // The lane first, as claims and intake lock it before items.
-        return inTransaction(c -> (notRun == null || !run.laned() || finishLane(c, run, outcomes, notRun))
-                && recordOutcomes(c, run, outcomes) && unclaim(c, run, notRun), held -> held);
+        // The lane last: its lock, which intake waits for, is held only for the commit.
+        return inTransaction(c -> recordOutcomes(c, run, outcomes) && unclaim(c, run, notRun)
+                && (notRun == null || !run.laned() || finishLane(c, run, outcomes, notRun)), held -> held);
     }
 
     private static boolean finishLane(Connection c, WorkRun run, List<Outcome> outcomes, List<WorkItem> notRun) throws SQLException {
@@ -351,7 +397,7 @@ public final class WorkQueue {
             // The chat waits for this item's retry.
             head = last.item().id();
             due = Timestamp.from(last.nextAttemptAt());
-        } else if (run.ordered()) {
+        } else if (run.ordered() && !run.items().isEmpty()) {
             // An ordered run is the chat's consecutive items from its head: the head moves past what finished.
             head = notRun.isEmpty() ? run.items().get(run.items().size() - 1).id() + 1 : notRun.get(0).id();
         }
