@@ -118,6 +118,7 @@ public final class WorkDispatcher {
     private Thread beatThread;
     private volatile boolean running;
     private volatile boolean beating;
+    private boolean nudged;
     private ProducerTemplate producer;
     private Instant lastDepthRefresh = Instant.EPOCH;
 
@@ -208,6 +209,7 @@ public final class WorkDispatcher {
     /** Wakes idle workers: new items were stored. Never waits for a worker. */
     public void nudge() {
         synchronized (idle) {
+            nudged = true;
             idle.notifyAll();
         }
     }
@@ -216,6 +218,9 @@ public final class WorkDispatcher {
         boolean lanesFirst = Thread.currentThread().getName().hashCode() % 2 == 0;
         while (running) {
             WorkRun run = null;
+            synchronized (idle) {
+                nudged = false;
+            }
             try {
                 refreshDepth();
                 // Alternating, so that neither chats nor items without a chat can starve the other.
@@ -232,7 +237,8 @@ public final class WorkDispatcher {
                 continue;
             }
             synchronized (idle) {
-                if (running) {
+                // A nudge that came while this worker was looking is not lost: it looks again at once.
+                if (running && !nudged) {
                     try {
                         idle.wait(options.pollInterval().toMillis());
                     } catch (InterruptedException e) {

@@ -226,18 +226,18 @@ class WorkDispatchIT {
 
             Await.until("all 600 items finished", WAIT, () -> Sql.count(db, "SELECT count(*) FROM work_item WHERE state IN ('done', 'parked')") == 600);
             // Every chat with work left at the kill had an item handled by b within 15 s of it.
-            String lateChats = Sql.string(db, """
-                    SELECT count(*) FROM (
+            String slowestTakeover = Sql.string(db, """
+                    SELECT round(extract(epoch FROM max(first_after - timestamptz '%s'))::numeric, 1) FROM (
                         SELECT w.chat_key, min(h.handled_at) AS first_after
                           FROM handled_log h JOIN work_item w ON w.source_key = h.work_key
                          WHERE h.runner = 'b' AND h.handled_at > '%s'
-                         GROUP BY w.chat_key) t
-                     WHERE first_after > timestamptz '%s' + interval '15 seconds'""".formatted(killedAt, killedAt));
+                         GROUP BY w.chat_key) t""".formatted(killedAt, killedAt));
+            System.out.println("slowest chat taken over " + slowestTakeover + " s after the kill");
             long chatsTakenOver = Sql.count(db, "SELECT count(DISTINCT w.chat_key) FROM handled_log h JOIN work_item w ON w.source_key = h.work_key"
                     + " WHERE h.runner = 'b' AND h.handled_at > '" + killedAt + "'");
             assertThat(chatsOfA).isGreaterThanOrEqualTo(5);
             assertThat(chatsTakenOver).as("chats b worked on after the kill").isEqualTo(10);
-            assertThat(lateChats).as("chats b reached later than 15 s after the kill").isEqualTo("0");
+            assertThat(Double.parseDouble(slowestTakeover)).as("seconds until b handled the last chat it took over").isLessThanOrEqualTo(15.0);
             assertThat(Sql.count(db, "SELECT count(*) - count(DISTINCT work_key) FROM handled_log")).as("items run twice").isZero();
             assertThat(Sql.count(db, "SELECT count(*) FROM handled_log")).isBetween(590L, 600L);
             // Items a was running at the kill are parked for reconciliation (their effect started, never recorded done).
