@@ -16,6 +16,7 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -39,6 +40,7 @@ class WorkDispatcherTest {
     private final AtomicInteger effectsPerformed = new AtomicInteger();
     private final List<Instant> attemptTimes = new CopyOnWriteArrayList<>();
     private final List<WebhookServer> products = new ArrayList<>();
+    private final Set<String> slow = ConcurrentHashMap.newKeySet();
     private CamelContext camel;
     private PollLease.Held lease;
 
@@ -80,6 +82,9 @@ class WorkDispatcherTest {
                 from("direct:telegram-update").process(exchange -> {
                     String key = exchange.getMessage().getHeader(WorkDispatcher.IDEMPOTENCY_KEY, String.class);
                     attemptTimes.add(Instant.now());
+                    if (slow.contains(key)) {
+                        Thread.sleep(2500);
+                    }
                     AtomicInteger left = failuresLeft.get(key);
                     if (left != null && left.getAndDecrement() > 0) {
                         throw new IllegalStateException("handler failure for " + key);
@@ -206,6 +211,27 @@ class WorkDispatcherTest {
         assertThat(queue.replay("telegram-update", Instant.EPOCH)).isEqualTo(2);
         Await.until("condition", WAIT, () -> handled.size() == 4);
         assertThat(handled).containsExactlyInAnyOrder(BOT + ":1", BOT + ":2", BOT + ":1", BOT + ":2");
+    }
+
+    @Test
+    void aHandlerSlowerThanTheClaimRunsOnceBecauseItsClaimIsExtendedAndItsOutcomeCounts() throws Exception {
+        slow.add(BOT + ":1");
+        store(1, 1);
+        store(2, 2);
+        // A 1 s claim, extended every third of it; the handler takes 2.5 s while another thread looks for work.
+        WebhookServer product = WebhookServer.builder(dataSource).withoutHttp().routes(handlerRoutes())
+                .setting("work.concurrency", "2")
+                .setting("work.claim-seconds", "1")
+                .setting("work.heartbeat-seconds", "1")
+                .setting("work.poll-interval-millis", "50")
+                .setting("work.handlers.telegram-update", "direct:telegram-update")
+                .start();
+        products.add(product);
+
+        Await.until("the slow item done", WAIT, () -> "done".equals(Sql.string(dataSource, "SELECT state FROM work_item WHERE source_key = '31:1'")));
+        assertThat(handled).containsExactlyInAnyOrder(BOT + ":1", BOT + ":2");
+        assertThat(Sql.count(dataSource, "SELECT attempts FROM work_item WHERE source_key = '31:1'")).isEqualTo(1);
+        assertThat(attemptTimes).as("one attempt per item").hasSize(2);
     }
 
     @Test
