@@ -1,6 +1,6 @@
 package io.chatintake.app;
 
-import io.chatintake.ops.bench.TelegramIntakeBenchmark;
+import io.chatintake.ops.bench.Benchmarks;
 import io.chatintake.config.ConfigurationException;
 import io.chatintake.config.Settings;
 import io.chatintake.ops.AlbumCommands;
@@ -48,14 +48,7 @@ public final class Main {
                     return new AlbumCommands(loadSettings(), out).status();
                 }
                 case "bench" -> {
-                    if (args.size() < 2 || !args.get(1).equals("telegram")) {
-                        throw new ConfigurationException("usage: bench telegram [updates]");
-                    }
-                    try {
-                        return new TelegramIntakeBenchmark(out).run(args.size() > 2 ? Integer.parseInt(args.get(2)) : 20_000);
-                    } catch (Exception e) {
-                        throw new ConfigurationException("benchmark failed: " + e.getMessage(), e);
-                    }
+                    return Benchmarks.run(args.subList(1, args.size()), out);
                 }
                 case "k8s" -> {
                     if (args.size() < 2 || !args.get(1).equals("configmap")) {
@@ -102,7 +95,7 @@ public final class Main {
                 "  work retry --id N | --all-parked         put parked work back to pending",
                 "  work replay --kind K --since T           run done work of kind K created since T again (explicit only)",
                 "  albums status                            open albums, oldest open age, recent decisions, conflicts",
-                "  bench telegram [N]                       Telegram intake rate as a ratio to raw JDBC (simulator, embedded db)",
+                "  bench telegram|webhook|memory|start [N]  intake rates as ratios to their contenders, heap, start time (README: Performance)",
                 "  k8s configmap                            k8s/configmap.yaml from config/ and routes/ (run in the repository root)",
                 "  config    print the effective configuration, secrets redacted",
                 "  help      this text",

@@ -104,6 +104,15 @@ public final class UnifyPortIntake extends ServiceSupport implements Processor, 
         }
     }
 
+    /** Deliveries already handed to the store's committers finish; a restart builds a new store. */
+    @Override
+    protected void doStop() {
+        WebhookEventStore current = store;
+        if (current != null) {
+            current.close();
+        }
+    }
+
     @Override
     public void process(Exchange exchange) {
         Message in = exchange.getMessage();

@@ -9,7 +9,6 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
-import java.sql.Statement;
 import java.sql.Types;
 import java.time.Duration;
 import java.util.List;
@@ -18,10 +17,12 @@ import javax.sql.DataSource;
 /**
  * Stores a verified webhook event and, for message.* events, its child message, in one
  * transaction. Returning from {@link #store} means committed: only then may the caller answer 2xx.
- * Every statement is bounded ({@code statement_timeout} on the server, a socket timeout on the
- * client), so a slow or vanished database turns into an exception, never a hung request.
+ * Deliveries arriving together share that transaction ({@link GroupCommit}: one commit for the
+ * burst; a failing delivery fails alone). Every statement is bounded ({@code statement_timeout}
+ * on the server, a socket timeout on the client), so a slow or vanished database turns into an
+ * exception, never a hung request.
  */
-public final class WebhookEventStore {
+public final class WebhookEventStore implements AutoCloseable {
     /**
      * (workspace, channel, event id) is the idempotency key: a redelivery only counts itself on
      * the existing row. {@code xmax = 0} tells a fresh insert from a conflict update.
@@ -37,8 +38,11 @@ public final class WebhookEventStore {
             RETURNING id, (xmax = 0) AS inserted, delivery_count
             """;
 
-    private final DataSource dataSource;
-    private final Duration statementTimeout;
+    /** Deliveries committed at once when they arrive together; 4 x 32 stays well inside the default pool of 16. */
+    private static final int COMMITTERS = 4;
+    private static final int MAX_GROUP = 32;
+
+    private final GroupCommit commits;
     private final String workKind;
     private final ChildMessageListener childListener;
 
@@ -48,40 +52,36 @@ public final class WebhookEventStore {
 
     /** @param workKind the kind of work item each new event becomes */
     public WebhookEventStore(DataSource dataSource, Duration statementTimeout, String workKind, ChildMessageListener childListener) {
-        this.dataSource = dataSource;
-        this.statementTimeout = statementTimeout;
+        this.commits = new GroupCommit(dataSource, statementTimeout, COMMITTERS, MAX_GROUP, "webhook-" + workKind);
         this.workKind = workKind;
         this.childListener = childListener;
     }
 
     public Stored store(String workspace, String channel, UnifyPortEvent event) throws SQLException {
-        try (Connection connection = dataSource.getConnection()) {
-            // Client side too: statement_timeout cannot fire when the server is gone mid-request.
-            connection.setNetworkTimeout(Runnable::run, (int) statementTimeout.multipliedBy(2).plusSeconds(1).toMillis());
-            connection.setAutoCommit(false);
-            try {
-                try (Statement s = connection.createStatement()) {
-                    s.execute("SET LOCAL statement_timeout = " + statementTimeout.toMillis());
-                }
-                Stored stored = insertEvent(connection, workspace, channel, event);
-                // A redelivery was applied and scheduled when it was first stored; applying it again
-                // could undo a newer change, scheduling it again would run its business work twice.
-                if (stored.firstDelivery()) {
-                    if (event.message() != null) {
-                        ChannelMessageStore.Applied child = ChannelMessageStore.apply(connection, workspace, event.eventId(),
-                                event.occurredAt(), event.message(), ChannelMessage.Change.of(event.type()));
-                        // Its attachments, downloads and album commit with the child (albums rule 8).
-                        childListener.stored(connection, List.of(new ChildMessageListener.StoredChild(child.id(), child.inserted())));
-                    }
-                    schedule(connection, workspace, channel, event, stored.id());
-                }
-                connection.commit();
-                return stored;
-            } catch (SQLException | RuntimeException e) {
-                rollbackQuietly(connection);
-                throw e;
+        return commits.submit(connection -> store(connection, workspace, channel, event));
+    }
+
+    /** Lets deliveries already handed to the committers finish. */
+    @Override
+    public void close() {
+        commits.close();
+    }
+
+    /** One delivery in the given transaction (which deliveries arriving together share, see {@link GroupCommit}). */
+    private Stored store(Connection connection, String workspace, String channel, UnifyPortEvent event) throws SQLException {
+        Stored stored = insertEvent(connection, workspace, channel, event);
+        // A redelivery was applied and scheduled when it was first stored; applying it again
+        // could undo a newer change, scheduling it again would run its business work twice.
+        if (stored.firstDelivery()) {
+            if (event.message() != null) {
+                ChannelMessageStore.Applied child = ChannelMessageStore.apply(connection, workspace, event.eventId(),
+                        event.occurredAt(), event.message(), ChannelMessage.Change.of(event.type()));
+                // Its attachments, downloads and album commit with the child (albums rule 8).
+                childListener.stored(connection, List.of(new ChildMessageListener.StoredChild(child.id(), child.inserted())));
             }
+            schedule(connection, workspace, channel, event, stored.id());
         }
+        return stored;
     }
 
     private static Stored insertEvent(Connection connection, String workspace, String channel, UnifyPortEvent event)
@@ -117,11 +117,4 @@ public final class WebhookEventStore {
                 eventRowId, chatKey)));
     }
 
-    private static void rollbackQuietly(Connection connection) {
-        try {
-            connection.rollback();
-        } catch (SQLException e) {
-            // The connection is broken; the transaction died with it, nothing was committed.
-        }
-    }
 }
