@@ -51,20 +51,35 @@ public final class TelegramInbox {
         }
     }
 
+    // One statement, one round trip, for the whole batch: renew the lease (fencing: nothing is
+    // stored once another process took it over), insert the updates, advance the checkpoint.
     // An identical payload already stored under the id is a redelivery; a different one is a new
     // update that reuses an old id (Telegram restarts ids after a week idle) and gets the next generation.
-    private static final String INSERT_BATCH = """
-            INSERT INTO telegram_update (bot_id, update_id, generation, update_type, payload)
-            SELECT ?, i.update_id,
-                   COALESCE((SELECT max(t.generation) + 1 FROM telegram_update t
-                              WHERE t.bot_id = ? AND t.update_id = i.update_id), 0),
-                   i.update_type, i.payload::jsonb
-              FROM unnest(?::bigint[], ?::text[], ?::text[]) WITH ORDINALITY AS i(update_id, update_type, payload, n)
-             WHERE NOT EXISTS (SELECT 1 FROM telegram_update t
-                                WHERE t.bot_id = ? AND t.update_id = i.update_id AND t.payload = i.payload::jsonb)
-             ORDER BY i.n
-            ON CONFLICT ON CONSTRAINT telegram_update_key DO NOTHING
-            RETURNING id, update_id, generation, update_type, %s""".formatted(UpdateChat.sqlIdOf("payload"));
+    // The first row always comes, with the lease and checkpoint counts, even when nothing was new.
+    private static final String STORE_BATCH = """
+            WITH lease AS (%s RETURNING bot_id),
+            batch AS (
+                INSERT INTO telegram_update (bot_id, update_id, generation, update_type, payload)
+                SELECT lease.bot_id, i.update_id,
+                       COALESCE((SELECT max(t.generation) + 1 FROM telegram_update t
+                                  WHERE t.bot_id = lease.bot_id AND t.update_id = i.update_id), 0),
+                       i.update_type, i.payload
+                  FROM lease, unnest(?::bigint[], ?::text[], ?::jsonb[]) WITH ORDINALITY AS i(update_id, update_type, payload, n)
+                 WHERE NOT EXISTS (SELECT 1 FROM telegram_update t
+                                    WHERE t.bot_id = lease.bot_id AND t.update_id = i.update_id AND t.payload = i.payload)
+                 ORDER BY i.n
+                ON CONFLICT ON CONSTRAINT telegram_update_key DO NOTHING
+                RETURNING id, update_id, generation, update_type, %s AS chat_id),
+            advanced AS (
+                UPDATE telegram_checkpoint
+                   SET next_offset = ?, last_poll_at = now(), last_batch_at = now(),
+                       stored_count = stored_count + (SELECT count(*) FROM batch),
+                       duplicate_count = duplicate_count + ? - (SELECT count(*) FROM batch), updated_at = now()
+                 WHERE bot_id = (SELECT bot_id FROM lease)
+                RETURNING bot_id)
+            SELECT (SELECT count(*) FROM lease), (SELECT count(*) FROM advanced),
+                   b.id, b.update_id, b.generation, b.update_type, b.chat_id
+              FROM (SELECT 1) AS one LEFT JOIN batch b ON true""".formatted(PollLease.RENEW, UpdateChat.sqlIdOf("payload"));
 
     // Parts of a media group become album children in channel_message like any channel's
     // (provider telegram-bot, account = bot id, conversation = chat id) and are scheduled into their
@@ -96,12 +111,6 @@ public final class TelegramInbox {
             ON CONFLICT (workspace, provider, account_id, conversation_id, message_id) DO NOTHING
             RETURNING id""".formatted(WORKSPACE);
 
-    private static final String ADVANCE = """
-            UPDATE telegram_checkpoint
-               SET next_offset = ?, last_poll_at = now(), last_batch_at = now(),
-                   stored_count = stored_count + ?, duplicate_count = duplicate_count + ?, updated_at = now()
-             WHERE bot_id = ?""";
-
     public StoredBatch store(PollLease.Held lease, Duration leaseDuration, List<BotApiClient.RawUpdate> batch)
             throws SQLException, LeaseLostException {
         if (batch.isEmpty()) {
@@ -111,28 +120,15 @@ public final class TelegramInbox {
         try (Connection c = dataSource.getConnection()) {
             c.setAutoCommit(false);
             try {
-                if (!PollLease.renew(c, lease, leaseDuration)) {
-                    c.rollback();
-                    throw new LeaseLostException(lease.botId());
-                }
-                List<StoredUpdate> stored = insert(c, lease.botId(), batch);
+                List<StoredUpdate> stored = insert(c, lease, leaseDuration, batch, nextOffset);
                 List<Long> children = storeChildren(c, stored.stream()
                         .filter(u -> u.json().contains("\"media_group_id\"")).toList());
                 childListener.stored(c, children.stream().map(id -> new ChildMessageListener.StoredChild(id, true)).toList());
                 int duplicates = batch.size() - stored.size();
-                try (PreparedStatement ps = c.prepareStatement(ADVANCE)) {
-                    ps.setLong(1, nextOffset);
-                    ps.setLong(2, stored.size());
-                    ps.setLong(3, duplicates);
-                    ps.setLong(4, lease.botId());
-                    if (ps.executeUpdate() != 1) {
-                        throw new SQLException("no checkpoint row for bot " + lease.botId());
-                    }
-                }
                 CrashPoint.reach(CrashPoint.TELEGRAM_DURING_TRANSACTION);
                 c.commit();
                 return new StoredBatch(stored, duplicates, nextOffset);
-            } catch (SQLException | RuntimeException e) {
+            } catch (SQLException | RuntimeException | LeaseLostException e) {
                 rollbackQuietly(c);
                 throw e;
             } finally {
@@ -148,7 +144,9 @@ public final class TelegramInbox {
         }
     }
 
-    private static List<StoredUpdate> insert(Connection c, long botId, List<BotApiClient.RawUpdate> batch) throws SQLException {
+    private static List<StoredUpdate> insert(Connection c, PollLease.Held lease, Duration leaseDuration,
+                                             List<BotApiClient.RawUpdate> batch, long nextOffset) throws SQLException, LeaseLostException {
+        long botId = lease.botId();
         Long[] ids = new Long[batch.size()];
         String[] types = new String[batch.size()];
         String[] payloads = new String[batch.size()];
@@ -158,20 +156,30 @@ public final class TelegramInbox {
             payloads[i] = batch.get(i).json();
         }
         List<Inserted> inserted = new ArrayList<>(batch.size());
-        try (PreparedStatement ps = c.prepareStatement(INSERT_BATCH)) {
-            Array idArray = c.createArrayOf("bigint", ids);
-            Array typeArray = c.createArrayOf("text", types);
-            Array payloadArray = c.createArrayOf("text", payloads);
-            ps.setLong(1, botId);
-            ps.setLong(2, botId);
-            ps.setArray(3, idArray);
-            ps.setArray(4, typeArray);
-            ps.setArray(5, payloadArray);
-            ps.setLong(6, botId);
+        try (PreparedStatement ps = c.prepareStatement(STORE_BATCH)) {
+            int p = 0;
+            ps.setDouble(++p, leaseDuration.toMillis() / 1000.0);
+            ps.setLong(++p, botId);
+            ps.setString(++p, lease.holder());
+            ps.setLong(++p, lease.fencingToken());
+            ps.setArray(++p, c.createArrayOf("bigint", ids));
+            ps.setArray(++p, c.createArrayOf("text", types));
+            ps.setArray(++p, c.createArrayOf("text", payloads));
+            ps.setLong(++p, nextOffset);
+            ps.setLong(++p, batch.size());
             try (ResultSet rs = ps.executeQuery()) {
-                while (rs.next()) {
-                    inserted.add(new Inserted(rs.getLong(1), rs.getLong(2), rs.getInt(3), rs.getString(4), rs.getString(5)));
+                rs.next();
+                if (rs.getLong(1) != 1) {
+                    throw new LeaseLostException(botId);
                 }
+                if (rs.getLong(2) != 1) {
+                    throw new SQLException("no checkpoint row for bot " + botId);
+                }
+                do {
+                    if (rs.getObject(3) != null) {
+                        inserted.add(new Inserted(rs.getLong(3), rs.getLong(4), rs.getInt(5), rs.getString(6), rs.getString(7)));
+                    }
+                } while (rs.next());
             }
         }
         inserted.sort((a, b) -> Long.compare(a.rowId(), b.rowId()));

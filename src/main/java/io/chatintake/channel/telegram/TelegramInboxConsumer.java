@@ -11,9 +11,7 @@ import java.sql.SQLException;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.RejectedExecutionException;
@@ -33,7 +31,8 @@ import org.slf4j.LoggerFactory;
  *     {@link PollLease}, read its {@link OffsetCheckpoint}, refuse to poll while a webhook is set;</li>
  * <li>getUpdates with the saved offset; an empty batch changes nothing;</li>
  * <li>a non-empty batch is stored with the next offset in one transaction ({@link TelegramInbox});</li>
- * <li>only after the commit: one exchange per newly stored update, then the next poll.</li>
+ * <li>only after the commit: the work dispatcher is told there is new work (or, without one, the
+ *     route gets one exchange per newly stored update on its own thread), then the next poll.</li>
  * </ol>
  * What the route does cannot change what was stored or confirmed: a failing route leaves the
  * update in the inbox. A failed transaction never advances the offset: Telegram sends the
@@ -56,7 +55,7 @@ public class TelegramInboxConsumer extends DefaultConsumer {
     private static final Duration WEBHOOK_RECHECK = Duration.ofMinutes(1);
     private static final Duration PENDING_COUNT_REFRESH = Duration.ofMinutes(1);
 
-    /** Stored batches waiting for the route; beyond this the dispatcher takes over. */
+    /** Stored batches waiting for the route when there is no dispatcher; beyond this they stay in the inbox. */
     private static final int HANDOFF_BATCHES = 16;
 
     private final TelegramInboxEndpoint endpoint;
@@ -121,7 +120,7 @@ public class TelegramInboxConsumer extends DefaultConsumer {
             loop = null;
         }
         if (handoff != null) {
-            // Stored updates not handed over yet are not lost: the work dispatcher runs them.
+            // Stored updates not handed over yet are not lost: they stay stored, with their work items.
             handoff.shutdown();
             handoff.awaitTermination(30, TimeUnit.SECONDS);
             handoff = null;
@@ -309,31 +308,26 @@ public class TelegramInboxConsumer extends DefaultConsumer {
     }
 
     /**
-     * The route runs on its own thread, so slow handlers never hold up polling (and with it the
-     * confirmation of the next batch). When it falls behind, batches are left to the dispatcher.
+     * Handling never holds up polling (and with it the confirmation of the next batch). With a
+     * work dispatcher (the runner has one) the stored items are its work already: it is only told
+     * that there is more, a hint it may ignore while busy. Without one (the component on its own)
+     * the route runs on its own thread, and batches it cannot take are left in the inbox.
      */
     private void handOff(BotApiClient.BotIdentity identity, List<TelegramInbox.StoredUpdate> stored) {
+        WorkDispatcher dispatcher = WorkDispatcher.of(getEndpoint().getCamelContext());
+        if (dispatcher != null) {
+            dispatcher.nudge();
+            return;
+        }
         try {
             handoff.execute(() -> emit(identity, stored));
         } catch (RejectedExecutionException e) {
-            LOG.debug("telegram bot '{}': handlers are behind; {} stored update(s) left to the work dispatcher", bot, stored.size());
+            LOG.debug("telegram bot '{}': the route is behind; {} stored update(s) stay in the inbox", bot, stored.size());
         }
     }
 
-    /**
-     * Hands the newly stored updates to the route. With a work dispatcher (the runner has one)
-     * they go through it, so the outcome is recorded and a failure is retried from storage;
-     * without one (the component on its own) the route just runs.
-     */
+    /** Runs the route for each newly stored update, in order, on the hand-off thread. */
     private void emit(BotApiClient.BotIdentity identity, List<TelegramInbox.StoredUpdate> stored) {
-        Map<Long, TelegramInbox.StoredUpdate> byWorkItem = new HashMap<>();
-        stored.forEach(u -> byWorkItem.put(u.workItemId(), u));
-        WorkDispatcher dispatcher = WorkDispatcher.of(getEndpoint().getCamelContext());
-        if (dispatcher != null) {
-            dispatcher.runNow(List.copyOf(byWorkItem.keySet()).stream().sorted().toList(),
-                    item -> exchangeFor(identity, byWorkItem.get(item.id())), this::runRoute);
-            return;
-        }
         for (TelegramInbox.StoredUpdate update : stored) {
             Exchange exchange = exchangeFor(identity, update);
             exchange.getMessage().setHeader(WorkDispatcher.IDEMPOTENCY_KEY, update.idempotencyKey());

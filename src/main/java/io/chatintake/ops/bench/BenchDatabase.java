@@ -2,6 +2,7 @@ package io.chatintake.ops.bench;
 
 import io.chatintake.store.Database;
 import io.chatintake.store.EmbeddedDatabase;
+import io.chatintake.store.Migrations;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -26,6 +27,8 @@ final class BenchDatabase implements AutoCloseable {
         this.dir = dir;
         this.embedded = embedded;
         this.database = Database.embedded(embedded, poolSize);
+        // The runner's schema exists from the start, so the contender's tables and any backlog can be written first.
+        Migrations.apply(database.dataSource());
     }
 
     static BenchDatabase start(String name, int poolSize) throws IOException {

@@ -40,8 +40,8 @@ final class BenchRunner implements AutoCloseable {
     }
 
     /**
-     * Starts the runner with only the given settings (the environment's own CHAT_INTAKE_*,
-     * TELEGRAM_* and UNIFYPORT_* are removed) and waits for "chat-intake ready".
+     * Starts the runner with the given settings (the environment's own CHAT_INTAKE_*, TELEGRAM_*
+     * and UNIFYPORT_* are removed) and waits for "chat-intake ready".
      */
     static BenchRunner start(Path workDir, Map<String, String> env) throws IOException, InterruptedException {
         BenchRunner runner = launch(workDir, env);
@@ -50,6 +50,10 @@ final class BenchRunner implements AutoCloseable {
     }
 
     static BenchRunner launch(Path workDir, Map<String, String> env) throws IOException {
+        if (!Files.isDirectory(Path.of("routes")) || !Files.isRegularFile(Path.of("config/application.properties"))) {
+            throw new ConfigurationException("benchmarks run the shipped routes/ and config/application.properties:"
+                    + " start them in the directory that holds both (the repository root)");
+        }
         Files.createDirectories(workDir);
         Path log = Files.createTempFile(workDir, "runner-", ".log");
         int httpPort = freePort();
@@ -64,8 +68,9 @@ final class BenchRunner implements AutoCloseable {
                 "-Dcom.sun.management.jmxremote.ssl=false",
                 "-cp", jar().toString(), "io.chatintake.app.Main", "run"));
         ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile());
+        // The caller's WORK_* settings pass through: WORK_CONCURRENCY=0 measures intake with no handlers running.
         builder.environment().keySet().removeIf(k -> k.startsWith("CHAT_INTAKE_") || k.startsWith("TELEGRAM_")
-                || k.startsWith("UNIFYPORT_") || k.startsWith("WORK_"));
+                || k.startsWith("UNIFYPORT_"));
         builder.environment().put("CHAT_INTAKE_CONFIG", Path.of("config/application.properties").toAbsolutePath().toString());
         builder.environment().put("CHAT_INTAKE_HTTP_PORT", Integer.toString(httpPort));
         builder.environment().put("CHAT_INTAKE_HTTP_HOST", "127.0.0.1");

@@ -6,7 +6,6 @@ import io.chatintake.channel.telegram.PollLease;
 import io.chatintake.channel.telegram.TelegramInbox;
 import io.chatintake.message.ChildMessageListener;
 import io.chatintake.sim.BotApiSimulator;
-import io.chatintake.store.Migrations;
 import java.io.PrintStream;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -50,7 +49,6 @@ public final class MemoryBenchmark {
 
     private long heapWithBacklog(int backlog) throws Exception {
         try (BenchDatabase database = BenchDatabase.start("memory", 2); BotApiSimulator simulator = BotApiSimulator.start()) {
-            Migrations.apply(database.dataSource());
             long start = System.nanoTime();
             fill(database, backlog);
             out.printf("backlog of %,d stored updates with pending work written in %.0f s%n", backlog, (System.nanoTime() - start) / 1e9);

@@ -44,9 +44,9 @@ public final class TelegramIntakeBenchmark {
     public int run(int updates) throws Exception {
         try (BenchDatabase database = BenchDatabase.start("telegram", 4); BotApiSimulator simulator = BotApiSimulator.start()) {
             database.execute("""
-                    CREATE TABLE bench_update (bot_id bigint, update_id bigint, payload jsonb NOT NULL, PRIMARY KEY (bot_id, update_id));
-                    CREATE TABLE bench_checkpoint (bot_id bigint PRIMARY KEY, next_offset bigint NOT NULL);
-                    INSERT INTO bench_checkpoint VALUES (%d, 0)""".formatted(CONTENDER_BOT));
+                    CREATE TABLE public.bench_update (bot_id bigint, update_id bigint, payload jsonb NOT NULL, PRIMARY KEY (bot_id, update_id));
+                    CREATE TABLE public.bench_checkpoint (bot_id bigint PRIMARY KEY, next_offset bigint NOT NULL);
+                    INSERT INTO public.bench_checkpoint VALUES (%d, 0)""".formatted(CONTENDER_BOT));
             String contenderToken = simulator.addBot(CONTENDER_BOT, "BENCH-contender-not-a-real-token", "contender_bot");
             HandWrittenLoop loop = new HandWrittenLoop(database, simulator.url(), contenderToken);
             enqueue(simulator, contenderToken, WARM_UP);
