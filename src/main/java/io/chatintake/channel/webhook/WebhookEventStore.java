@@ -38,8 +38,12 @@ public final class WebhookEventStore implements AutoCloseable {
             RETURNING id, (xmax = 0) AS inserted, delivery_count
             """;
 
-    /** Deliveries committed at once when they arrive together; 4 x 32 stays well inside the default pool of 16. */
-    private static final int COMMITTERS = 4;
+    /**
+     * Transactions in flight at once, each holding the deliveries that arrived while the others ran.
+     * A delivery costs a few round trips inside its group, so groups run side by side; 8 leaves
+     * half of the default pool (chat-intake.db.pool-size=16) to polling and the work dispatcher.
+     */
+    private static final int COMMITTERS = 8;
     private static final int MAX_GROUP = 32;
 
     private final GroupCommit commits;
