@@ -66,8 +66,9 @@ public final class MemoryBenchmark {
                     Thread.sleep(SAMPLE_EVERY.toMillis());
                     max = Math.max(max, runner.heapAfterGc());
                 }
-                out.printf("  (backlog %,d: %,d work items done meanwhile)%n", backlog, database.queryLong(
-                        "SELECT count(*) FROM chat_intake.work_item WHERE state = 'done'"));
+                out.printf("  (backlog %,d: meanwhile %,d polled updates stored, %,d work items done)%n", backlog,
+                        database.queryLong("SELECT count(*) FROM chat_intake.telegram_update WHERE bot_id = " + POLLED_BOT),
+                        database.queryLong("SELECT count(*) FROM chat_intake.work_item WHERE state = 'done'"));
                 return max;
             }
         }
