@@ -7,12 +7,13 @@ import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.BlockingQueue;
+import java.util.Queue;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ExecutionException;
-import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicInteger;
 import javax.sql.DataSource;
 
 /**
@@ -23,8 +24,12 @@ import javax.sql.DataSource;
  * A unit that fails is the only one that fails: the transaction is rolled back and the rest of
  * its group runs again without it (units are plain database work, safe to run again in a new
  * transaction). A failure of the transaction itself (connection, commit) fails exactly the
- * units it held, none of which is then stored. A few committer threads run groups side by side,
- * so one slow group does not hold up the next.
+ * units it held, none of which is then stored.
+ * <p>
+ * No thread of its own: a submitter that finds a free slot (at most {@code committers} groups run
+ * at once) leads, i.e. runs whatever is queued, its own unit included, on its own thread; the
+ * others wait for a leader to commit theirs. So a lone request pays no hand-over between threads
+ * (on a busy machine each one costs a scheduling delay), and a burst shares commits.
  */
 public final class GroupCommit implements AutoCloseable {
     /** A unit of work in the caller's transaction; it must not commit, roll back or keep the connection. */
@@ -33,14 +38,16 @@ public final class GroupCommit implements AutoCloseable {
         T run(Connection transaction) throws SQLException;
     }
 
-    private static final Duration IDLE_POLL = Duration.ofMillis(200);
+    /** How long a waiting submitter trusts the leaders before it looks whether its unit needs one. */
+    private static final Duration LEADER_CHECK = Duration.ofMillis(10);
 
     private final DataSource dataSource;
     private final Duration statementTimeout;
     private final Duration answerTimeout;
+    private final int committers;
     private final int maxGroup;
-    private final BlockingQueue<Pending<?>> queue = new LinkedBlockingQueue<>();
-    private final List<Thread> committers = new ArrayList<>();
+    private final Queue<Pending<?>> queue = new ConcurrentLinkedQueue<>();
+    private final AtomicInteger leading = new AtomicInteger();
     private volatile boolean running = true;
 
     private static final class Pending<T> {
@@ -66,17 +73,12 @@ public final class GroupCommit implements AutoCloseable {
      * @param committers groups that may run at once (each holds one connection while it runs)
      * @param maxGroup units at most in one transaction
      */
-    public GroupCommit(DataSource dataSource, Duration statementTimeout, int committers, int maxGroup, String name) {
+    public GroupCommit(DataSource dataSource, Duration statementTimeout, int committers, int maxGroup) {
         this.dataSource = dataSource;
         this.statementTimeout = statementTimeout;
         this.answerTimeout = statementTimeout.multipliedBy(2).plusSeconds(1);
+        this.committers = committers;
         this.maxGroup = maxGroup;
-        for (int i = 0; i < committers; i++) {
-            Thread thread = new Thread(this::commitLoop, name + "-group-commit-" + i);
-            thread.setDaemon(true);
-            this.committers.add(thread);
-            thread.start();
-        }
     }
 
     /**
@@ -90,60 +92,83 @@ public final class GroupCommit implements AutoCloseable {
             throw new SQLException("stopping: not accepting new work, nothing stored", "57P01");
         }
         queue.add(pending);
-        try {
-            return pending.outcome.get(answerTimeout.toMillis(), TimeUnit.MILLISECONDS);
-        } catch (ExecutionException e) {
-            if (e.getCause() instanceof SQLException sql) {
-                throw sql;
+        long deadline = System.nanoTime() + answerTimeout.toNanos();
+        while (true) {
+            lead(pending);
+            try {
+                return pending.outcome.get(Math.min(LEADER_CHECK.toNanos(), Math.max(0, deadline - System.nanoTime())), TimeUnit.NANOSECONDS);
+            } catch (ExecutionException e) {
+                if (e.getCause() instanceof SQLException sql) {
+                    throw sql;
+                }
+                if (e.getCause() instanceof RuntimeException runtime) {
+                    throw runtime;
+                }
+                throw new IllegalStateException(e.getCause());
+            } catch (TimeoutException e) {
+                if (System.nanoTime() - deadline >= 0) {
+                    throw new SQLTimeoutException("no commit within " + answerTimeout.toMillis() + " ms; outcome unknown", "57014");
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new SQLException("interrupted while waiting for the commit; outcome unknown", "57014");
             }
-            if (e.getCause() instanceof RuntimeException runtime) {
-                throw runtime;
-            }
-            throw new IllegalStateException(e.getCause());
-        } catch (TimeoutException e) {
-            throw new SQLTimeoutException("no commit within " + answerTimeout.toMillis() + " ms; outcome unknown", "57014");
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new SQLException("interrupted while waiting for the commit; outcome unknown", "57014");
         }
     }
 
-    /** Lets queued units finish, then stops the committers. */
+    /** Refuses new units; those already queued are still run by their leaders. */
     @Override
     public void close() {
         running = false;
-        for (Thread committer : committers) {
-            try {
-                committer.join(answerTimeout.toMillis());
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                return;
+    }
+
+    /**
+     * With a free slot, runs queued groups until the caller's own unit is answered. A leader then
+     * returns, so a steady stream never holds one request; a unit it leaves queued is taken by the
+     * next submitter, or by its own submitter when it looks again ({@link #LEADER_CHECK}).
+     */
+    private void lead(Pending<?> own) {
+        if (queue.isEmpty() || !tryTakeSlot()) {
+            return;
+        }
+        try {
+            while (!own.outcome.isDone()) {
+                List<Pending<?>> group = nextGroup();
+                if (group.isEmpty()) {
+                    return;
+                }
+                runGuarded(group);
             }
+        } finally {
+            leading.decrementAndGet();
         }
     }
 
-    private void commitLoop() {
-        while (running || !queue.isEmpty()) {
-            Pending<?> first;
-            try {
-                first = queue.poll(IDLE_POLL.toMillis(), TimeUnit.MILLISECONDS);
-            } catch (InterruptedException e) {
-                return;
+    private boolean tryTakeSlot() {
+        for (int now = leading.get(); now < committers; now = leading.get()) {
+            if (leading.compareAndSet(now, now + 1)) {
+                return true;
             }
-            if (first == null) {
-                continue;
-            }
-            List<Pending<?>> group = new ArrayList<>(maxGroup);
-            group.add(first);
-            queue.drainTo(group, maxGroup - 1);
-            try {
-                runGroup(group);
-            } catch (RuntimeException | Error e) {
-                // Never leave a submitter waiting: whatever is not answered yet fails with this.
-                group.forEach(p -> p.outcome.completeExceptionally(e));
-                if (e instanceof Error error) {
-                    throw error;
-                }
+        }
+        return false;
+    }
+
+    private List<Pending<?>> nextGroup() {
+        List<Pending<?>> group = new ArrayList<>();
+        for (Pending<?> next = queue.poll(); next != null; next = group.size() < maxGroup ? queue.poll() : null) {
+            group.add(next);
+        }
+        return group;
+    }
+
+    private void runGuarded(List<Pending<?>> group) {
+        try {
+            runGroup(group);
+        } catch (RuntimeException | Error e) {
+            // Never leave a submitter waiting: whatever is not answered yet fails with this.
+            group.forEach(p -> p.outcome.completeExceptionally(e));
+            if (e instanceof Error error) {
+                throw error;
             }
         }
     }

@@ -56,7 +56,7 @@ public final class WebhookEventStore implements AutoCloseable {
 
     /** @param workKind the kind of work item each new event becomes */
     public WebhookEventStore(DataSource dataSource, Duration statementTimeout, String workKind, ChildMessageListener childListener) {
-        this.commits = new GroupCommit(dataSource, statementTimeout, COMMITTERS, MAX_GROUP, "webhook-" + workKind);
+        this.commits = new GroupCommit(dataSource, statementTimeout, COMMITTERS, MAX_GROUP);
         this.workKind = workKind;
         this.childListener = childListener;
     }
@@ -65,7 +65,7 @@ public final class WebhookEventStore implements AutoCloseable {
         return commits.submit(connection -> store(connection, workspace, channel, event));
     }
 
-    /** Lets deliveries already handed to the committers finish. */
+    /** Refuses further deliveries; those already queued are still committed. */
     @Override
     public void close() {
         commits.close();

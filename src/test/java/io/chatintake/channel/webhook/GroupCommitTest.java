@@ -43,7 +43,7 @@ class GroupCommitTest {
             s.execute("CREATE TABLE IF NOT EXISTS public.group_commit_probe (name text PRIMARY KEY, txid bigint NOT NULL)");
             s.execute("TRUNCATE public.group_commit_probe");
         }
-        commits = new GroupCommit(dataSource, Duration.ofSeconds(5), 1, 32, "test");
+        commits = new GroupCommit(dataSource, Duration.ofSeconds(5), 1, 32);
         submitters = Executors.newFixedThreadPool(16);
     }
 
