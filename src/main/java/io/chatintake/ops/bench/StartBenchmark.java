@@ -43,6 +43,14 @@ public final class StartBenchmark {
 
     public int run() throws Exception {
         Path dir = Files.createTempDirectory("chat-intake-bench-start");
+        try {
+            return run(dir);
+        } finally {
+            BenchDatabase.deleteTree(dir);
+        }
+    }
+
+    private int run(Path dir) throws Exception {
         Map<String, String> env = Map.of("CHAT_INTAKE_DATA_DIR", dir.resolve("data").toString());
         try (BenchRunner first = BenchRunner.start(dir.resolve("cold"), env)) {
             out.println("cold start (initdb, migrations) done; now " + WARM_STARTS + " warm starts on the same data dir");
