@@ -4,13 +4,13 @@ import io.chatintake.work.WorkItem;
 import io.chatintake.work.WorkSource;
 import java.sql.Connection;
 import java.sql.SQLException;
-import java.time.Duration;
 import org.apache.camel.Message;
 
 /**
- * A stored album child on its way into the aggregator ({@code direct:album-child}). Each child
- * enters once (its work item is unique), so a redelivered child never counts twice; should it
- * run again after a crash, the aggregation strategy ignores a child it already holds.
+ * A child just given its album, on its way to the album ({@code work.handlers.album-child}, shipped as
+ * {@code direct:album-child}): the album is decided at once if its children now agree on a total
+ * they reach. Each child runs once (its work item is unique), and running it again changes
+ * nothing: a decision is only made when the stored children differ from the last one.
  */
 public final class AlbumChildSource extends WorkSource {
     public static final String KIND = "album-child";
@@ -18,33 +18,20 @@ public final class AlbumChildSource extends WorkSource {
     public static final String CHILD_ID = "AlbumChildId";
     public static final String INDEX = "AlbumIndex";
     public static final String TOTAL = "AlbumTotal";
-    /** How long the album must stay quiet before it is decided without a consistent total. */
-    public static final String QUIET_PERIOD_MILLIS = "AlbumQuietPeriodMillis";
     static final String TELEGRAM_PROVIDER = "telegram-bot";
 
-    private final Duration quietPeriod;
-    private final Duration telegramQuietPeriod;
-
-    public AlbumChildSource(Duration quietPeriod, Duration telegramQuietPeriod) {
-        super(KIND, "direct:album-child");
-        this.quietPeriod = quietPeriod;
-        this.telegramQuietPeriod = telegramQuietPeriod;
+    public AlbumChildSource(String endpointUri) {
+        super(KIND, endpointUri);
     }
 
     @Override
     public void load(Connection connection, WorkItem item, Message message) throws SQLException {
-        readRow(connection, "SELECT " + AlbumKey.OF_CHILD + ", provider, album_index, album_total FROM channel_message WHERE id = ?",
+        readRow(connection, "SELECT " + AlbumKey.OF_CHILD + ", album_index, album_total FROM channel_message WHERE id = ?",
                 item, rs -> {
-                    Integer index = (Integer) rs.getObject(3);
-                    Integer total = (Integer) rs.getObject(4);
                     message.setHeader(ALBUM_KEY, rs.getString(1));
                     message.setHeader(CHILD_ID, item.sourceId());
-                    message.setHeader(INDEX, index);
-                    message.setHeader(TOTAL, total);
-                    // Telegram albums have no total: only a quiet period can close them.
-                    Duration quiet = TELEGRAM_PROVIDER.equals(rs.getString(2)) ? telegramQuietPeriod : quietPeriod;
-                    message.setHeader(QUIET_PERIOD_MILLIS, quiet.toMillis());
-                    message.setBody(AlbumState.child(item.sourceId(), index, total));
+                    message.setHeader(INDEX, rs.getObject(2));
+                    message.setHeader(TOTAL, rs.getObject(3));
                 });
     }
 }

@@ -10,80 +10,161 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.TreeMap;
 import java.util.TreeSet;
 import javax.sql.DataSource;
+import org.apache.camel.CamelContext;
 import org.apache.camel.Exchange;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Records a decision when an album's aggregation completes (seed 003, rule 6): its kind, its
- * version and exactly which children it included, read from the stored children rather than
- * from the aggregator, so a decision never misses a stored child.
+ * Decides albums (seed 003, rules 4 to 6) and records each decision: its kind, its version and
+ * exactly which children it included, read from the stored children, so a decision never misses
+ * a stored child.
  * <p>
+ * Two ways to a decision, both from the database, so no process holds an album in memory:
+ * <ul>
+ * <li>{@link #childArrived}: a child was given its album; if the stored children now agree on a
+ * total they reach, the album is decided at once ({@code complete}, or {@code late} after an
+ * earlier decision);</li>
+ * <li>{@link #decideOverdue}: every open album has a deadline on its row ({@code decide_after} =
+ * last child + quiet period, set by the transaction that stored the child); any live process
+ * claims overdue albums with {@code FOR UPDATE SKIP LOCKED} and decides them, so an album is
+ * decided on time whichever process stored its children and whichever process died.</li>
+ * </ul>
  * Serialised per album by a row lock, and a decision is only made when the stored children differ
- * from those of the last one: a completion delivered twice (recovery after a crash, two processes
- * whose timeouts both fire) makes one version, never two. The first decision is {@code complete},
- * {@code conflict} or {@code provisional}; every later one is {@code late}, which by default only
- * updates the display and never re-sends anything to a customer.
+ * from those of the last one: one version, never two, however many processes try. The first
+ * decision is {@code complete}, {@code conflict} or {@code provisional}; every later one is
+ * {@code late}, which only updates the display and never re-sends anything to a customer.
+ * <p>
+ * Camel's Aggregator used to do this with a JDBC aggregation repository; its completion timeouts
+ * lived in the memory of the process that saw the children, and it kept a second copy of the
+ * child set. The stored children and the deadline column are the whole state now.
  */
 public final class AlbumDecisions {
     private static final Logger LOG = LoggerFactory.getLogger(AlbumDecisions.class);
     private static final ObjectMapper JSON = new ObjectMapper();
     public static final String DECISION_KIND = "AlbumDecisionKind";
     public static final String DECISION_VERSION = "AlbumDecisionVersion";
+    /** How the decision came about, as recorded in {@code album_decision.completed_by}. */
+    static final String BY_COUNT = "predicate";
+    static final String BY_DEADLINE = "timeout";
+    /** Overdue albums decided per transaction: one commit for many decisions, locks held briefly. */
+    private static final int SWEEP_BATCH = 100;
+    /** Batches per sweep, so one sweep ends even while albums keep falling due. */
+    private static final int SWEEP_MAX_BATCHES = 50;
 
     private final DataSource dataSource;
+    private volatile boolean sweepFailing;
 
     public AlbumDecisions(DataSource dataSource) {
         this.dataSource = dataSource;
     }
 
-    public record Decision(String albumKey, int version, String kind, List<Long> childIds) {
+    public record Decision(String albumKey, int version, String kind, List<Long> childIds, String completedBy) {
     }
 
-    /** The aggregator's completion step: {@code bean: albumDecisions, method: decide}. */
-    public void decide(Exchange exchange) throws SQLException {
-        String albumKey = exchange.getMessage().getHeader(AlbumChildSource.ALBUM_KEY, String.class);
-        String completedBy = exchange.getProperty(Exchange.AGGREGATED_COMPLETED_BY, "unknown", String.class);
-        Optional<Decision> decision = decide(albumKey, completedBy);
-        if (decision.isEmpty()) {
-            LOG.debug("album {}: completion ({}) brought no child beyond the last decision", albumKey, completedBy);
+    /** A person settled the album ({@code albums resolve}): needs_person cleared, who and when recorded. */
+    public boolean resolve(String albumKey, String by) throws SQLException {
+        try (Connection c = dataSource.getConnection(); PreparedStatement ps = c.prepareStatement(
+                "UPDATE album SET needs_person = false, resolved_by = ?, resolved_at = now() WHERE album_key = ? AND needs_person")) {
+            ps.setString(1, by);
+            ps.setString(2, albumKey);
+            return ps.executeUpdate() == 1;
+        }
+    }
+
+    /** {@code direct:album-child}: decides the child's album now if its stored children are complete. */
+    public void childArrived(Exchange exchange) throws SQLException {
+        decideIfComplete(exchange.getMessage().getHeader(AlbumChildSource.ALBUM_KEY, String.class))
+                .ifPresent(d -> announce(exchange.getContext(), List.of(d)));
+    }
+
+    /** Decides the album now if its stored children agree on a total they reach (and differ from the last decision). */
+    public Optional<Decision> decideIfComplete(String albumKey) throws SQLException {
+        return inTransaction(c -> decide(c, List.of(albumKey), BY_COUNT)).stream().findFirst();
+    }
+
+    /**
+     * The sweep ({@code routes/albums.yaml}, a timer): decides every album whose deadline has passed.
+     * A failing database is reported once, not at every tick; the deadlines wait in the database.
+     */
+    public void decideOverdue(Exchange exchange) {
+        try {
+            announce(exchange.getContext(), decideOverdue());
+            if (sweepFailing) {
+                sweepFailing = false;
+                LOG.info("albums: deciding overdue albums again");
+            }
+        } catch (SQLException e) {
+            if (!sweepFailing) {
+                sweepFailing = true;
+                LOG.warn("albums: cannot decide overdue albums ({}); their deadlines stay stored, retrying every tick", e.getMessage());
+            }
+        }
+    }
+
+    /** Decides the overdue albums no other process is deciding right now. */
+    public List<Decision> decideOverdue() throws SQLException {
+        List<Decision> decided = new ArrayList<>();
+        for (int batch = 0; batch < SWEEP_MAX_BATCHES; batch++) {
+            int[] claimed = new int[1];
+            decided.addAll(inTransaction(c -> {
+                List<String> keys = claimOverdue(c);
+                claimed[0] = keys.size();
+                return decide(c, keys, BY_DEADLINE);
+            }));
+            if (claimed[0] < SWEEP_BATCH) {
+                break;
+            }
+        }
+        return decided;
+    }
+
+    private static void announce(CamelContext context, List<Decision> decisions) {
+        if (decisions.isEmpty()) {
             return;
         }
-        Decision d = decision.get();
-        LOG.info("album {}: decision version {} is {} with {} child(ren) (completed by {})", albumKey, d.version(), d.kind(),
-                d.childIds().size(), completedBy);
-        Counter.builder("chat_intake_album_decisions").tag("kind", d.kind()).register(MeterRegistryLookup.of(exchange.getContext()))
-                .increment();
-        exchange.getMessage().setHeader(DECISION_KIND, d.kind());
-        exchange.getMessage().setHeader(DECISION_VERSION, d.version());
-        WorkDispatcher.nudge(exchange.getContext());
+        for (Decision d : decisions) {
+            LOG.info("album {}: decision version {} is {} with {} child(ren) (completed by {})", d.albumKey(), d.version(), d.kind(),
+                    d.childIds().size(), d.completedBy());
+            Counter.builder("chat_intake_album_decisions").tag("kind", d.kind()).register(MeterRegistryLookup.of(context)).increment();
+        }
+        WorkDispatcher.nudge(context);
     }
 
-    private static final String LOCK_ALBUM = """
-            SELECT workspace, provider, account_id, conversation_id, album_id, decided_version
-              FROM album WHERE album_key = ? FOR UPDATE""";
+    private static final String CLAIM_OVERDUE = """
+            SELECT album_key FROM album WHERE decide_after <= now()
+             ORDER BY decide_after LIMIT %d FOR UPDATE SKIP LOCKED""".formatted(SWEEP_BATCH);
 
-    private static final String CHILDREN = """
-            SELECT id, message_id, album_index, album_total FROM channel_message
-             WHERE workspace = ? AND provider = ? AND account_id = ? AND conversation_id = ? AND album_id = ?
-             ORDER BY album_index NULLS LAST, sent_at NULLS LAST, id""";
+    private static List<String> claimOverdue(Connection c) throws SQLException {
+        List<String> keys = new ArrayList<>();
+        try (PreparedStatement ps = c.prepareStatement(CLAIM_OVERDUE); ResultSet rs = ps.executeQuery()) {
+            while (rs.next()) {
+                keys.add(rs.getString(1));
+            }
+        }
+        return keys;
+    }
 
-    private static final String INSERT_DECISION = """
-            INSERT INTO album_decision (album_key, version, kind, child_ids, message_ids, totals_seen, indexes_seen, completed_by)
-            VALUES (?, ?, ?, ?::jsonb, ?::jsonb, ?::jsonb, ?::jsonb, ?) RETURNING id""";
+    @FunctionalInterface
+    private interface Work<T> {
+        T run(Connection c) throws SQLException;
+    }
 
-    public Optional<Decision> decide(String albumKey, String completedBy) throws SQLException {
+    private <T> T inTransaction(Work<T> work) throws SQLException {
         try (Connection c = dataSource.getConnection()) {
             c.setAutoCommit(false);
             try {
-                Optional<Decision> decision = decide(c, albumKey, completedBy);
+                T result = work.run(c);
                 c.commit();
-                return decision;
+                return result;
             } catch (SQLException | RuntimeException e) {
                 c.rollback();
                 throw e;
@@ -93,80 +174,151 @@ public final class AlbumDecisions {
         }
     }
 
-    private static Optional<Decision> decide(Connection c, String albumKey, String completedBy) throws SQLException {
-        String[] scope = new String[5];
-        int lastVersion;
-        try (PreparedStatement ps = c.prepareStatement(LOCK_ALBUM)) {
-            ps.setString(1, albumKey);
-            try (ResultSet rs = ps.executeQuery()) {
-                if (!rs.next()) {
-                    throw new SQLException("no album row for key " + albumKey);
-                }
-                for (int i = 0; i < 5; i++) {
-                    scope[i] = rs.getString(i + 1);
-                }
-                lastVersion = rs.getInt(6);
-            }
-        }
-        List<AlbumState.Child> children = new ArrayList<>();
-        List<String> messageIds = new ArrayList<>();
-        try (PreparedStatement ps = c.prepareStatement(CHILDREN)) {
-            for (int i = 0; i < 5; i++) {
-                ps.setString(i + 1, scope[i]);
-            }
-            try (ResultSet rs = ps.executeQuery()) {
-                while (rs.next()) {
-                    children.add(new AlbumState.Child(rs.getLong(1), (Integer) rs.getObject(3), (Integer) rs.getObject(4)));
-                    messageIds.add(rs.getString(2));
-                }
-            }
-        }
-        List<Long> childIds = children.stream().map(AlbumState.Child::id).toList();
-        if (lastVersion > 0 && new TreeSet<>(previousChildIds(c, albumKey, lastVersion)).equals(new TreeSet<>(childIds))) {
-            return Optional.empty();
-        }
-        AlbumState state = AlbumState.of(children);
-        String kind = lastVersion > 0 ? "late" : state.conflicting() ? "conflict" : state.complete() ? "complete" : "provisional";
-        int version = lastVersion + 1;
-        long decisionId;
-        try (PreparedStatement ps = c.prepareStatement(INSERT_DECISION)) {
-            ps.setString(1, albumKey);
-            ps.setInt(2, version);
-            ps.setString(3, kind);
-            ps.setString(4, json(childIds));
-            ps.setString(5, json(messageIds));
-            ps.setString(6, json(state.totalsSeen()));
-            ps.setString(7, json(children.stream().map(AlbumState.Child::index).toList()));
-            ps.setString(8, completedBy);
-            try (ResultSet rs = ps.executeQuery()) {
-                rs.next();
-                decisionId = rs.getLong(1);
-            }
-        }
-        try (PreparedStatement ps = c.prepareStatement("UPDATE album SET decided_version = ?, decided_at = now(),"
-                + " needs_person = needs_person OR ? WHERE album_key = ?")) {
-            ps.setInt(1, version);
-            ps.setBoolean(2, state.conflicting());
-            ps.setString(3, albumKey);
-            ps.executeUpdate();
-        }
-        WorkQueue.schedule(c, List.of(new WorkQueue.NewWork(AlbumDecisionSource.KIND, albumKey + ":" + version, decisionId, albumKey)));
-        return Optional.of(new Decision(albumKey, version, kind, childIds));
+    // Albums locked in key order (the sweep holds its locks already; the count path takes its one).
+    private static final String LOCK_ALBUMS = """
+            SELECT album_key, decided_version FROM album WHERE album_key = ANY (?::text[]) ORDER BY album_key FOR UPDATE""";
+
+    private static final String CHILDREN = """
+            SELECT a.album_key, m.id, m.message_id, m.album_index, m.album_total
+              FROM album a JOIN channel_message m
+                ON m.workspace = a.workspace AND m.provider = a.provider AND m.account_id = a.account_id
+               AND m.conversation_id = a.conversation_id AND m.album_id = a.album_id
+             WHERE a.album_key = ANY (?::text[])
+             ORDER BY a.album_key, m.album_index NULLS LAST, m.sent_at NULLS LAST, m.id""";
+
+    private static final String LAST_DECISIONS = """
+            SELECT d.album_key, d.child_ids::text
+              FROM album a JOIN album_decision d ON d.album_key = a.album_key AND d.version = a.decided_version
+             WHERE a.album_key = ANY (?::text[])""";
+
+    private static final String INSERT_DECISIONS = """
+            INSERT INTO album_decision (album_key, version, kind, child_ids, message_ids, totals_seen, indexes_seen, completed_by)
+            SELECT k, v, kind, c::jsonb, m::jsonb, t::jsonb, i::jsonb, ?
+              FROM unnest(?::text[], ?::int[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[]) AS n(k, v, kind, c, m, t, i)
+            RETURNING id, album_key""";
+
+    private static final String RECORD_DECISIONS = """
+            UPDATE album a SET decided_version = n.v, decided_at = now(), decide_after = NULL, needs_person = a.needs_person OR n.conflict
+              FROM unnest(?::text[], ?::int[], ?::boolean[]) AS n(k, v, conflict) WHERE a.album_key = n.k""";
+
+    /** Children unchanged since the last decision: nothing to decide until the next child (which sets a new deadline). */
+    private static final String CLOSE_DEADLINES = "UPDATE album SET decide_after = NULL WHERE album_key = ANY (?::text[])";
+
+    private record Stored(List<AlbumState.Child> children, List<String> messageIds) {
     }
 
-    private static List<Long> previousChildIds(Connection c, String albumKey, int version) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement("SELECT child_ids::text FROM album_decision WHERE album_key = ? AND version = ?")) {
-            ps.setString(1, albumKey);
-            ps.setInt(2, version);
-            try (ResultSet rs = ps.executeQuery()) {
-                List<Long> ids = new ArrayList<>();
-                if (rs.next()) {
-                    JSON.readTree(rs.getString(1)).forEach(n -> ids.add(n.asLong()));
-                }
-                return ids;
-            } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
-                throw new SQLException("unreadable child_ids of " + albumKey + " version " + version, e);
+    /**
+     * Under the albums' row locks: by count, decides an album only when its stored children are
+     * complete (its deadline stays otherwise); by deadline, with whatever is stored. Either way no
+     * decision is made when the children are those of the last one, and a decided album has no
+     * deadline until its next child. A few statements for any number of albums: the sweep decides
+     * a batch in one transaction.
+     */
+    private static List<Decision> decide(Connection c, List<String> albumKeys, String completedBy) throws SQLException {
+        if (albumKeys.isEmpty()) {
+            return List.of();
+        }
+        Map<String, Integer> lastVersions = new TreeMap<>();
+        query(c, LOCK_ALBUMS, albumKeys, rs -> lastVersions.put(rs.getString(1), rs.getInt(2)));
+        Map<String, Stored> stored = new HashMap<>();
+        query(c, CHILDREN, albumKeys, rs -> {
+            Stored album = stored.computeIfAbsent(rs.getString(1), k -> new Stored(new ArrayList<>(), new ArrayList<>()));
+            album.children().add(new AlbumState.Child(rs.getLong(2), (Integer) rs.getObject(4), (Integer) rs.getObject(5)));
+            album.messageIds().add(rs.getString(3));
+        });
+        Map<String, Set<Long>> lastChildren = new HashMap<>();
+        query(c, LAST_DECISIONS, albumKeys, rs -> lastChildren.put(rs.getString(1), ids(rs.getString(2))));
+
+        List<Decision> decisions = new ArrayList<>();
+        List<String> unchanged = new ArrayList<>();
+        List<Boolean> conflicts = new ArrayList<>();
+        List<String> messageIds = new ArrayList<>();
+        List<String> totals = new ArrayList<>();
+        List<String> indexes = new ArrayList<>();
+        for (Map.Entry<String, Integer> album : lastVersions.entrySet()) {
+            String key = album.getKey();
+            int lastVersion = album.getValue();
+            Stored children = stored.getOrDefault(key, new Stored(List.of(), List.of()));
+            List<Long> childIds = children.children().stream().map(AlbumState.Child::id).toList();
+            AlbumState state = AlbumState.of(children.children());
+            if (BY_COUNT.equals(completedBy) && !state.complete()) {
+                continue;
             }
+            if (lastVersion > 0 && new TreeSet<>(childIds).equals(lastChildren.getOrDefault(key, Set.of()))) {
+                unchanged.add(key);
+                continue;
+            }
+            String kind = lastVersion > 0 ? "late" : state.conflicting() ? "conflict" : state.complete() ? "complete" : "provisional";
+            decisions.add(new Decision(key, lastVersion + 1, kind, childIds, completedBy));
+            conflicts.add(state.conflicting());
+            messageIds.add(json(children.messageIds()));
+            totals.add(json(state.totalsSeen()));
+            indexes.add(json(children.children().stream().map(AlbumState.Child::index).toList()));
+        }
+        if (!unchanged.isEmpty()) {
+            try (PreparedStatement ps = c.prepareStatement(CLOSE_DEADLINES)) {
+                ps.setArray(1, c.createArrayOf("text", unchanged.toArray()));
+                ps.executeUpdate();
+            }
+        }
+        if (decisions.isEmpty()) {
+            return decisions;
+        }
+        Object[] keys = decisions.stream().map(Decision::albumKey).toArray();
+        Object[] versions = decisions.stream().map(Decision::version).toArray();
+        List<WorkQueue.NewWork> work = new ArrayList<>();
+        try (PreparedStatement ps = c.prepareStatement(INSERT_DECISIONS)) {
+            ps.setString(1, completedBy);
+            ps.setArray(2, c.createArrayOf("text", keys));
+            ps.setArray(3, c.createArrayOf("integer", versions));
+            ps.setArray(4, c.createArrayOf("text", decisions.stream().map(Decision::kind).toArray()));
+            ps.setArray(5, c.createArrayOf("text", decisions.stream().map(d -> json(d.childIds())).toArray()));
+            ps.setArray(6, c.createArrayOf("text", messageIds.toArray()));
+            ps.setArray(7, c.createArrayOf("text", totals.toArray()));
+            ps.setArray(8, c.createArrayOf("text", indexes.toArray()));
+            Map<String, Decision> byKey = new HashMap<>();
+            decisions.forEach(d -> byKey.put(d.albumKey(), d));
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    Decision d = byKey.get(rs.getString(2));
+                    String workKey = d.albumKey() + ":" + d.version();
+                    work.add(new WorkQueue.NewWork(AlbumDecisionSource.KIND, workKey, rs.getLong(1), d.albumKey()));
+                }
+            }
+        }
+        try (PreparedStatement ps = c.prepareStatement(RECORD_DECISIONS)) {
+            ps.setArray(1, c.createArrayOf("text", keys));
+            ps.setArray(2, c.createArrayOf("integer", versions));
+            ps.setArray(3, c.createArrayOf("boolean", conflicts.toArray()));
+            ps.executeUpdate();
+        }
+        WorkQueue.schedule(c, work);
+        return decisions;
+    }
+
+    @FunctionalInterface
+    private interface RowReader {
+        void read(ResultSet row) throws SQLException;
+    }
+
+    private static void query(Connection c, String sql, List<String> albumKeys, RowReader reader) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(sql)) {
+            ps.setArray(1, c.createArrayOf("text", albumKeys.toArray()));
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    reader.read(rs);
+                }
+            }
+        }
+    }
+
+    private static Set<Long> ids(String json) throws SQLException {
+        try {
+            Set<Long> ids = new TreeSet<>();
+            JSON.readTree(json).forEach(n -> ids.add(n.asLong()));
+            return ids;
+        } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
+            throw new SQLException("unreadable child_ids of an album decision", e);
         }
     }
 

@@ -22,28 +22,41 @@ public final class AlbumKey {
     private AlbumKey() {
     }
 
-    // A new child of an album: make sure its album exists and put the child on its way to the
-    // aggregator. Runs inside the transaction that stored the child, so a stored child always
-    // has its aggregation scheduled (the durable outbox is the work item).
+    // A child given its album: make sure the album exists, move its deadline to now + the quiet
+    // period, and put the child on its way to the album (a count check that may decide at once).
+    // Runs inside the transaction that stored the child, so a stored child always has its album
+    // work scheduled and its deadline in the database (the durable outbox is the work item; the
+    // deadline is what any live process decides by, whichever process stored the child).
     private static final String SCHEDULE = """
             WITH child AS (
                 SELECT id, workspace, provider, account_id, conversation_id, album_id, %s AS album_key
                   FROM channel_message WHERE id = ANY (?::bigint[]) AND album_id IS NOT NULL),
             albums AS (
-                INSERT INTO album (album_key, workspace, provider, account_id, conversation_id, album_id)
-                SELECT DISTINCT album_key, workspace, provider, account_id, conversation_id, album_id FROM child
-                ON CONFLICT (album_key) DO UPDATE SET last_child_at = now())
-            SELECT id, album_key FROM child ORDER BY id""".formatted(OF_CHILD);
+                INSERT INTO album (album_key, workspace, provider, account_id, conversation_id, album_id, decide_after)
+                SELECT DISTINCT album_key, workspace, provider, account_id, conversation_id, album_id,
+                       now() + make_interval(secs => CASE WHEN provider = '%s' THEN ? ELSE ? END)
+                  FROM child
+                ON CONFLICT (album_key) DO UPDATE SET last_child_at = now(), decide_after = EXCLUDED.decide_after)
+            SELECT id, album_key FROM child ORDER BY id""".formatted(OF_CHILD, AlbumChildSource.TELEGRAM_PROVIDER);
 
-    /** Schedules the new children among these rows that belong to an album; the others are single messages. */
-    public static void scheduleChildren(Connection connection, List<ChildMessageListener.StoredChild> children) throws SQLException {
-        Object[] ids = children.stream().filter(ChildMessageListener.StoredChild::inserted).map(ChildMessageListener.StoredChild::id).toArray();
+    /** The listener that schedules children into their albums, with these quiet periods. */
+    public static ChildMessageListener scheduler(QuietPeriods quietPeriods) {
+        return (connection, children) -> scheduleChildren(connection, children, quietPeriods);
+    }
+
+    /** Schedules the children among these rows that were just given an album; the others are single messages (or known already). */
+    private static void scheduleChildren(Connection connection, List<ChildMessageListener.StoredChild> children,
+                                         QuietPeriods quietPeriods) throws SQLException {
+        Object[] ids = children.stream().filter(ChildMessageListener.StoredChild::albumAssigned)
+                .map(ChildMessageListener.StoredChild::id).toArray();
         if (ids.length == 0) {
             return;
         }
         List<WorkQueue.NewWork> work = new ArrayList<>();
         try (PreparedStatement ps = connection.prepareStatement(SCHEDULE)) {
             ps.setArray(1, connection.createArrayOf("bigint", ids));
+            ps.setDouble(2, quietPeriods.telegram().toMillis() / 1000.0);
+            ps.setDouble(3, quietPeriods.other().toMillis() / 1000.0);
             try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {
                     long child = rs.getLong(1);

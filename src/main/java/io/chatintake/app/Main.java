@@ -1,16 +1,25 @@
 package io.chatintake.app;
 
-import io.chatintake.ops.bench.Benchmarks;
+import io.chatintake.ops.bench.AlbumBenchmark;
+import io.chatintake.ops.bench.DispatchBenchmark;
+import io.chatintake.ops.bench.MemoryBenchmark;
+import io.chatintake.ops.bench.StartBenchmark;
+import io.chatintake.ops.bench.TelegramIntakeBenchmark;
+import io.chatintake.ops.bench.WebhookIntakeBenchmark;
 import io.chatintake.config.ConfigurationException;
 import io.chatintake.config.Settings;
 import io.chatintake.ops.AlbumCommands;
 import io.chatintake.ops.KubernetesConfigMap;
+import io.chatintake.ops.Demo;
+import io.chatintake.ops.PurgeCommand;
 import io.chatintake.ops.TelegramCommands;
 import io.chatintake.ops.WorkCommands;
+import io.chatintake.support.Redactor;
 import java.io.PrintStream;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.List;
+import org.slf4j.LoggerFactory;
 
 /**
  * The jar's entry point: {@code java -jar chat-intake.jar [command]}. Without a command it runs
@@ -42,13 +51,38 @@ public final class Main {
                     return new WorkCommands(loadSettings(), out).run(args.subList(1, args.size()));
                 }
                 case "albums" -> {
-                    if (args.size() > 1 && !args.get(1).equals("status")) {
-                        throw new ConfigurationException("unknown albums command '" + args.get(1) + "' (status)");
+                    String sub = args.size() > 1 ? args.get(1) : "status";
+                    if (sub.equals("resolve")) {
+                        if (args.size() < 3 || args.get(2).startsWith("--")) {
+                            throw new ConfigurationException("albums resolve needs ALBUM_KEY [--by NAME]");
+                        }
+                        int by = args.indexOf("--by");
+                        return new AlbumCommands(loadSettings(), out).resolve(args.get(2),
+                                by > 0 && by + 1 < args.size() ? args.get(by + 1) : System.getProperty("user.name", "unknown"));
+                    }
+                    if (!sub.equals("status")) {
+                        throw new ConfigurationException("unknown albums command '" + sub + "' (status, resolve ALBUM_KEY)");
                     }
                     return new AlbumCommands(loadSettings(), out).status();
                 }
                 case "bench" -> {
-                    return Benchmarks.run(args.subList(1, args.size()), out);
+                    String which = args.size() < 2 ? "" : args.get(1);
+                    int n = args.size() > 2 ? Integer.parseInt(args.get(2)) : 20_000;
+                    try {
+                        return switch (which) {
+                            case "telegram" -> new TelegramIntakeBenchmark(out).run(n);
+                            case "dispatch" -> new DispatchBenchmark(out).run(n);
+                            case "albums" -> new AlbumBenchmark(out).run(n);
+                            case "webhook" -> new WebhookIntakeBenchmark(out).run(n);
+                            case "memory" -> new MemoryBenchmark(out).run(args.size() > 2 ? n : 1_000_000);
+                            case "start" -> new StartBenchmark(out).run();
+                            default -> throw new ConfigurationException("usage: bench telegram|dispatch|albums|webhook|memory|start [N]");
+                        };
+                    } catch (ConfigurationException e) {
+                        throw e;
+                    } catch (Exception e) {
+                        throw new ConfigurationException("benchmark failed: " + e.getMessage(), e);
+                    }
                 }
                 case "k8s" -> {
                     if (args.size() < 2 || !args.get(1).equals("configmap")) {
@@ -56,6 +90,12 @@ public final class Main {
                     }
                     out.print(KubernetesConfigMap.render(Path.of("config/application.properties"), Path.of("routes")));
                     return 0;
+                }
+                case "demo" -> {
+                    return new Demo(out).run(args.subList(1, args.size()));
+                }
+                case "purge" -> {
+                    return new PurgeCommand(loadSettings(), out).run(args.subList(1, args.size()));
                 }
                 case "config" -> {
                     Settings settings = loadSettings();
@@ -82,7 +122,14 @@ public final class Main {
 
     static Settings loadSettings() {
         Path file = Path.of(System.getenv().getOrDefault(CONFIG_FILE_ENV, "config/application.properties"));
-        return Settings.load(file, System.getenv());
+        Settings settings = Settings.load(file, System.getenv());
+        // Before anything can log: every secret value is masked in all output from here on.
+        int tooShort = Redactor.register(settings.secretValues());
+        if (tooShort > 0) {
+            LoggerFactory.getLogger(Main.class).warn("{} configured secret value(s) shorter than {} characters cannot be masked"
+                    + " in logs; use longer secrets", tooShort, Redactor.MIN_LENGTH);
+        }
+        return settings;
     }
 
     private static void usage(PrintStream out) {
@@ -91,12 +138,24 @@ public final class Main {
                 "  run       run the intake (the default)",
                 "  telegram status                          per bot: next offset, last poll, counts, lease, pending, loss windows",
                 "  telegram switch-to-polling --bot NAME    deleteWebhook keeping queued updates, then confirm",
+                "  telegram set-webhook --bot NAME --url U  webhook mode: record the bot, setWebhook (secret, every type, queue kept)",
                 "  work status                              stored work by kind and state, parked items, effects to reconcile",
                 "  work retry --id N | --all-parked         put parked work back to pending",
                 "  work replay --kind K --since T           run done work of kind K created since T again (explicit only)",
+                "  work resolve-effect KEY --performed|--not-performed [--by NAME]",
+                "                                           settle an effect parked for reconciliation; its item runs again",
                 "  albums status                            open albums, oldest open age, recent decisions, conflicts",
-                "  bench telegram|webhook|memory|start [N]  intake rates as ratios to their contenders, heap, start time (README: Performance)",
+                "  albums resolve ALBUM_KEY [--by NAME]     a person settled the album: clears needs_person, records who",
+                "  demo [--exit]                            a one-minute story on a fresh embedded database with the simulators;",
+                "                                           then the status page until Ctrl-C (--exit: end after the story)",
                 "  k8s configmap                            k8s/configmap.yaml from config/ and routes/ (run in the repository root)",
+                "  purge [--dry-run]                        one retention pass now (retention.*), or what it would remove",
+                "  bench telegram [N]                       Telegram intake of the runner (handlers on) as a ratio to a hand-written loop",
+                "  bench webhook [N]                        UnifyPort deliveries at 16 and 1 clients as ratios to single-row commits",
+                "  bench memory [N]                         runner heap with N stored updates pending (default 1,000,000) vs 10,000",
+                "  bench start                              time to ready on a warm data dir, by phase",
+                "  bench albums [N]                         album decision latency with N albums open (default 20,000), heap flat",
+                "  bench dispatch [N]                       ordered work handled as a ratio to the intake rate; claim cost vs backlog",
                 "  config    print the effective configuration, secrets redacted",
                 "  help      this text",
                 "configuration: config/application.properties (or $" + CONFIG_FILE_ENV + "), each key overridable by",

@@ -6,8 +6,6 @@ import io.chatintake.config.Secret;
 import io.chatintake.config.Settings;
 import io.chatintake.support.MeterRegistryLookup;
 import io.chatintake.store.Database;
-import io.chatintake.channel.telegram.BotApiClient;
-import io.chatintake.channel.telegram.BotApiException;
 import io.chatintake.work.WorkDispatcher;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -17,20 +15,15 @@ import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
-import java.nio.file.Path;
 import java.sql.SQLException;
 import java.time.Duration;
-import java.util.Map;
-import java.util.Optional;
 import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.function.Function;
 import javax.sql.DataSource;
 import org.apache.camel.Exchange;
 import org.apache.camel.Handler;
@@ -42,7 +35,8 @@ import org.slf4j.LoggerFactory;
  * Called by {@code routes/attachments.yaml} for items of kind {@code attachment}, as soon as the
  * child is stored: never held until its album is complete.
  * <p>
- * Expired (403/404/410), too large and other permanent answers are recorded and the item is done;
+ * Expired (403/404/410), too large and other permanent answers are recorded and the item is done
+ * (an expired Telegram file link is renewed through getFile first);
  * 5xx, 429 and network errors throw, so the dispatcher retries with backoff; the last attempt
  * records {@code failed} (and the dispatcher parks the item, where {@code work retry} finds it).
  * Signed URLs and Telegram download URLs hold secrets: no log line or error message names them.
@@ -58,15 +52,17 @@ public final class AttachmentFetcher {
         return t;
     });
 
-    public record Options(Path mediaDir, long maxBytes, int maxConcurrentDownloads, Duration downloadTimeout,
-                          String telegramApiUrl, int maxAttempts) {
-        /** @param maxAttempts the dispatcher's {@code work.max-attempts}: the attempt that records {@code failed} */
+    public record Options(MediaStore media, long maxBytes, int maxConcurrentDownloads, Duration downloadTimeout, int maxAttempts) {
+        /**
+         * Opens the media store {@code media.store} names (an S3 bucket is checked here, at start).
+         * @param maxAttempts the dispatcher's {@code work.max-attempts}: the attempt that records {@code failed}
+         */
         public static Options from(Settings settings, int maxAttempts) {
-            return new Options(Database.dataDir(settings).resolve("media"),
+            Duration downloadTimeout = Duration.ofSeconds(settings.getLong("attachments.download-timeout-seconds", 120));
+            return new Options(MediaStore.configured(settings, Database.dataDir(settings).resolve("media"), downloadTimeout),
                     settings.getLong("attachments.max-bytes", 50L * 1024 * 1024),
                     settings.getInt("attachments.max-concurrent-downloads", 4),
-                    Duration.ofSeconds(settings.getLong("attachments.download-timeout-seconds", 120)),
-                    settings.get("telegram.api-url", "https://api.telegram.org"),
+                    downloadTimeout,
                     maxAttempts);
         }
     }
@@ -88,22 +84,22 @@ public final class AttachmentFetcher {
     private final AttachmentStore store;
     private final MediaStore media;
     private final Options options;
-    private final Function<String, Optional<Secret>> telegramTokens;
+    private final FileSource telegramFiles;
     private final Semaphore downloads;
     private final HttpClient http;
-    private final Map<String, BotApiClient> bots = new ConcurrentHashMap<>();
     private volatile MeterRegistry meters;
 
-    /** @param telegramTokens the token of a bot by its name ({@code main}, ...), from the configuration */
-    public AttachmentFetcher(DataSource dataSource, Options options, Function<String, Optional<Secret>> telegramTokens) {
+    /** @param telegramFiles where attachments known by a Telegram file id come from */
+    public AttachmentFetcher(DataSource dataSource, Options options, FileSource telegramFiles) {
         this.store = new AttachmentStore(dataSource);
-        this.media = new MediaStore(options.mediaDir());
+        this.media = options.media();
         this.options = options;
-        this.telegramTokens = telegramTokens;
+        this.telegramFiles = telegramFiles;
         // The dispatcher's work.concurrency bounds handlers of every kind; this bounds downloads alone.
         this.downloads = new Semaphore(options.maxConcurrentDownloads());
         this.http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(10))
                 .followRedirects(HttpClient.Redirect.NORMAL).build();
+        LOG.info("attachments: files kept in {}", media.description());
     }
 
     @Handler
@@ -131,7 +127,7 @@ public final class AttachmentFetcher {
         count(exchange, attachment, fetched.metric());
         Outcome outcome = fetched.outcome();
         if ("stored".equals(outcome.status())) {
-            LOG.info("attachment {}: stored {} bytes as media/{}{}", attachment.id(), outcome.sizeBytes(), outcome.mediaPath(),
+            LOG.info("attachment {}: stored {} bytes as {}{}", attachment.id(), outcome.sizeBytes(), outcome.mediaPath(),
                     "duplicate_content".equals(fetched.metric()) ? " (content already stored)" : "");
         } else {
             LOG.info("attachment {}: {} ({})", attachment.id(), outcome.status(), outcome.error());
@@ -187,22 +183,14 @@ public final class AttachmentFetcher {
         if (botName == null) {
             throw new RetryableDownloadException("bot " + attachment.telegramBotId() + " has never polled here (no telegram_checkpoint row)");
         }
-        BotApiClient bot = bots.computeIfAbsent(botName,
-                name -> telegramTokens.apply(name).map(token -> new BotApiClient(options.telegramApiUrl(), token)).orElse(null));
-        if (bot == null) {
-            throw new RetryableDownloadException("no token configured for bot '" + botName + "'");
-        }
         try {
-            BotApiClient.TelegramFile file = bot.getFile(attachment.telegramFileId());
-            if (file.fileSize() > options.maxBytes()) {
-                return tooLarge("getFile says " + file.fileSize() + " bytes");
-            }
-            return save(bot.downloadFile(file.filePath(), options.downloadTimeout()), attachment.declaredType(), null);
-        } catch (BotApiException e) {
-            // 400 is Telegram's answer for a file over its 20 MB limit or an unknown file_id: asking again will not help.
-            if (e.errorCode() == 400) {
-                return e.getMessage().contains("too big") ? tooLarge(e.getMessage()) : Fetched.of("failed", e.getMessage());
-            }
+            InputStream body = telegramFiles.open(botName, attachment.telegramFileId(), options.maxBytes(), options.downloadTimeout());
+            return save(body, attachment.declaredType(), null);
+        } catch (FileSource.TooLargeException e) {
+            return tooLarge(e.getMessage());
+        } catch (FileSource.UnavailableException e) {
+            return Fetched.of("failed", e.getMessage());
+        } catch (IOException e) {
             throw new RetryableDownloadException(e.getMessage());
         }
     }

@@ -1,88 +1,62 @@
 package io.chatintake.attachment;
 
+import io.chatintake.config.ConfigurationException;
+import io.chatintake.config.Settings;
 import java.io.IOException;
 import java.io.InputStream;
-import java.nio.ByteBuffer;
-import java.nio.channels.FileChannel;
-import java.nio.file.FileAlreadyExistsException;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
-import java.security.MessageDigest;
-import java.security.NoSuchAlgorithmException;
-import java.util.HexFormat;
+import java.time.Duration;
+import java.util.Locale;
 
 /**
- * Downloaded files under {@code <data-dir>/media}, content-addressed: {@code <first 2 hex>/<sha256>}.
- * A download streams into {@code media/tmp} while it is hashed and counted, is flushed to disk, and
- * only then linked into place, so a file under its hash is always complete; the same content is
- * kept once, however many attachments carry it.
+ * Where downloaded files are kept, content-addressed: a file's key is {@code <first 2 hex>/<sha256>}
+ * of its bytes, so the same content is kept once however many attachments carry it, and a key
+ * always names complete content. Two backends: {@link LocalMediaStore} (a directory, one machine)
+ * and {@link S3MediaStore} (S3-compatible object storage every replica shares), chosen by
+ * {@code media.store}.
  */
-public final class MediaStore {
-    private static final int CHUNK = 64 * 1024;
+public interface MediaStore extends AutoCloseable {
+    String STORE = "media.store";
 
-    private final Path root;
-    private final Path tmp;
-
-    /** The stored file; {@code duplicate} when that content was on disk already. */
-    public record StoredFile(String sha256, long size, String relativePath, boolean duplicate) {
+    /** The stored file; {@code duplicate} when that content was stored already. */
+    record StoredFile(String sha256, long size, String relativePath, boolean duplicate) {
     }
 
     /** More bytes than the cap: nothing is kept. */
-    public static final class TooLargeException extends Exception {
+    final class TooLargeException extends Exception {
         TooLargeException(long maxBytes) {
             super("larger than " + maxBytes + " bytes");
         }
     }
 
-    public MediaStore(Path root) {
-        this.root = root;
-        this.tmp = root.resolve("tmp");
-    }
+    /** Reads the whole stream (at most {@code maxBytes}) and keeps it under its content key. */
+    StoredFile save(InputStream in, long maxBytes) throws IOException, TooLargeException;
 
-    public StoredFile save(InputStream in, long maxBytes) throws IOException, TooLargeException {
-        Files.createDirectories(tmp);
-        Path part = Files.createTempFile(tmp, "download-", ".part");
-        try {
-            MessageDigest sha256 = sha256();
-            long size = 0;
-            try (FileChannel out = FileChannel.open(part, StandardOpenOption.WRITE)) {
-                byte[] buffer = new byte[CHUNK];
-                for (int n; (n = in.read(buffer)) >= 0; ) {
-                    size += n;
-                    if (size > maxBytes) {
-                        throw new TooLargeException(maxBytes);
-                    }
-                    sha256.update(buffer, 0, n);
-                    out.write(ByteBuffer.wrap(buffer, 0, n));
-                }
-                // On disk before the row says stored.
-                out.force(true);
-            }
-            String hash = HexFormat.of().formatHex(sha256.digest());
-            String relative = hash.substring(0, 2) + "/" + hash;
-            Path target = root.resolve(relative);
-            Files.createDirectories(target.getParent());
-            boolean duplicate;
-            try {
-                // Creating the name is atomic: of two downloads of the same content at once, exactly
-                // one stores it and the other learns it is a duplicate.
-                Files.createLink(target, part);
-                duplicate = false;
-            } catch (FileAlreadyExistsException e) {
-                duplicate = true;
-            }
-            return new StoredFile(hash, size, relative, duplicate);
-        } finally {
-            Files.deleteIfExists(part);
-        }
-    }
+    /** The content stored under a key of {@link StoredFile#relativePath()}; the caller closes it. */
+    InputStream open(String relativePath) throws IOException;
 
-    private static MessageDigest sha256() {
-        try {
-            return MessageDigest.getInstance("SHA-256");
-        } catch (NoSuchAlgorithmException e) {
-            throw new IllegalStateException("every JVM has SHA-256", e);
-        }
+    /** Where files go, for the start line: no credential in it. */
+    String description();
+
+    @Override
+    void close();
+
+    /**
+     * The store {@code media.store} names. Downloads are spooled under {@code <mediaDir>/tmp}
+     * whatever the backend (they must be hashed before their key is known); what killed processes
+     * left there is removed now.
+     * @param downloadTimeout the longest a download runs: younger parts may be in progress elsewhere
+     */
+    static MediaStore configured(Settings settings, Path mediaDir, Duration downloadTimeout) {
+        String kind = settings.get(STORE, "local").toLowerCase(Locale.ROOT);
+        MediaSpool spool = new MediaSpool(mediaDir.resolve("tmp"));
+        MediaStore store = switch (kind) {
+            case "local" -> new LocalMediaStore(mediaDir, spool);
+            case "s3" -> S3MediaStore.configured(settings, spool);
+            default -> throw new ConfigurationException(Settings.envName(STORE) + " (" + STORE
+                    + ") must be local or s3, got '" + kind + "'");
+        };
+        spool.removeLeftovers(downloadTimeout);
+        return store;
     }
 }

@@ -5,12 +5,16 @@ import java.io.Reader;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.LinkedHashSet;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Properties;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.TreeSet;
+import java.util.function.Consumer;
 
 /**
  * The effective configuration: {@code config/application.properties}, where every key can be
@@ -54,6 +58,17 @@ public final class Settings {
         return new Settings(null, new TreeMap<>(values), Map.of());
     }
 
+    /**
+     * Values someone else already read and resolved (Camel's properties component: the file, its
+     * placeholders, system and environment overrides); {@code env} still answers keys the file
+     * does not list, e.g. {@code TELEGRAM_BOTS_SALES_TOKEN}.
+     */
+    public static Settings resolved(Path source, Map<String, String> values, Map<String, String> env) {
+        Map<String, String> trimmed = new TreeMap<>();
+        values.forEach((key, value) -> trimmed.put(key, value.trim()));
+        return new Settings(source, trimmed, Map.copyOf(env));
+    }
+
     /** The environment variable that overrides a key. */
     public static String envName(String key) {
         return key.toUpperCase(Locale.ROOT).replace('.', '_').replace('-', '_');
@@ -94,7 +109,7 @@ public final class Settings {
         return get(key).map(v -> parse(key, v, Settings::parseBoolean, "true or false")).orElse(defaultValue);
     }
 
-    /** Every key with the given prefix, with values as effective now (for Camel's own keys). */
+    /** The keys starting with {@code prefix} that have a value, with their effective values. */
     public Map<String, String> withPrefix(String prefix) {
         Map<String, String> result = new TreeMap<>();
         values.keySet().stream().filter(k -> k.startsWith(prefix)).forEach(k -> get(k).ifPresent(v -> result.put(k, v)));
@@ -106,6 +121,41 @@ public final class Settings {
         Map<String, String> result = new TreeMap<>();
         values.keySet().forEach(k -> result.put(k, isSecretKey(k) && get(k).isPresent() ? "[redacted]" : get(k).orElse("")));
         return result;
+    }
+
+    /**
+     * Every secret value this configuration holds, for the redactor: values of secret keys (each
+     * part of a comma-separated list too, e.g. signing secrets while rotating), and of environment
+     * variables named like secrets, which covers keys set only from the environment
+     * ({@code TELEGRAM_BOTS_SALES_TOKEN}).
+     */
+    public Set<String> secretValues() {
+        Set<String> result = new LinkedHashSet<>();
+        Consumer<String> add = value -> {
+            result.add(value.trim());
+            Arrays.stream(value.split(",")).map(String::trim).filter(v -> !v.isEmpty()).forEach(result::add);
+        };
+        values.keySet().stream().filter(Settings::isSecretKey).forEach(k -> get(k).ifPresent(add));
+        env.forEach((name, value) -> {
+            if (isSecretKey(name) && value != null && !value.isBlank()) {
+                add.accept(value);
+            }
+        });
+        return result;
+    }
+
+    /**
+     * Camel's {@code camel.main.additional-sensitive-keywords}: Camel masks a property when the last
+     * segment of its key (lower case, without '-') is among its own words or contained in this
+     * list. Its own words miss {@code bot-token} and {@code signing-secrets}, so every secret key
+     * of this configuration is named here.
+     */
+    public String camelSensitiveKeywords() {
+        Set<String> words = new TreeSet<>(SECRET_KEY_WORDS);
+        values.keySet().stream().filter(Settings::isSecretKey)
+                .map(k -> k.substring(k.lastIndexOf('.') + 1).toLowerCase(Locale.ROOT).replace("-", ""))
+                .forEach(words::add);
+        return String.join(",", words);
     }
 
     public static boolean isSecretKey(String key) {

@@ -40,7 +40,9 @@ public final class ChannelMessageStore {
                 deleted_at = COALESCE(channel_message.deleted_at, EXCLUDED.deleted_at),
                 last_event_at = GREATEST(channel_message.last_event_at, EXCLUDED.last_event_at),
                 updated_at = now()
-            RETURNING id, (xmax = 0) AS inserted
+            RETURNING id, (xmax = 0) AS inserted,
+                      channel_message.album_id IS NOT NULL AND channel_message.album_id IS DISTINCT FROM
+                          (SELECT o.album_id FROM channel_message o WHERE o.id = channel_message.id) AS album_assigned
             """;
 
     /** message.received / message.updated: the newest event's values win, older ones only fill gaps. */
@@ -57,8 +59,13 @@ public final class ChannelMessageStore {
     private ChannelMessageStore() {
     }
 
-    /** The child's row, and whether this event stored it for the first time (a redelivered child counts once). */
-    public record Applied(long id, boolean inserted) {
+    /**
+     * The child's row, whether this event stored it for the first time (a redelivered child counts
+     * once), and whether it gave the child its album: a child first seen through a reaction has no
+     * album until its message.received arrives, and that write must bring it into its album.
+     * (The sub-select in RETURNING reads the statement's snapshot, i.e. the row as it was before.)
+     */
+    public record Applied(long id, boolean inserted, boolean albumAssigned) {
     }
 
     public static Applied apply(Connection connection, String workspace, String eventId, Instant occurredAt, ChannelMessage m,
@@ -85,7 +92,7 @@ public final class ChannelMessageStore {
             ps.setObject(++i, timestamp(occurredAt), Types.TIMESTAMP_WITH_TIMEZONE);
             try (ResultSet rs = ps.executeQuery()) {
                 rs.next();
-                return new Applied(rs.getLong(1), rs.getBoolean(2));
+                return new Applied(rs.getLong(1), rs.getBoolean(2), rs.getBoolean(3));
             }
         }
     }

@@ -13,8 +13,12 @@ import java.util.List;
 @FunctionalInterface
 public interface ChildMessageListener {
 
-    /** A child row of {@code channel_message}; {@code inserted} when this transaction created it. */
-    record StoredChild(long id, boolean inserted) {
+    /**
+     * A child row of {@code channel_message}; {@code inserted} when this transaction created it,
+     * {@code albumAssigned} when this transaction gave it an album id it did not have before
+     * (at insert, or later: a child first seen through a reaction gets its album with its content).
+     */
+    record StoredChild(long id, boolean inserted, boolean albumAssigned) {
     }
 
     void stored(Connection transaction, List<StoredChild> children) throws SQLException;

@@ -1,5 +1,6 @@
 package io.chatintake.ops;
 
+import io.chatintake.album.AlbumDecisions;
 import io.chatintake.album.AlbumMetrics;
 import io.chatintake.config.ConfigurationException;
 import io.chatintake.config.Settings;
@@ -11,7 +12,10 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 
-/** {@code albums status}: open albums, the oldest open one, recent decisions, conflicts awaiting a person. */
+/**
+ * {@code albums status}: open albums, the oldest open one, recent decisions, conflicts awaiting a
+ * person; {@code albums resolve ALBUM_KEY [--by NAME]}: a person settled a conflict.
+ */
 public final class AlbumCommands {
     private final Settings settings;
     private final PrintStream out;
@@ -44,11 +48,25 @@ public final class AlbumCommands {
                     count++;
                     lines.append(String.format("  %s (decision v%d)%n", rs.getString(1), rs.getInt(2)));
                 }
-                out.printf("conflicts awaiting a person: %d%n%s", count, lines);
+                out.printf("conflicts awaiting a person (albums resolve ALBUM_KEY when settled): %d%n%s", count, lines);
             }
             return 0;
         } catch (SQLException e) {
             throw new ConfigurationException("cannot read the album tables: " + e.getMessage(), e);
+        }
+    }
+
+    public int resolve(String albumKey, String by) {
+        try (Database database = Database.openForCommand(settings)) {
+            Migrations.apply(database.dataSource());
+            if (!new AlbumDecisions(database.dataSource()).resolve(albumKey, by)) {
+                out.printf("album %s is not awaiting a person (unknown, or resolved already); nothing changed%n", albumKey);
+                return 1;
+            }
+            out.printf("album %s resolved by %s: needs_person cleared%n", albumKey, by);
+            return 0;
+        } catch (SQLException e) {
+            throw new ConfigurationException("cannot update the album tables: " + e.getMessage(), e);
         }
     }
 

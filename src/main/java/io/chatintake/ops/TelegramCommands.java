@@ -1,7 +1,6 @@
 package io.chatintake.ops;
 
 import io.chatintake.config.ConfigurationException;
-import io.chatintake.config.Secret;
 import io.chatintake.config.Settings;
 import io.chatintake.store.Database;
 import io.chatintake.store.Migrations;
@@ -10,6 +9,9 @@ import io.chatintake.channel.telegram.BotApiException;
 import io.chatintake.channel.telegram.LossWindow;
 import io.chatintake.channel.telegram.OffsetCheckpoint;
 import io.chatintake.channel.telegram.PollLease;
+import io.chatintake.channel.telegram.TelegramBots;
+import io.chatintake.config.Secret;
+import io.chatintake.channel.telegram.UpdateGap;
 import java.io.PrintStream;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -20,9 +22,9 @@ import java.util.List;
 import java.util.Optional;
 
 /**
- * {@code telegram status} and {@code telegram switch-to-polling --bot NAME}. Neither ever calls
- * getUpdates: only the poller may confirm updates, so troubleshooting cannot advance production
- * progress.
+ * {@code telegram status}, {@code telegram switch-to-polling --bot NAME} and
+ * {@code telegram set-webhook --bot NAME --url URL}. None ever calls getUpdates: only the poller may
+ * confirm updates, so troubleshooting cannot advance production progress.
  */
 public final class TelegramCommands {
     private final Settings settings;
@@ -38,7 +40,9 @@ public final class TelegramCommands {
         return switch (sub) {
             case "status" -> status();
             case "switch-to-polling" -> switchToPolling(botArgument(args));
-            default -> throw new ConfigurationException("unknown telegram command '" + sub + "' (status, switch-to-polling --bot NAME)");
+            case "set-webhook" -> setWebhook(botArgument(args), argument(args, "--url"));
+            default -> throw new ConfigurationException("unknown telegram command '" + sub
+                    + "' (status, switch-to-polling --bot NAME, set-webhook --bot NAME --url URL)");
         };
     }
 
@@ -48,6 +52,7 @@ public final class TelegramCommands {
             OffsetCheckpoint checkpoints = new OffsetCheckpoint(database.dataSource());
             PollLease leases = new PollLease(database.dataSource());
             LossWindow lossWindows = new LossWindow(database.dataSource());
+            UpdateGap updateGaps = new UpdateGap(database.dataSource());
             List<Long> bots = botIds(database);
             if (bots.isEmpty()) {
                 out.println("no Telegram bot has polled this database yet");
@@ -65,6 +70,9 @@ public final class TelegramCommands {
                 List<LossWindow.Window> windows = lossWindows.list(botId);
                 out.printf("  possible loss windows: %s%n", windows.isEmpty() ? "none" : "");
                 windows.forEach(w -> out.printf("    %s .. %s%n", w.from(), w.to()));
+                List<UpdateGap.Gap> gaps = updateGaps.list(botId);
+                out.printf("  confirmed outside this store: %s%n", gaps.isEmpty() ? "none" : "");
+                gaps.forEach(g -> out.printf("    %s (detected %s)%n", g.describe(), g.detectedAt()));
             }
             return 0;
         } catch (SQLException e) {
@@ -76,7 +84,7 @@ public final class TelegramCommands {
     private String pendingAtTelegram(String botName) {
         Optional<BotApiClient> client = client(botName);
         if (client.isEmpty()) {
-            return "unknown (no token configured: " + Settings.envName(tokenKey(botName)) + ")";
+            return "unknown (no token configured: " + Settings.envName(TelegramBots.tokenKey(botName)) + ")";
         }
         try {
             BotApiClient.WebhookInfo info = client.get().getWebhookInfo();
@@ -88,7 +96,7 @@ public final class TelegramCommands {
 
     private int switchToPolling(String botName) {
         BotApiClient client = client(botName).orElseThrow(() -> new ConfigurationException(
-                "no token for bot '" + botName + "': set " + Settings.envName(tokenKey(botName))));
+                "no token for bot '" + botName + "': set " + Settings.envName(TelegramBots.tokenKey(botName))));
         try {
             BotApiClient.WebhookInfo before = client.getWebhookInfo();
             if (!before.webhookSet()) {
@@ -110,20 +118,51 @@ public final class TelegramCommands {
         }
     }
 
-    private Optional<BotApiClient> client(String botName) {
-        return settings.get(tokenKey(botName)).map(token ->
-                new BotApiClient(settings.get("telegram.api-url", "https://api.telegram.org"), Secret.of(token)));
+    /**
+     * Webhook mode for a bot: records the bot (id and name) so /webhooks/telegram/NAME can store its
+     * updates, then setWebhook with telegram.webhook-secret as secret_token, every update type, and
+     * the queued updates kept. {@code switch-to-polling} undoes it.
+     */
+    private int setWebhook(String botName, String url) {
+        BotApiClient client = client(botName).orElseThrow(() -> new ConfigurationException(
+                "no token for bot '" + botName + "': set " + Settings.envName(TelegramBots.tokenKey(botName))));
+        Secret secret = settings.secret("telegram.webhook-secret").filter(s -> !s.isEmpty()).orElseThrow(() -> new ConfigurationException(
+                "no webhook secret: set " + Settings.envName("telegram.webhook-secret") + " (the runner checks it on every update)"));
+        try (Database database = Database.openForCommand(settings)) {
+            Migrations.apply(database.dataSource());
+            BotApiClient.BotIdentity bot = client.getMe();
+            new OffsetCheckpoint(database.dataSource()).load(bot.id(), botName);
+            client.setWebhookKeepingUpdates(url, secret);
+            BotApiClient.WebhookInfo after = client.getWebhookInfo();
+            if (!url.equals(after.url())) {
+                out.printf("bot %s: setWebhook answered, but getWebhookInfo shows another URL; check the bot%n", botName);
+                return 1;
+            }
+            out.printf("bot %s (id %d): webhook set to %s for every update type, %d pending update(s) kept; polling stops%n",
+                    botName, bot.id(), url, after.pendingUpdateCount());
+            return 0;
+        } catch (BotApiException e) {
+            out.printf("bot %s: the Bot API refused: %s%n", botName, e.getMessage());
+            return 1;
+        } catch (SQLException e) {
+            throw new ConfigurationException("cannot record bot '" + botName + "': " + e.getMessage(), e);
+        }
     }
 
-    /** The configuration key of a bot's token: {@code telegram.bot-token} for main, {@code telegram.bots.<name>.token} otherwise. */
-    public static String tokenKey(String botName) {
-        return "main".equals(botName) ? "telegram.bot-token" : "telegram.bots." + botName + ".token";
+    private Optional<BotApiClient> client(String botName) {
+        return TelegramBots.token(botName, null, null, settings::get)
+                .map(token -> new BotApiClient(TelegramBots.apiUrl(null, settings::get), token));
     }
 
     private static String botArgument(List<String> args) {
-        int i = args.indexOf("--bot");
+        return argument(args, "--bot");
+    }
+
+    private static String argument(List<String> args, String name) {
+        int i = args.indexOf(name);
         if (i < 0 || i + 1 >= args.size()) {
-            throw new ConfigurationException("switch-to-polling needs --bot NAME (the bot's name in the routes, e.g. main)");
+            throw new ConfigurationException(args.get(0) + " needs " + name + (name.equals("--bot")
+                    ? " NAME (the bot's name in the routes, e.g. main)" : " VALUE"));
         }
         return args.get(i + 1);
     }

@@ -4,6 +4,7 @@ import io.chatintake.config.ConfigurationException;
 import io.chatintake.config.Settings;
 import io.chatintake.store.Database;
 import io.chatintake.store.Migrations;
+import io.chatintake.work.EffectGuard;
 import io.chatintake.work.WorkQueue;
 import java.io.PrintStream;
 import java.sql.Connection;
@@ -13,8 +14,12 @@ import java.sql.SQLException;
 import java.time.Instant;
 import java.time.format.DateTimeParseException;
 import java.util.List;
+import java.util.Optional;
 
-/** {@code work status}, {@code work retry}, {@code work replay}: the stored work as an operator sees it. */
+/**
+ * {@code work status}, {@code work retry}, {@code work replay}, {@code work resolve-effect}: the
+ * stored work as an operator sees it.
+ */
 public final class WorkCommands {
     private final Settings settings;
     private final PrintStream out;
@@ -46,11 +51,37 @@ public final class WorkCommands {
                     out.printf("%d done item(s) of kind %s since %s will run again%n", queue.replay(kind, since), kind, since);
                     yield 0;
                 }
-                default -> throw new ConfigurationException("unknown work command '" + sub + "' (status, retry, replay)");
+                case "resolve-effect" -> resolveEffect(database, queue, args);
+                default -> throw new ConfigurationException("unknown work command '" + sub + "' (status, retry, replay, resolve-effect)");
             };
         } catch (SQLException e) {
             throw new ConfigurationException("cannot read the work tables: " + e.getMessage(), e);
         }
+    }
+
+    /**
+     * A person looked at the other side: the effect happened (recorded done) or did not (recorded
+     * failed). Either way its item goes back to pending: the guard then skips a performed effect
+     * and performs one that was not.
+     */
+    private int resolveEffect(Database database, WorkQueue queue, List<String> args) throws SQLException {
+        boolean performed = args.contains("--performed");
+        if (args.size() < 2 || args.get(1).startsWith("--") || performed == args.contains("--not-performed")) {
+            throw new ConfigurationException("work resolve-effect needs KEY and one of --performed | --not-performed [--by NAME]");
+        }
+        String key = args.get(1);
+        String by = option(args, "--by").orElse(System.getProperty("user.name", "unknown"));
+        Optional<EffectGuard.Resolved> resolved = new EffectGuard(database.dataSource()).resolve(key, performed, by);
+        if (resolved.isEmpty()) {
+            out.printf("effect %s is not awaiting reconciliation (unknown, or settled already); nothing changed%n", key);
+            return 1;
+        }
+        Long itemId = resolved.get().workItemId();
+        int back = itemId == null ? 0 : queue.retry(itemId);
+        out.printf("effect %s recorded %s by %s; %s%n", key, performed ? "performed (done)" : "not performed (failed)", by,
+                back == 1 ? "work item " + itemId + " back to pending: " + (performed ? "the guard skips the effect" : "the effect runs again")
+                        : "no parked work item to put back");
+        return 0;
     }
 
     private int status(Database database) throws SQLException {
@@ -64,9 +95,14 @@ public final class WorkCommands {
             query(c, "SELECT id, kind, source_key, attempts, last_error FROM work_item WHERE state = 'parked' ORDER BY id LIMIT 50",
                     rs -> out.printf("  #%d %s %s after %d attempt(s): %s%n", rs.getLong(1), rs.getString(2), rs.getString(3),
                             rs.getInt(4), rs.getString(5)));
-            out.println("effects awaiting reconciliation (started, never recorded done):");
-            query(c, "SELECT effect_key, work_item_id, started_at FROM outbound_effect WHERE state = 'started' ORDER BY started_at LIMIT 50",
-                    rs -> out.printf("  %s (work item %s) started %s%n", rs.getString(1), rs.getString(2), rs.getTimestamp(3).toInstant()));
+            out.println("undeliverable items (done, refused for good, not retried; latest 20):");
+            query(c, "SELECT id, kind, source_key, last_error FROM work_item WHERE outcome = 'undeliverable' ORDER BY done_at DESC LIMIT 20",
+                    rs -> out.printf("  #%d %s %s: %s%n", rs.getLong(1), rs.getString(2), rs.getString(3), rs.getString(4)));
+            out.println("effects awaiting reconciliation (started, never recorded done;"
+                    + " work resolve-effect KEY --performed|--not-performed):");
+            query(c, "SELECT effect_key, work_item_id, started_at, result FROM outbound_effect WHERE state = 'started' ORDER BY started_at LIMIT 50",
+                    rs -> out.printf("  %s (work item %s) started %s%s%n", rs.getString(1), rs.getString(2), rs.getTimestamp(3).toInstant(),
+                            rs.getString(4) == null ? "" : ": " + rs.getString(4)));
         }
         return 0;
     }
@@ -83,9 +119,9 @@ public final class WorkCommands {
         }
     }
 
-    private static java.util.Optional<String> option(List<String> args, String name) {
+    private static Optional<String> option(List<String> args, String name) {
         int i = args.indexOf(name);
-        return i >= 0 && i + 1 < args.size() ? java.util.Optional.of(args.get(i + 1)) : java.util.Optional.empty();
+        return i >= 0 && i + 1 < args.size() ? Optional.of(args.get(i + 1)) : Optional.empty();
     }
 
     private static Instant instant(String text) {

@@ -18,12 +18,15 @@ import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.Deque;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.LongFunction;
 
@@ -32,7 +35,8 @@ import java.util.function.LongFunction;
  * describes, for tests, the demo and benchmarks: getMe, getUpdates (offset confirmation, limit
  * clamp, long poll, negative offset, the 409 displacement rule, 24 h expiry by an adjustable
  * clock, offsets outside the queue treated as its head), getWebhookInfo, setWebhook, deleteWebhook,
- * getFile and file downloads ({@code /file/bot<token>/<file_path>}) of files a test registered.
+ * getFile and file downloads ({@code /file/bot<token>/<file_path>}) of files a test registered,
+ * sendMessage (recording every call; 403 for blocked chats and a share of 429s when asked).
  * <p>
  * It records every request, lets a test inject faults, and at every getUpdates that confirms
  * updates asks a {@link ConfirmationAudit} whether those updates are already stored: a
@@ -50,8 +54,12 @@ public final class BotApiSimulator implements AutoCloseable {
     public record QueuedUpdate(long updateId, String json, Instant enqueuedAt) {
     }
 
-    public record Request(String method, long botId, Long offset, Instant at) {
+    /** @param allowedUpdates the getUpdates {@code allowed_updates} parameter; null when it was left out */
+    public record Request(String method, long botId, Long offset, List<String> allowedUpdates, Instant at) {
     }
+
+    /** Sent only when asked for: Telegram's default {@code allowed_updates} leaves these out. */
+    public static final List<String> OPT_IN_TYPES = List.of("chat_member", "message_reaction", "message_reaction_count");
 
     public enum FaultKind { HTTP_500, RATE_LIMIT, DROP_AFTER_APPLY, SLOW }
 
@@ -86,8 +94,19 @@ public final class BotApiSimulator implements AutoCloseable {
         int pollGeneration;
         int maxConcurrentPolls;
         int conflicts;
+        /** The last allowed_updates a getUpdates sent; null: never set, Telegram's default. */
+        List<String> allowedUpdates;
+        int withheld;
         final List<JsonNode> sent = new ArrayList<>();
+        final List<JsonNode> sendAttempts = new ArrayList<>();
+        final Set<Long> blockedChats = ConcurrentHashMap.newKeySet();
+        volatile double rateLimitedShare;
+        volatile int rateLimitRetryAfter;
         final Map<String, byte[]> files = new ConcurrentHashMap<>();
+        // File links: each getFile issues a new path; links a test expired answer 404 as Telegram's do after about an hour.
+        final Map<String, Integer> linksToExpire = new HashMap<>();
+        final Set<String> expiredLinks = ConcurrentHashMap.newKeySet();
+        int linksIssued;
 
         Bot(long id, String token, String username) {
             this.id = id;
@@ -152,21 +171,53 @@ public final class BotApiSimulator implements AutoCloseable {
 
     // ---- what a test does to the queue ----
 
-    /** Enqueues an update built from its id; returns the id. */
+    /**
+     * Enqueues an update built from its id; returns the id, or -1 when the bot's allowed_updates
+     * leaves its type out: Telegram then never creates it (see {@link #withheld}).
+     */
     public long enqueue(String token, LongFunction<ObjectNode> updateForId) {
         Bot bot = bot(token);
         synchronized (bot) {
-            long id = bot.nextId++;
-            ObjectNode update = updateForId.apply(id);
-            update.put("update_id", id);
-            bot.queue.addLast(new QueuedUpdate(id, update.toString(), clock.instant()));
-            bot.notifyAll();
-            return id;
+            ObjectNode update = updateForId.apply(bot.nextId).put("update_id", bot.nextId);
+            return add(bot, update.toString(), update);
         }
+    }
+
+    /**
+     * Enqueues an update written as JSON text, sent exactly so: for text a tree cannot produce, such
+     * as a lone surrogate escape (backslash-ud83d). The text must carry the id it is given.
+     */
+    public long enqueueJson(String token, LongFunction<String> jsonForId) {
+        Bot bot = bot(token);
+        synchronized (bot) {
+            String json = jsonForId.apply(bot.nextId);
+            try {
+                return add(bot, json, JSON.readTree(json));
+            } catch (IOException e) {
+                throw new IllegalArgumentException("an update must be JSON: " + e.getMessage(), e);
+            }
+        }
+    }
+
+    private long add(Bot bot, String json, JsonNode update) {
+        // An update holds update_id and one field named after its type.
+        if (bot.allowedUpdates == null ? OPT_IN_TYPES.stream().anyMatch(update::has) : bot.allowedUpdates.stream().noneMatch(update::has)) {
+            bot.withheld++;
+            return -1;
+        }
+        long id = bot.nextId++;
+        bot.queue.addLast(new QueuedUpdate(id, json, clock.instant()));
+        bot.notifyAll();
+        return id;
     }
 
     public long enqueueText(String token, long chatId, String text) {
         return enqueue(token, id -> update(id, "message", message(chatId, text)));
+    }
+
+    /** A post in a channel the bot administers: stored and handled like any update, never answered. */
+    public long enqueueChannelPost(String token, long chatId, String text) {
+        return enqueue(token, id -> update(id, "channel_post", message(-Math.abs(chatId), text)));
     }
 
     /** One part of an album: Telegram sends each as its own update with a shared media_group_id. */
@@ -207,15 +258,34 @@ public final class BotApiSimulator implements AutoCloseable {
         }
     }
 
-    /** Registers a file the bot can fetch: getFile answers with {@code file_path} "files/<fileId>". */
+    /** Registers a file the bot can fetch: each getFile answers with a new {@code file_path} "files/<fileId>/<n>". */
     public void addFile(String token, String fileId, byte[] content) {
         bot(token).files.put(fileId, content.clone());
+    }
+
+    /**
+     * The next {@code links} file paths getFile issues for this file have expired by the time they
+     * are used (a download answers 404), as a Telegram link does about an hour after getFile.
+     */
+    public void expireNextFileLinks(String token, String fileId, int links) {
+        Bot bot = bot(token);
+        synchronized (bot) {
+            bot.linksToExpire.merge(fileId, links, Integer::sum);
+        }
     }
 
     public void injectFault(String token, Fault fault) {
         Bot bot = bot(token);
         synchronized (bot) {
             bot.faults.addLast(fault);
+        }
+    }
+
+    /** Drops the faults not used yet: the server answers normally again. */
+    public void clearFaults(String token) {
+        Bot bot = bot(token);
+        synchronized (bot) {
+            bot.faults.clear();
         }
     }
 
@@ -255,6 +325,14 @@ public final class BotApiSimulator implements AutoCloseable {
         }
     }
 
+    /** Updates not created because the bot's allowed_updates left their type out. */
+    public int withheld(String token) {
+        Bot bot = bot(token);
+        synchronized (bot) {
+            return bot.withheld;
+        }
+    }
+
     public int maxConcurrentPolls(String token) {
         Bot bot = bot(token);
         synchronized (bot) {
@@ -268,6 +346,26 @@ public final class BotApiSimulator implements AutoCloseable {
         synchronized (bot) {
             return List.copyOf(bot.sent);
         }
+    }
+
+    /** Every sendMessage request (chat_id, text, ...), refused ones included, in arrival order. */
+    public List<JsonNode> sendAttempts(String token) {
+        Bot bot = bot(token);
+        synchronized (bot) {
+            return List.copyOf(bot.sendAttempts);
+        }
+    }
+
+    /** sendMessage to this chat is answered 403 "bot was blocked by the user", as Telegram does. */
+    public void blockChat(String token, long chatId) {
+        bot(token).blockedChats.add(chatId);
+    }
+
+    /** This share (0..1) of sendMessage calls, picked at random, is answered 429 with retry_after. */
+    public void rateLimitSends(String token, double share, int retryAfterSeconds) {
+        Bot bot = bot(token);
+        bot.rateLimitRetryAfter = retryAfterSeconds;
+        bot.rateLimitedShare = share;
     }
 
     public int conflicts(String token) {
@@ -295,13 +393,19 @@ public final class BotApiSimulator implements AutoCloseable {
             String method = path.substring(slash + 1);
             Bot bot = botsByToken.get(token);
             if (bot == null) {
-                requests.add(new Request(method, -1, null, clock.instant()));
+                requests.add(new Request(method, -1, null, null, clock.instant()));
                 answer(exchange, 401, error(401, "Unauthorized"));
                 return;
             }
             JsonNode params = params(exchange);
             Long offset = params.has("offset") ? params.get("offset").asLong() : null;
-            requests.add(new Request(method, bot.id, offset, clock.instant()));
+            List<String> allowedUpdates = allowedUpdates(params);
+            requests.add(new Request(method, bot.id, offset, allowedUpdates, clock.instant()));
+            if (method.equals("getUpdates") && allowedUpdates != null) {
+                synchronized (bot) {
+                    bot.allowedUpdates = allowedUpdates; // sticky, as Telegram's
+                }
+            }
             Fault fault = nextFault(bot, method);
             if (fault != null && fault.kind() == FaultKind.SLOW) {
                 sleep(fault.delay());
@@ -340,6 +444,20 @@ public final class BotApiSimulator implements AutoCloseable {
                     answer(exchange, 200, ok(JSON.getNodeFactory().booleanNode(true)));
                 }
                 case "sendMessage" -> {
+                    long chatId = params.path("chat_id").asLong();
+                    synchronized (bot) {
+                        bot.sendAttempts.add(params);
+                    }
+                    if (bot.blockedChats.contains(chatId)) {
+                        answer(exchange, 403, error(403, "Forbidden: bot was blocked by the user"));
+                        return;
+                    }
+                    if (bot.rateLimitedShare > 0 && ThreadLocalRandom.current().nextDouble() < bot.rateLimitedShare) {
+                        ObjectNode body = error(429, "Too Many Requests: retry after " + bot.rateLimitRetryAfter);
+                        body.putObject("parameters").put("retry_after", bot.rateLimitRetryAfter);
+                        answer(exchange, 429, body);
+                        return;
+                    }
                     ObjectNode sent = message(params.path("chat_id").asLong(), params.path("text").asText(""));
                     sent.putObject("from").put("id", bot.id).put("is_bot", true).put("first_name", bot.username);
                     synchronized (bot) {
@@ -353,8 +471,17 @@ public final class BotApiSimulator implements AutoCloseable {
                     if (content == null) {
                         answer(exchange, 400, error(400, "Bad Request: invalid file_id"));
                     } else {
+                        String link;
+                        synchronized (bot) {
+                            link = "files/" + fileId + "/" + ++bot.linksIssued;
+                            int toExpire = bot.linksToExpire.getOrDefault(fileId, 0);
+                            if (toExpire > 0) {
+                                bot.linksToExpire.put(fileId, toExpire - 1);
+                                bot.expiredLinks.add(link);
+                            }
+                        }
                         answer(exchange, 200, ok(JSON.createObjectNode().put("file_id", fileId).put("file_unique_id", fileId + "-u")
-                                .put("file_size", content.length).put("file_path", "files/" + fileId)));
+                                .put("file_size", content.length).put("file_path", link)));
                     }
                 }
                 default -> answer(exchange, 404, error(404, "Not Found: method not found"));
@@ -466,13 +593,15 @@ public final class BotApiSimulator implements AutoCloseable {
         }
     }
 
-    /** {@code <token>/files/<fileId>}: the bytes as Telegram's file server sends them, 404 for anything else. */
+    /** {@code <token>/files/<fileId>/<n>}: the bytes as Telegram's file server sends them, 404 for anything else or an expired link. */
     private void serveFile(HttpExchange exchange, String tokenAndPath) throws IOException {
         int slash = tokenAndPath.indexOf('/');
         Bot bot = slash < 0 ? null : botsByToken.get(tokenAndPath.substring(0, slash));
         String filePath = slash < 0 ? "" : tokenAndPath.substring(slash + 1);
-        byte[] content = bot == null || !filePath.startsWith("files/") ? null : bot.files.get(filePath.substring("files/".length()));
-        requests.add(new Request("file", bot == null ? -1 : bot.id, null, clock.instant()));
+        int link = filePath.lastIndexOf('/');
+        byte[] content = bot == null || !filePath.startsWith("files/") || link <= "files/".length() || bot.expiredLinks.contains(filePath)
+                ? null : bot.files.get(filePath.substring("files/".length(), link));
+        requests.add(new Request("file", bot == null ? -1 : bot.id, null, null, clock.instant()));
         if (content == null) {
             answer(exchange, 404, error(404, "Not Found"));
             return;
@@ -490,6 +619,20 @@ public final class BotApiSimulator implements AutoCloseable {
             throw new IllegalArgumentException("no such bot in the simulator");
         }
         return bot;
+    }
+
+    /** As JSON array, or a JSON-serialised array in a query parameter, as the Bot API takes it. */
+    private static List<String> allowedUpdates(JsonNode params) throws IOException {
+        JsonNode value = params.get("allowed_updates");
+        if (value != null && value.isTextual()) {
+            value = JSON.readTree(value.asText());
+        }
+        if (value == null || !value.isArray()) {
+            return null;
+        }
+        List<String> types = new ArrayList<>();
+        value.forEach(type -> types.add(type.asText()));
+        return List.copyOf(types);
     }
 
     private static JsonNode params(HttpExchange exchange) throws IOException {

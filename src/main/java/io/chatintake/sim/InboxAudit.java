@@ -10,14 +10,17 @@ import javax.sql.DataSource;
 
 /**
  * The invariant of seed 004, checked by the simulator at every getUpdates(offset = X): every update
- * that X confirms is already stored in {@code telegram_update} (same bot, id and payload).
+ * that X confirms is already stored in {@code telegram_update} (same bot, id and payload; for an update
+ * jsonb refused, the same raw text).
  */
 public final class InboxAudit implements BotApiSimulator.ConfirmationAudit {
     private static final String MISSING = """
             SELECT i.update_id
               FROM unnest(?::bigint[], ?::text[]) AS i(update_id, payload)
              WHERE NOT EXISTS (SELECT 1 FROM telegram_update t
-                                WHERE t.bot_id = ? AND t.update_id = i.update_id AND t.payload = i.payload::jsonb)""";
+                                WHERE t.bot_id = ? AND t.update_id = i.update_id
+                                  AND CASE WHEN t.payload IS NULL THEN t.raw_payload = i.payload
+                                           ELSE t.payload = i.payload::jsonb END)""";
 
     private final DataSource dataSource;
 

@@ -15,7 +15,9 @@ import java.time.Instant;
 import java.time.format.DateTimeFormatter;
 import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.UUID;
 
 /**
@@ -23,11 +25,11 @@ import java.util.UUID;
  * every retry), a new {@code X-Device-Delivery-Id} per attempt, {@code X-Device-Timestamp} in
  * either form, and {@code X-Device-Signature} over timestamp + "." + body. Retries connection
  * errors, 408, 429 and 5xx; any other answer ends the delivery, as at the provider.
- * Used by tests, the demo and benchmarks.
+ * Given another {@link SignatureScheme} (Slack, LINE, Meta, a custom one) it signs the way that
+ * sender does ({@link #postSigned}). Used by tests, the demo and benchmarks.
  */
 public final class SignedDeliverySender {
-    private static final SignatureScheme SCHEME = SignatureScheme.unifyport();
-
+    private final SignatureScheme scheme;
     private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
     private final URI endpoint;
     private final Secret secret;
@@ -83,7 +85,17 @@ public final class SignedDeliverySender {
         this(endpoint, secret, Clock.systemUTC(), Duration.ofSeconds(30));
     }
 
+    /** A sender signing with {@code scheme}, e.g. {@code SignatureScheme.parse("slack")}. */
+    public SignedDeliverySender(URI endpoint, Secret secret, SignatureScheme scheme) {
+        this(endpoint, secret, scheme, Clock.systemUTC(), Duration.ofSeconds(30));
+    }
+
     public SignedDeliverySender(URI endpoint, Secret secret, Clock clock, Duration requestTimeout) {
+        this(endpoint, secret, SignatureScheme.unifyport(), clock, requestTimeout);
+    }
+
+    public SignedDeliverySender(URI endpoint, Secret secret, SignatureScheme scheme, Clock clock, Duration requestTimeout) {
+        this.scheme = scheme;
         this.endpoint = endpoint;
         this.secret = secret;
         this.clock = clock;
@@ -97,7 +109,7 @@ public final class SignedDeliverySender {
 
     /** A signed attempt with the timestamp header exactly as given (any form, any time). */
     public Delivery sign(String eventId, byte[] body, String timestamp) {
-        String signature = SignatureVerifier.signatureHeaderValue(SCHEME, secret, null, timestamp, body);
+        String signature = SignatureVerifier.signatureHeaderValue(scheme, secret, null, timestamp, body);
         return new Delivery(eventId, "dlv_" + UUID.randomUUID(), timestamp, signature, body);
     }
 
@@ -111,6 +123,10 @@ public final class SignedDeliverySender {
         header(request, "X-Device-Delivery-Id", delivery.deliveryId());
         header(request, "X-Device-Timestamp", delivery.timestamp());
         header(request, "X-Device-Signature", delivery.signature());
+        return send(request, delivery);
+    }
+
+    private Response send(HttpRequest.Builder request, Delivery delivery) {
         try {
             HttpResponse<String> response = http.send(request.build(), HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
             return new Response(response.statusCode(), response.body(), delivery);
@@ -120,6 +136,38 @@ public final class SignedDeliverySender {
             Thread.currentThread().interrupt();
             return new Response(0, "interrupted", delivery);
         }
+    }
+
+    /**
+     * The headers a sender of this scheme puts on {@code body} signed at {@code at}: the signature,
+     * and the timestamp (Unix seconds) and message id when the scheme signs them.
+     */
+    public Map<String, String> signatureHeaders(byte[] body, Instant at) {
+        String timestamp = scheme.timestampHeader() != null || scheme.format() == SignatureScheme.Format.STRIPE
+                ? Long.toString(at.getEpochSecond()) : null;
+        String id = scheme.idHeader() == null ? null : "msg_" + UUID.randomUUID();
+        Map<String, String> headers = new LinkedHashMap<>();
+        headers.put(scheme.signatureHeader(), SignatureVerifier.signatureHeaderValue(scheme, secret, id, timestamp, body));
+        if (scheme.timestampHeader() != null) {
+            headers.put(scheme.timestampHeader(), timestamp);
+        }
+        if (id != null) {
+            headers.put(scheme.idHeader(), id);
+        }
+        return headers;
+    }
+
+    /** Posts {@code body} signed now with this sender's scheme. */
+    public Response postSigned(byte[] body, String contentType) {
+        return postRaw(body, contentType, signatureHeaders(body, clock.instant()));
+    }
+
+    /** Posts exactly this body with exactly these headers (a provider's published example, a tampered copy). */
+    public Response postRaw(byte[] body, String contentType, Map<String, String> headers) {
+        HttpRequest.Builder request = HttpRequest.newBuilder(endpoint).timeout(requestTimeout)
+                .header("Content-Type", contentType).POST(HttpRequest.BodyPublishers.ofByteArray(body));
+        headers.forEach((name, value) -> header(request, name, value));
+        return send(request, null);
     }
 
     /**

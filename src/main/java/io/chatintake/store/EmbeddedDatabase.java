@@ -191,6 +191,7 @@ public final class EmbeddedDatabase implements AutoCloseable {
             }
         }
         LOG.warn("embedded PostgreSQL in {} never finished its first start; initialising it again", directory);
+        stopLeftoverInitdb(directory);
         try (var paths = Files.walk(directory)) {
             for (Path path : paths.sorted(java.util.Comparator.reverseOrder()).toList()) {
                 if (!path.equals(directory)) {
@@ -198,6 +199,25 @@ public final class EmbeddedDatabase implements AutoCloseable {
                 }
             }
         }
+    }
+
+    /**
+     * initdb runs as a child process and outlives a JVM killed during the first start; left alone
+     * it would go on writing into the directory while it is being cleared and initialised again.
+     */
+    private static void stopLeftoverInitdb(Path directory) {
+        String path = directory.toAbsolutePath().toString();
+        ProcessHandle.allProcesses()
+                .filter(p -> p.info().commandLine().filter(c -> c.contains("initdb") && c.contains(path)).isPresent())
+                .forEach(initdb -> {
+                    LOG.warn("stopping initdb (pid {}) left running on {} by an earlier first start", initdb.pid(), path);
+                    initdb.destroyForcibly();
+                    try {
+                        initdb.onExit().get(LEFTOVER_STOP_WAIT.toSeconds(), TimeUnit.SECONDS);
+                    } catch (Exception e) {
+                        LOG.warn("initdb (pid {}) did not stop: {}", initdb.pid(), e.getMessage());
+                    }
+                });
     }
 
     private static Path initializedMarker(Path directory) {

@@ -55,6 +55,15 @@ class AlbumIT {
         return env;
     }
 
+    /** A UnifyPort-only runner on a database several runners share. */
+    private Map<String, String> sharedEnv(Path dir, EmbeddedDatabase database) {
+        Map<String, String> env = env(dir);
+        env.remove("TELEGRAM_BOT_TOKEN");
+        env.put("CHAT_INTAKE_DB_URL", database.jdbcUrl());
+        env.put("CHAT_INTAKE_DB_USER", database.user());
+        return env;
+    }
+
     private SignedDeliverySender sender(RunnerProcess runner) {
         return new SignedDeliverySender(URI.create("http://127.0.0.1:" + runner.httpPort() + "/webhooks/unifyport"), Secret.of(SECRET));
     }
@@ -63,11 +72,16 @@ class AlbumIT {
     private void child(SignedDeliverySender sender, String conversation, String messageId, String albumId, Integer index, Integer total) {
         String album = "{\"id\":\"" + albumId + "\"" + (index == null ? "" : ",\"index\":" + index)
                 + (total == null ? "" : ",\"total\":" + total) + "}";
+        event(sender, "message.received", conversation, "{\"id\":\"" + messageId + "\",\"type\":\"image\",\"caption\":\"caption of "
+                + messageId + "\",\"direction\":\"in\",\"sent_at\":\"2026-07-01T09:15:00Z\",\"album\":" + album + "}", Instant.now());
+    }
+
+    /** A message.* event about one message of a conversation, signed and answered 200. */
+    private void event(SignedDeliverySender sender, String type, String conversation, String messageJson, Instant occurredAt) {
         String data = "{\"conversation\":{\"id\":\"" + conversation + "\",\"type\":\"user\"},\"sender\":{\"id\":\"u1\",\"type\":\"user\"},"
-                + "\"message\":{\"id\":\"" + messageId + "\",\"type\":\"image\",\"caption\":\"caption of " + messageId + "\","
-                + "\"direction\":\"in\",\"sent_at\":\"2026-07-01T09:15:00Z\",\"album\":" + album + "}}";
+                + "\"message\":" + messageJson + "}";
         String eventId = "evt_album_" + (++events);
-        byte[] body = SignedDeliverySender.envelope(eventId, "message.received", "whatsapp", "acc_1", Instant.now(), data);
+        byte[] body = SignedDeliverySender.envelope(eventId, type, "whatsapp", "acc_1", occurredAt, data);
         assertThat(sender.post(sender.sign(eventId, body, TimestampForm.RFC3339)).status()).isEqualTo(200);
     }
 
@@ -150,6 +164,16 @@ class AlbumIT {
             RunnerProcess status = RunnerProcess.start(work.resolve("status"), env, "albums", "status");
             assertThat(status.awaitExit(WAIT)).as(status.output()).isZero();
             assertThat(status.output()).contains("conflicts awaiting a person: 2").contains(key("whatsapp", "acc_1", "c-totals", "totals"));
+
+            // the operator's retention dry run, beside the running runner: it lists every table and changes nothing
+            long rowsBefore = Sql.count(db, "SELECT (SELECT count(*) FROM album) + (SELECT count(*) FROM album_decision)"
+                    + " + (SELECT count(*) FROM work_item) + (SELECT count(*) FROM webhook_event)");
+            RunnerProcess dryRun = RunnerProcess.start(work.resolve("purge"), env, "purge", "--dry-run");
+            assertThat(dryRun.awaitExit(WAIT)).as(dryRun.output()).isZero();
+            assertThat(dryRun.output()).contains("would remove (nothing changed)").contains("telegram_update  0 row(s)")
+                    .contains("webhook_event    0 row(s)").contains("album            0 row(s)").contains("outbound_effect  0 row(s)");
+            assertThat(Sql.count(db, "SELECT (SELECT count(*) FROM album) + (SELECT count(*) FROM album_decision)"
+                    + " + (SELECT count(*) FROM work_item) + (SELECT count(*) FROM webhook_event)")).isEqualTo(rowsBefore);
         }
     }
 
@@ -169,6 +193,8 @@ class AlbumIT {
     void telegramAlbumsCloseByTheQuietPeriodAndAHundredPartsAcrossPagesMakeOneAlbum() throws Exception {
         Map<String, String> env = env(work);
         env.put("TELEGRAM_POLL_LIMIT", "30");
+        // The quiet period runs from each stored part: longer than a page's handling on a loaded machine.
+        env.put("ALBUMS_TELEGRAM_QUIET_PERIOD_SECONDS", "6");
         DataSource db = RunnerProcess.embeddedDatabase(env);
         try (RunnerProcess runner = RunnerProcess.start(work, env).awaitReady()) {
             // the same message twice (two updates): one child
@@ -184,7 +210,9 @@ class AlbumIT {
             }
             String hundred = key("telegram-bot", "606", "73", "g-hundred");
             awaitDecision(db, hundred, 1);
-            assertThat(decision(db, hundred, 1)).isEqualTo("provisional 100");
+            assertThat(decision(db, hundred, 1)).as("parts stored from %s", Sql.string(db, "SELECT string_agg(to_char(created_at, 'MI:SS.MS')"
+                    + " || ' ' || n, ', ') FROM (SELECT created_at, count(*) n FROM channel_message WHERE conversation_id = '73'"
+                    + " GROUP BY created_at ORDER BY created_at) x")).isEqualTo("provisional 100");
             assertThat(decision(db, key("telegram-bot", "606", "70", "g-dup"), 1)).isEqualTo("provisional 2");
             awaitDecision(db, key("telegram-bot", "606", "71", "g-same"), 1);
             awaitDecision(db, key("telegram-bot", "606", "72", "g-same"), 1);
@@ -236,13 +264,8 @@ class AlbumIT {
     void twoProcessesOnOneDatabaseMakeEachDecisionVersionOnce() throws Exception {
         EmbeddedDatabase database = EmbeddedDatabase.start(work.resolve("shared-pg"), RunnerProcess.freePort(), false);
         DataSource db = Sql.dataSource(database.jdbcUrl(), database.user());
-        Map<String, String> envA = env(work.resolve("a"));
-        Map<String, String> envB = env(work.resolve("b"));
-        for (Map<String, String> env : List.of(envA, envB)) {
-            env.remove("TELEGRAM_BOT_TOKEN");
-            env.put("CHAT_INTAKE_DB_URL", database.jdbcUrl());
-            env.put("CHAT_INTAKE_DB_USER", database.user());
-        }
+        Map<String, String> envA = sharedEnv(work.resolve("a"), database);
+        Map<String, String> envB = sharedEnv(work.resolve("b"), database);
         try (RunnerProcess a = RunnerProcess.start(work.resolve("a"), envA).awaitReady();
              RunnerProcess b = RunnerProcess.start(work.resolve("b"), envB).awaitReady()) {
             List<SignedDeliverySender> senders = List.of(sender(a), sender(b));
@@ -257,6 +280,62 @@ class AlbumIT {
             assertThat(Sql.count(db, "SELECT count(*) FROM album_decision WHERE jsonb_array_length(child_ids) = 4")).isEqualTo(10);
             assertThat(Sql.count(db, "SELECT count(*) FROM album_decision WHERE kind = 'complete'")).isEqualTo(5);
         } finally {
+            database.close();
+        }
+    }
+
+    @Test
+    void outOfOrderChildrenCompleteByCountAndAKilledRunnersAlbumsAreDecidedByTheOtherOnce() throws Exception {
+        EmbeddedDatabase database = EmbeddedDatabase.start(work.resolve("shared-pg"), RunnerProcess.freePort(), false);
+        DataSource db = Sql.dataSource(database.jdbcUrl(), database.user());
+        int quietSeconds = 8;
+        Map<String, String> envA = sharedEnv(work.resolve("a"), database);
+        Map<String, String> envB = sharedEnv(work.resolve("b"), database);
+        for (Map<String, String> env : List.of(envA, envB)) {
+            env.put("ALBUMS_QUIET_PERIOD_SECONDS", Integer.toString(quietSeconds));
+            env.put("WORK_CLAIM_SECONDS", "3");
+        }
+        RunnerProcess a = RunnerProcess.start(work.resolve("a"), envA).awaitReady();
+        try (RunnerProcess b = RunnerProcess.start(work.resolve("b"), envB).awaitReady()) {
+            SignedDeliverySender toA = sender(a);
+
+            // Reactions name m1 and m2 first (the rows exist without an album), then both are received.
+            Instant sent = Instant.now().minusSeconds(30);
+            event(toA, "message.reaction", "c-react", "{\"id\":\"m1\"}", Instant.now());
+            event(toA, "message.reaction", "c-react", "{\"id\":\"m2\"}", Instant.now());
+            event(toA, "message.received", "c-react", "{\"id\":\"m1\",\"type\":\"image\",\"album\":{\"id\":\"r\",\"index\":1,\"total\":2}}", sent);
+            event(toA, "message.received", "c-react", "{\"id\":\"m2\",\"type\":\"image\",\"album\":{\"id\":\"r\",\"index\":2,\"total\":2}}", sent);
+            String reacted = key("whatsapp", "acc_1", "c-react", "r");
+            Await.until("the reacted album decided by count", Duration.ofSeconds(quietSeconds - 2), () -> decision(db, reacted, 1) != null);
+            assertThat(decision(db, reacted, 1)).isEqualTo("complete 2");
+
+            // Albums whose quiet period is still running on A when A is killed: B decides them.
+            for (int album = 0; album < 6; album++) {
+                for (int i = 1; i <= 3; i++) {
+                    // no total for even albums; odd ones claim 4 and never reach it
+                    child(toA, "kill-" + album, "k" + album + "-" + i, "open-" + album, i, album % 2 == 0 ? null : 4);
+                }
+            }
+            assertThat(Sql.count(db, "SELECT count(*) FROM album WHERE album_id LIKE 'open-%' AND decided_version = 0")).isEqualTo(6);
+            a.kill9();
+            long killedAt = System.nanoTime();
+
+            Await.until("B decides every album of the killed runner", Duration.ofSeconds(quietSeconds + 5),
+                    () -> Sql.count(db, "SELECT count(*) FROM album WHERE album_id LIKE 'open-%' AND decided_version = 1") == 6);
+            double seconds = (System.nanoTime() - killedAt) / 1e9;
+            assertThat(Sql.count(db, "SELECT count(*) FROM album a JOIN album_decision d USING (album_key) WHERE a.album_id LIKE 'open-%'"
+                    + " AND d.decided_at <= a.last_child_at + interval '" + (quietSeconds + 5) + " seconds'"))
+                    .as("decided within quiet period + 5 s of the last child").isEqualTo(6);
+            assertThat(Sql.count(db, "SELECT count(*) FROM album_decision d JOIN album a USING (album_key)"
+                    + " WHERE a.album_id LIKE 'open-%' AND d.kind = 'provisional' AND jsonb_array_length(d.child_ids) = 3")).isEqualTo(6);
+            // B also re-runs the child items A had claimed (claims of 3 s): they find nothing new to decide.
+            Await.until("every album child handled", WAIT,
+                    () -> Sql.count(db, "SELECT count(*) FROM work_item WHERE kind LIKE 'album-%' AND state <> 'done'") == 0);
+            assertThat(Sql.count(db, "SELECT count(*) FROM album_decision")).as("exactly one decision per album").isEqualTo(7);
+            assertThat(b.output()).contains("completed by timeout");
+            System.out.printf("albums of the killed runner decided %.1f s after the kill (quiet period %d s)%n", seconds, quietSeconds);
+        } finally {
+            a.close();
             database.close();
         }
     }

@@ -18,8 +18,7 @@ class AlbumStateTest {
 
     @Test
     void aRedeliveredChildDoesNotCountTwice() {
-        AlbumState b = AlbumState.parse(AlbumState.child(1, 1, 3));
-        AlbumState state = b.with(AlbumState.parse(AlbumState.child(1, 1, 3))).with(AlbumState.parse(AlbumState.child(2, 2, 3)));
+        AlbumState state = AlbumState.of(List.of(new Child(1, 1, 3), new Child(1, 1, 3), new Child(2, 2, 3)));
 
         assertThat(state.size()).isEqualTo(2);
         assertThat(state.complete()).isFalse();
@@ -45,15 +44,5 @@ class AlbumStateTest {
         assertThat(clash.conflicting()).isTrue();
         assertThat(clash.complete()).isFalse();
         assertThat(clash.size()).isEqualTo(2);
-    }
-
-    @Test
-    void theStateSurvivesItsJsonForm() {
-        AlbumState state = AlbumState.of(List.of(new Child(7, null, 2), new Child(9, 1, null)));
-
-        AlbumState again = AlbumState.parse(state.toJson());
-
-        assertThat(again.toJson()).isEqualTo(state.toJson());
-        assertThat(again.size()).isEqualTo(2);
     }
 }

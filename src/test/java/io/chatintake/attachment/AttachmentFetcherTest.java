@@ -5,10 +5,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import ch.qos.logback.classic.Level;
 import ch.qos.logback.classic.Logger;
 import ch.qos.logback.classic.spi.ILoggingEvent;
-import ch.qos.logback.classic.spi.IThrowableProxy;
 import ch.qos.logback.core.read.ListAppender;
 import io.chatintake.config.Secret;
-import io.chatintake.config.Settings;
 import io.chatintake.support.MeterRegistryLookup;
 import io.chatintake.sim.BotApiSimulator;
 import io.chatintake.sim.MediaHost;
@@ -16,25 +14,21 @@ import io.chatintake.sim.SignedDeliverySender;
 import io.chatintake.sim.SignedDeliverySender.Response;
 import io.chatintake.sim.SignedDeliverySender.TimestampForm;
 import io.chatintake.testkit.Await;
+import io.chatintake.testkit.Content;
+import io.chatintake.testkit.LogLine;
 import io.chatintake.testkit.Sql;
 import io.chatintake.testkit.TestDatabase;
 import io.chatintake.testkit.WebhookServer;
-import io.chatintake.channel.unifyport.UnifyPortWorkSource;
 import io.chatintake.work.WorkDispatcher;
-import io.chatintake.work.WorkQueue;
 import io.micrometer.core.instrument.Counter;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.security.MessageDigest;
 import java.sql.Connection;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
-import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
-import java.util.Set;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.stream.Stream;
 import javax.sql.DataSource;
@@ -65,7 +59,6 @@ class AttachmentFetcherTest {
     private static String token;
     private static Path dataDir;
     private static WebhookServer server;
-    private static WorkDispatcher dispatcher;
     private static SignedDeliverySender sender;
 
     private final DataSource db = TestDatabase.dataSource();
@@ -77,28 +70,25 @@ class AttachmentFetcherTest {
         telegram = BotApiSimulator.start();
         token = telegram.addBot(BOT_ID, "FAKE-attachment-test-token", "files_bot");
         dataDir = Files.createTempDirectory("chat-intake-attachments");
-        Settings settings = Settings.of(Map.of("chat-intake.data-dir", dataDir.toString(),
-                "attachments.max-bytes", Integer.toString(MAX_BYTES),
-                "attachments.download-timeout-seconds", "2",
-                "telegram.api-url", telegram.url()));
-        AttachmentFetcher fetcher = new AttachmentFetcher(TestDatabase.dataSource(), AttachmentFetcher.Options.from(settings, MAX_ATTEMPTS),
-                botName -> "files".equals(botName) ? Optional.of(Secret.of(token)) : Optional.empty());
-        server = WebhookServer.start(TestDatabase.dataSource(),
-                Map.of("unifyport.signing-secrets", SECRET, "unifyport.workspace", "ws-att"),
-                "file:routes/unifyport-*.yaml,file:routes/attachments.yaml", Map.of("attachmentFetcher", fetcher));
-        dispatcher = new WorkDispatcher(server.context(), new WorkQueue(TestDatabase.dataSource()),
-                List.of(new UnifyPortWorkSource("direct:unifyport-event"), new AttachmentWorkSource("direct:attachment-fetch")),
-                new WorkDispatcher.Options(2, MAX_ATTEMPTS, Duration.ofMillis(100), Duration.ofMillis(400), Duration.ofSeconds(30),
-                        Duration.ofMillis(50), Set.of()));
-        // Intake wakes the dispatcher it finds in the registry, as in the runner.
-        server.context().getRegistry().bind("workDispatcher", dispatcher);
-        dispatcher.start();
+        server = WebhookServer.builder(TestDatabase.dataSource())
+                .routeFiles("file:routes/unifyport-*.yaml,file:routes/attachments.yaml")
+                .settings(Map.of("unifyport.signing-secrets", SECRET, "unifyport.workspace", "ws-att",
+                        "chat-intake.data-dir", dataDir.toString(),
+                        "attachments.max-bytes", Integer.toString(MAX_BYTES),
+                        "attachments.download-timeout-seconds", "2",
+                        "telegram.api-url", telegram.url(),
+                        "telegram.bots.files.token", token))
+                .settings(Map.of("work.concurrency", "2", "work.max-attempts", Integer.toString(MAX_ATTEMPTS),
+                        "work.backoff-base-millis", "100", "work.backoff-cap-millis", "400",
+                        "work.claim-seconds", "30", "work.poll-interval-millis", "50",
+                        "work.handlers.unifyport-event", "direct:unifyport-event",
+                        "work.handlers.attachment", "direct:attachment-fetch"))
+                .start();
         sender = new SignedDeliverySender(server.uri("/webhooks/unifyport"), Secret.of(SECRET));
     }
 
     @AfterAll
     static void stop() {
-        dispatcher.stop();
         server.close();
         telegram.close();
         media.close();
@@ -119,7 +109,7 @@ class AttachmentFetcherTest {
         secrets.add(token);
         secrets.add("FAKE-attachment-test-token");
         for (ILoggingEvent event : logs.list) {
-            String line = render(event);
+            String line = LogLine.render(event);
             secrets.forEach(secret -> assertThat(line).as("a log line").doesNotContain(secret));
         }
         assertThat(logs.list).as("logs were captured").isNotEmpty();
@@ -127,7 +117,7 @@ class AttachmentFetcherTest {
 
     @Test
     void aUrlIsStoredByContentAndABigFileWithoutUrlIsTooLarge() throws Exception {
-        byte[] content = randomBytes(10_000);
+        byte[] content = Content.random(10_000);
         String url = media.publish(content, "image/jpeg", Duration.ofMinutes(5));
 
         assertThat(receive("evt_two", "m_two", "[{\"url\":\"" + url + "\",\"title\":\"a.jpg\",\"duration_ms\":null},"
@@ -135,12 +125,12 @@ class AttachmentFetcherTest {
 
         awaitStatus(0, "stored");
         assertThat(status(1)).isEqualTo("too_large");
-        assertThat(column(0, "sha256")).isEqualTo(sha256(content));
+        assertThat(column(0, "sha256")).isEqualTo(Content.sha256(content));
         assertThat(column(0, "size_bytes")).isEqualTo("10000");
         assertThat(column(0, "content_type")).isEqualTo("image/jpeg");
         assertThat(column(0, "title")).isEqualTo("a.jpg");
         Path file = dataDir.resolve("media").resolve(column(0, "media_path"));
-        assertThat(file).isEqualTo(dataDir.resolve("media").resolve(sha256(content).substring(0, 2)).resolve(sha256(content)));
+        assertThat(file).isEqualTo(dataDir.resolve("media").resolve(Content.sha256(content).substring(0, 2)).resolve(Content.sha256(content)));
         assertThat(Files.readAllBytes(file)).isEqualTo(content);
         assertThat(Sql.count(db, "SELECT count(*) FROM work_item WHERE kind = 'attachment'")).as("no download for no URL").isEqualTo(1);
         assertThat(Sql.string(db, "SELECT url FROM message_attachment WHERE position = 1")).isNull();
@@ -148,7 +138,7 @@ class AttachmentFetcherTest {
 
     @Test
     void aUrlThatExpiredBeforeTheDownloadIsExpiredAndTheChildAndAlbumStayIntact() {
-        String url = media.publish(randomBytes(100), "image/png", Duration.ofSeconds(-1));
+        String url = media.publish(Content.random(100), "image/png", Duration.ofSeconds(-1));
 
         receive("evt_exp", "m_exp", "[{\"url\":\"" + url + "\"}]", ",\"album\":{\"id\":\"alb_7\",\"index\":1,\"total\":3}");
 
@@ -166,7 +156,7 @@ class AttachmentFetcherTest {
 
     @Test
     void twoServerErrorsAreRetriedWithBackoffAndTheThirdAttemptStores() throws Exception {
-        byte[] content = randomBytes(2_000);
+        byte[] content = Content.random(2_000);
         String url = media.publish(content, "video/mp4", Duration.ofMinutes(5));
         media.failNext(url, 2);
 
@@ -175,27 +165,27 @@ class AttachmentFetcherTest {
         awaitStatus(0, "stored");
         assertThat(media.requests(url)).isEqualTo(3);
         assertThat(column(0, "attempts")).isEqualTo("3");
-        assertThat(column(0, "sha256")).isEqualTo(sha256(content));
+        assertThat(column(0, "sha256")).isEqualTo(Content.sha256(content));
         awaitWork("done 3");
     }
 
     @Test
     void aDownloadThatStallsIsCutAtTheTimeoutAndRetried() throws Exception {
-        byte[] content = randomBytes(4_000);
+        byte[] content = Content.random(4_000);
         String url = media.publish(content, "image/png", Duration.ofMinutes(5));
         media.stallNext(url, 1);
 
         receive("evt_stall", "m_stall", "[{\"url\":\"" + url + "\"}]", "");
 
         awaitStatus(0, "stored");
-        assertThat(column(0, "sha256")).isEqualTo(sha256(content));
+        assertThat(column(0, "sha256")).isEqualTo(Content.sha256(content));
         awaitWork("done 2");
         assertThat(logs.list).extracting(ILoggingEvent::getFormattedMessage).anyMatch(m -> m.contains("not complete within 2 s"));
     }
 
     @Test
     void aUrlFailingEveryAttemptIsFailedAndItsWorkParkedForRetry() {
-        String url = media.publish(randomBytes(100), "image/png", Duration.ofMinutes(5));
+        String url = media.publish(Content.random(100), "image/png", Duration.ofMinutes(5));
         media.failNext(url, Integer.MAX_VALUE);
 
         receive("evt_down", "m_down", "[{\"url\":\"" + url + "\"}]", "");
@@ -209,9 +199,9 @@ class AttachmentFetcherTest {
 
     @Test
     void aFileOverTheCapIsTooLargeAndLeavesNothingOnDisk() throws Exception {
-        byte[] content = randomBytes(MAX_BYTES + 1);
+        byte[] content = Content.random(MAX_BYTES + 1);
         String url = media.publish(content, "application/zip", Duration.ofMinutes(5));
-        String declaredHuge = media.publish(randomBytes(10), "application/zip", Duration.ofMinutes(5));
+        String declaredHuge = media.publish(Content.random(10), "application/zip", Duration.ofMinutes(5));
 
         receive("evt_big", "m_big", "[{\"url\":\"" + url + "\"},{\"url\":\"" + declaredHuge + "\",\"size\":1000000000}]", "");
 
@@ -219,7 +209,7 @@ class AttachmentFetcherTest {
         awaitStatus(1, "too_large");
         assertThat(media.requests(declaredHuge)).as("a declared size over the cap is not downloaded").isZero();
         assertThat(column(0, "sha256")).isNull();
-        assertThat(dataDir.resolve("media").resolve(sha256(content).substring(0, 2)).resolve(sha256(content))).doesNotExist();
+        assertThat(dataDir.resolve("media").resolve(Content.sha256(content).substring(0, 2)).resolve(Content.sha256(content))).doesNotExist();
         try (Stream<Path> parts = Files.list(dataDir.resolve("media/tmp"))) {
             assertThat(parts).as("no partial download left").isEmpty();
         }
@@ -227,7 +217,7 @@ class AttachmentFetcherTest {
 
     @Test
     void theSameContentInTwoAttachmentsIsStoredOnce() throws Exception {
-        byte[] content = randomBytes(5_000);
+        byte[] content = Content.random(5_000);
         String first = media.publish(content, "image/jpeg", Duration.ofMinutes(5));
         String second = media.publish(content, "image/jpeg", Duration.ofMinutes(5));
 
@@ -237,7 +227,7 @@ class AttachmentFetcherTest {
         awaitStatus(1, "stored");
         assertThat(Sql.count(db, "SELECT count(DISTINCT sha256) FROM message_attachment")).isEqualTo(1);
         assertThat(column(1, "media_path")).isEqualTo(column(0, "media_path"));
-        String hash = sha256(content);
+        String hash = Content.sha256(content);
         try (Stream<Path> files = Files.list(dataDir.resolve("media").resolve(hash.substring(0, 2)))) {
             assertThat(files.filter(f -> f.getFileName().toString().equals(hash))).hasSize(1);
         }
@@ -251,21 +241,11 @@ class AttachmentFetcherTest {
 
     @Test
     void aTelegramFileGoesThroughGetFileAndNeitherTokenNorUrlIsLogged() throws Exception {
-        byte[] photo = randomBytes(3_000);
+        byte[] photo = Content.random(3_000);
         telegram.addFile(token, "AgACphoto1", photo);
-        Sql.execute(db, "INSERT INTO telegram_checkpoint (bot_id, bot_name) VALUES (" + BOT_ID + ", 'files')");
-        long childId = Sql.count(db, "INSERT INTO channel_message (workspace, provider, account_id, conversation_id, message_id,"
-                + " attachments, first_event_id) VALUES ('telegram', 'telegram', '" + BOT_ID + "', '77', '5', '["
-                + "{\"telegram_bot_id\":" + BOT_ID + ",\"telegram_file_id\":\"AgACphoto1\",\"file_unique_id\":\"u1\",\"kind\":\"photo\","
+        telegramChild("{\"telegram_bot_id\":" + BOT_ID + ",\"telegram_file_id\":\"AgACphoto1\",\"file_unique_id\":\"u1\",\"kind\":\"photo\","
                 + "\"file_size\":3000,\"mime_type\":\"image/jpeg\"},"
-                + "{\"telegram_bot_id\":" + BOT_ID + ",\"telegram_file_id\":\"AgACgone\",\"kind\":\"document\",\"file_name\":\"x.pdf\"}"
-                + "]', 'tg:5') RETURNING id");
-        try (Connection c = db.getConnection()) {
-            c.setAutoCommit(false);
-            AttachmentStore.recordFor(c, childId);
-            c.commit();
-        }
-        dispatcher.nudge();
+                + "{\"telegram_bot_id\":" + BOT_ID + ",\"telegram_file_id\":\"AgACgone\",\"kind\":\"document\",\"file_name\":\"x.pdf\"}");
 
         awaitStatus(0, "stored");
         awaitStatus(1, "failed");
@@ -277,8 +257,28 @@ class AttachmentFetcherTest {
     }
 
     @Test
+    void anExpiredTelegramFileLinkIsRenewedThroughGetFileOncePerAttempt() throws Exception {
+        byte[] photo = Content.random(1_500);
+        telegram.addFile(token, "AgACstale", photo);
+        telegram.expireNextFileLinks(token, "AgACstale", 3);
+        int before = telegram.requests().size();
+
+        telegramChild("{\"telegram_bot_id\":" + BOT_ID + ",\"telegram_file_id\":\"AgACstale\",\"kind\":\"photo\"}");
+
+        awaitStatus(0, "stored");
+        assertThat(Files.readAllBytes(dataDir.resolve("media").resolve(column(0, "media_path")))).isEqualTo(photo);
+        // Attempt 1: link 1 expired, renewed, link 2 expired too -> retried; attempt 2: link 3 expired, link 4 works.
+        assertThat(column(0, "attempts")).isEqualTo("2");
+        assertThat(telegram.requests().subList(before, telegram.requests().size())).extracting(BotApiSimulator.Request::method)
+                .containsExactly("getFile", "file", "getFile", "file", "getFile", "file", "getFile", "file");
+        awaitWork("done 2");
+        assertThat(logs.list).extracting(ILoggingEvent::getFormattedMessage)
+                .filteredOn(m -> m.contains("asking getFile for a fresh one")).hasSize(2);
+    }
+
+    @Test
     void aRedeliveredEventAddsNoAttachmentAndNoWorkAndANewUrlRefreshesAnExpiredOne() throws Exception {
-        String expired = media.publish(randomBytes(100), "image/png", Duration.ofSeconds(-1));
+        String expired = media.publish(Content.random(100), "image/png", Duration.ofSeconds(-1));
         String attachments = "[{\"url\":\"" + expired + "\"}]";
         byte[] body = SignedDeliverySender.envelope("evt_again", "message.received", "whatsapp", "acc_1", Instant.now(),
                 data("m_again", attachments, ""));
@@ -290,12 +290,26 @@ class AttachmentFetcherTest {
         assertThat(Sql.count(db, "SELECT count(*) FROM message_attachment")).isEqualTo(1);
         awaitWork("done 1");
 
-        byte[] content = randomBytes(700);
+        byte[] content = Content.random(700);
         String fresh = media.publish(content, "image/png", Duration.ofMinutes(5));
         update("evt_new_url", "m_again", "[{\"url\":\"" + fresh + "\"}]");
         awaitStatus(0, "stored");
-        assertThat(column(0, "sha256")).isEqualTo(sha256(content));
+        assertThat(column(0, "sha256")).isEqualTo(Content.sha256(content));
         assertThat(Sql.count(db, "SELECT count(*) FROM work_item WHERE kind = 'attachment'")).isEqualTo(1);
+    }
+
+    /** A Telegram child of the bot with the given attachment elements, recorded as intake does, and the dispatcher woken. */
+    private void telegramChild(String attachmentElements) throws Exception {
+        Sql.execute(db, "INSERT INTO telegram_checkpoint (bot_id, bot_name) VALUES (" + BOT_ID + ", 'files')");
+        long childId = Sql.count(db, "INSERT INTO channel_message (workspace, provider, account_id, conversation_id, message_id,"
+                + " attachments, first_event_id) VALUES ('telegram', 'telegram', '" + BOT_ID + "', '77', '5', '["
+                + attachmentElements + "]', 'tg:5') RETURNING id");
+        try (Connection c = db.getConnection()) {
+            c.setAutoCommit(false);
+            AttachmentStore.recordFor(c, childId);
+            c.commit();
+        }
+        WorkDispatcher.nudge(server.context());
     }
 
     private static Response receive(String eventId, String messageId, String attachmentsJson, String extra) {
@@ -336,21 +350,4 @@ class AttachmentFetcherTest {
         return Sql.string(db, "SELECT " + column + " FROM message_attachment WHERE position = " + position);
     }
 
-    private static String render(ILoggingEvent event) {
-        StringBuilder line = new StringBuilder(event.getFormattedMessage());
-        for (IThrowableProxy t = event.getThrowableProxy(); t != null; t = t.getCause()) {
-            line.append(" | ").append(t.getClassName()).append(": ").append(t.getMessage());
-        }
-        return line.toString();
-    }
-
-    private static byte[] randomBytes(int size) {
-        byte[] bytes = new byte[size];
-        ThreadLocalRandom.current().nextBytes(bytes);
-        return bytes;
-    }
-
-    private static String sha256(byte[] content) throws Exception {
-        return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(content));
-    }
 }

@@ -5,7 +5,11 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.Map;
+import org.apache.camel.CamelContext;
+import org.apache.camel.impl.DefaultCamelContext;
+import org.apache.camel.support.CamelContextHelper;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -83,5 +87,32 @@ class SettingsTest {
         Path file = dir.resolve("application.properties");
         Files.writeString(file, content);
         return file;
+    }
+
+    @Test
+    void camelMasksEverySecretKeyOnceItsKeywordsAreAdded() {
+        Settings settings = Settings.of(Map.of("telegram.bot-token", "1:a", "unifyport.signing-secrets", "s1,s2",
+                "chat-intake.db.password", "p", "telegram.bots.sales.token", "2:b", "whatsapp.verify-token", "v",
+                "telegram.api-url", "https://api.telegram.org"));
+        CamelContext camel = new DefaultCamelContext();
+        assertThat(CamelContextHelper.containsSensitive(camel, "telegram.bot-token")).as("Camel's own words miss it").isFalse();
+
+        camel.getCamelContextExtension().setAdditionalSensitiveKeywords(settings.camelSensitiveKeywords());
+
+        for (String key : List.of("telegram.bot-token", "unifyport.signing-secrets", "chat-intake.db.password",
+                "telegram.bots.sales.token", "whatsapp.verify-token")) {
+            assertThat(CamelContextHelper.containsSensitive(camel, key)).as(key).isTrue();
+        }
+        assertThat(CamelContextHelper.containsSensitive(camel, "telegram.api-url")).isFalse();
+    }
+
+    @Test
+    void secretValuesIncludeEachPartOfAListAndSecretsSetOnlyInTheEnvironment() throws Exception {
+        Path file = write("unifyport.signing-secrets=\ntelegram.api-url=https://api.telegram.org\n");
+
+        Settings settings = Settings.load(file, Map.of("UNIFYPORT_SIGNING_SECRETS", "old-secret, new-secret",
+                "TELEGRAM_BOTS_SALES_TOKEN", "9:sales", "HOME", "/root"));
+
+        assertThat(settings.secretValues()).contains("old-secret", "new-secret", "9:sales").doesNotContain("/root", "https://api.telegram.org");
     }
 }

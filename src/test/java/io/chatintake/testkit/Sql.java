@@ -42,4 +42,17 @@ public final class Sql {
             throw new IllegalStateException(sql + ": " + e.getMessage(), e);
         }
     }
+
+    /** The planner's plan for a query, one line per node: to check that a query reads an index, not the whole table. */
+    public static String plan(DataSource db, String sql) {
+        try (Connection c = db.getConnection(); Statement s = c.createStatement(); ResultSet rs = s.executeQuery("EXPLAIN " + sql)) {
+            StringBuilder plan = new StringBuilder();
+            while (rs.next()) {
+                plan.append(rs.getString(1)).append('\n');
+            }
+            return plan.toString();
+        } catch (Exception e) {
+            throw new IllegalStateException(sql + ": " + e.getMessage(), e);
+        }
+    }
 }

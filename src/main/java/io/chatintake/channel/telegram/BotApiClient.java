@@ -1,15 +1,21 @@
 package io.chatintake.channel.telegram;
 
+import com.fasterxml.jackson.core.JsonParser;
+import com.fasterxml.jackson.core.JsonToken;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.chatintake.config.Secret;
 import java.io.IOException;
 import java.io.InputStream;
+import java.net.ConnectException;
 import java.net.URI;
+import java.net.URISyntaxException;
+import java.net.http.HttpConnectTimeoutException;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Iterator;
@@ -18,7 +24,8 @@ import java.util.List;
 /**
  * The few Bot API methods intake needs, over plain HTTP with raw JSON: updates are kept as the
  * JSON Telegram sent, whatever their type, so nothing a newer Bot API adds is dropped.
- * The token only ever goes into the request path; it is scrubbed from every error message.
+ * The token only ever goes into the request path; it is scrubbed from every error message, and
+ * no URI is built in a way whose error would quote it.
  */
 public final class BotApiClient {
     private static final ObjectMapper JSON = new ObjectMapper();
@@ -30,7 +37,14 @@ public final class BotApiClient {
     private final Secret token;
 
     public BotApiClient(String apiUrl, Secret token) {
-        this.apiUrl = apiUrl.endsWith("/") ? apiUrl.substring(0, apiUrl.length() - 1) : apiUrl;
+        String base = apiUrl.endsWith("/") ? apiUrl.substring(0, apiUrl.length() - 1) : apiUrl;
+        try {
+            URI.create(base);
+        } catch (IllegalArgumentException e) {
+            // Checked alone, so that an error can name it: the base URL is not a secret.
+            throw new IllegalArgumentException(TelegramBots.API_URL_KEY + " is not a valid URL: " + e.getMessage());
+        }
+        this.apiUrl = base;
         this.token = token;
         this.http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(10)).build();
     }
@@ -59,18 +73,64 @@ public final class BotApiClient {
         if (allowedUpdates != null && !allowedUpdates.isEmpty()) {
             allowedUpdates.forEach(params.putArray("allowed_updates")::add);
         }
-        JsonNode result = call("getUpdates", params, Duration.ofSeconds(timeoutSeconds).plus(ANSWER_GRACE));
-        List<RawUpdate> updates = new ArrayList<>(result.size());
-        for (JsonNode update : result) {
-            updates.add(new RawUpdate(update.path("update_id").asLong(), typeOf(update), update.toString()));
+        HttpResponse<String> response = post("getUpdates", params, Duration.ofSeconds(timeoutSeconds).plus(ANSWER_GRACE));
+        List<RawUpdate> updates = new ArrayList<>();
+        JsonNode answer;
+        try {
+            answer = readUpdates(response.body(), updates);
+        } catch (IOException e) {
+            throw BotApiException.fromAnswer(response.statusCode(), "answer is not JSON", 0);
         }
+        result(answer, response.statusCode());
         return updates;
+    }
+
+    /**
+     * Reads a getUpdates answer in one pass, keeping each update's JSON text exactly as Telegram
+     * sent it: that is what is stored and confirmed, and what is kept raw when jsonb refuses it
+     * (a re-serialised tree would differ, and could not even be encoded with a lone surrogate).
+     *
+     * @return the answer without its updates (ok, error_code, ...), or null when it is not an object
+     */
+    private static JsonNode readUpdates(String body, List<RawUpdate> updates) throws IOException {
+        ObjectNode answer = JSON.createObjectNode();
+        try (JsonParser parser = JSON.createParser(body)) {
+            if (parser.nextToken() != JsonToken.START_OBJECT) {
+                return null;
+            }
+            while (parser.nextToken() == JsonToken.FIELD_NAME) {
+                String field = parser.currentName();
+                if (parser.nextToken() == JsonToken.START_ARRAY && field.equals("result")) {
+                    while (parser.nextToken() == JsonToken.START_OBJECT) {
+                        int start = (int) parser.currentTokenLocation().getCharOffset();
+                        JsonNode update = parser.readValueAsTree();
+                        int end = (int) parser.currentTokenLocation().getCharOffset() + 1;
+                        updates.add(new RawUpdate(update.path("update_id").asLong(), typeOf(update), body.substring(start, end)));
+                    }
+                } else {
+                    answer.set(field, parser.readValueAsTree());
+                }
+            }
+        }
+        return answer;
     }
 
     public WebhookInfo getWebhookInfo() throws BotApiException {
         JsonNode result = call("getWebhookInfo", JSON.createObjectNode(), Duration.ofSeconds(30));
         return new WebhookInfo(result.path("url").asText(""), result.path("pending_update_count").asLong(0),
                 result.path("last_error_message").asText(""));
+    }
+
+    /**
+     * Webhook mode: every update type, each request carrying {@code secretToken} in
+     * X-Telegram-Bot-Api-Secret-Token; the queued updates are kept (drop_pending_updates=false)
+     * and delivered to the webhook.
+     */
+    public void setWebhookKeepingUpdates(String url, Secret secretToken) throws BotApiException {
+        ObjectNode params = JSON.createObjectNode().put("url", url).put("secret_token", secretToken.reveal())
+                .put("drop_pending_updates", false);
+        AllowedUpdates.ALL.forEach(params.putArray("allowed_updates")::add);
+        call("setWebhook", params, Duration.ofSeconds(30));
     }
 
     /** Always keeps the queued updates: dropping them is never what a switch to polling means. */
@@ -92,14 +152,7 @@ public final class BotApiClient {
      * names it; the caller closes the stream.
      */
     public InputStream downloadFile(String filePath, Duration answerTimeout) throws BotApiException {
-        URI uri;
-        try {
-            uri = URI.create(apiUrl + "/file/bot" + token.reveal() + "/" + filePath);
-        } catch (IllegalArgumentException e) {
-            // Its message would quote the whole URL, token included.
-            throw BotApiException.fromAnswer(400, "the file path is not a valid URI path", 0);
-        }
-        HttpRequest request = HttpRequest.newBuilder(uri)
+        HttpRequest request = HttpRequest.newBuilder(uri("/file/bot", filePath))
                 .timeout(answerTimeout)
                 .GET()
                 .build();
@@ -123,21 +176,33 @@ public final class BotApiClient {
         return "unknown";
     }
 
-    private JsonNode call(String method, ObjectNode params, Duration answerTimeout) throws BotApiException {
-        HttpRequest request = HttpRequest.newBuilder(URI.create(apiUrl + "/bot" + token.reveal() + "/" + method))
-                .timeout(answerTimeout)
-                .header("Content-Type", "application/json")
-                .POST(HttpRequest.BodyPublishers.ofString(params.toString()))
-                .build();
-        HttpResponse<String> response = send(request, HttpResponse.BodyHandlers.ofString());
+    /**
+     * Any Bot API method with JSON parameters; returns its {@code result}. Thread-safe: nothing
+     * of one call is shared with another but the HTTP client.
+     */
+    public JsonNode call(String method, ObjectNode params, Duration answerTimeout) throws BotApiException {
+        HttpResponse<String> response = post(method, params, answerTimeout);
         JsonNode body;
         try {
             body = JSON.readTree(response.body());
         } catch (IOException e) {
             throw BotApiException.fromAnswer(response.statusCode(), "answer is not JSON", 0);
         }
+        return result(body, response.statusCode());
+    }
+
+    private HttpResponse<String> post(String method, ObjectNode params, Duration answerTimeout) throws BotApiException {
+        HttpRequest request = HttpRequest.newBuilder(uri("/bot", method))
+                .timeout(answerTimeout)
+                .header("Content-Type", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofString(params.toString()))
+                .build();
+        return send(request, HttpResponse.BodyHandlers.ofString());
+    }
+
+    private JsonNode result(JsonNode body, int statusCode) throws BotApiException {
         if (body == null || !body.path("ok").asBoolean(false)) {
-            int code = body == null ? response.statusCode() : body.path("error_code").asInt(response.statusCode());
+            int code = body == null ? statusCode : body.path("error_code").asInt(statusCode);
             String description = body == null ? "" : body.path("description").asText("");
             int retryAfter = body == null ? 0 : body.path("parameters").path("retry_after").asInt(0);
             throw BotApiException.fromAnswer(code, scrub(description), retryAfter);
@@ -145,9 +210,40 @@ public final class BotApiClient {
         return body.path("result");
     }
 
+    /**
+     * {@code <api url><prefix><token>/<path>}, the token percent-encoded as a path segment: a
+     * token holding a space or a quote still makes a valid URI, and no error message ever quotes
+     * the URL (URI.create would, token included).
+     */
+    private URI uri(String prefix, String path) throws BotApiException {
+        try {
+            return new URI(apiUrl + prefix + pathSegment(token.reveal()) + "/" + pathSegment(path).replace("%2F", "/"));
+        } catch (URISyntaxException | IllegalArgumentException e) {
+            throw BotApiException.notSent("the request URL cannot be built (check " + TelegramBots.API_URL_KEY + ")");
+        }
+    }
+
+    /** Percent-encodes all but RFC 3986 unreserved characters and ':' (which Telegram tokens hold). */
+    static String pathSegment(String text) {
+        StringBuilder out = new StringBuilder(text.length());
+        for (byte b : text.getBytes(StandardCharsets.UTF_8)) {
+            char c = (char) (b & 0xff);
+            if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || "-._~:".indexOf(c) >= 0) {
+                out.append(c);
+            } else {
+                out.append('%').append(Character.toUpperCase(Character.forDigit(c >> 4, 16)))
+                        .append(Character.toUpperCase(Character.forDigit(c & 0xf, 16)));
+            }
+        }
+        return out.toString();
+    }
+
     private <T> HttpResponse<T> send(HttpRequest request, HttpResponse.BodyHandler<T> handler) throws BotApiException {
         try {
             return http.send(request, handler);
+        } catch (ConnectException | HttpConnectTimeoutException e) {
+            // No connection, so the request was never written: definitely not performed.
+            throw BotApiException.notSent(scrub(e.getClass().getSimpleName() + (e.getMessage() == null ? "" : ": " + e.getMessage())));
         } catch (IOException e) {
             throw BotApiException.network(scrub(e.getClass().getSimpleName() + (e.getMessage() == null ? "" : ": " + e.getMessage())));
         } catch (InterruptedException e) {

@@ -16,10 +16,12 @@ public final class BotApiException extends Exception {
         CONFLICT_WEBHOOK,
         /** 429: wait retry_after seconds. */
         RATE_LIMITED,
-        /** 5xx or another error answer. */
+        /** 5xx or another error answer (400, 403, ...: see {@link #errorCode()}). */
         SERVER,
-        /** No answer: connection refused, reset, timed out. */
-        NETWORK
+        /** No answer after the request may have been written: reset, timed out. */
+        NETWORK,
+        /** The request was never written (connection refused, connect timeout, unbuildable URL). */
+        NOT_SENT
     }
 
     private final Kind kind;
@@ -53,6 +55,10 @@ public final class BotApiException extends Exception {
 
     static BotApiException network(String detail) {
         return new BotApiException(Kind.NETWORK, 0, "network error: " + detail, 0);
+    }
+
+    static BotApiException notSent(String detail) {
+        return new BotApiException(Kind.NOT_SENT, 0, "not sent: " + detail, 0);
     }
 
     public Kind kind() {

@@ -28,20 +28,34 @@ public final class LossWindow {
     public record Window(Instant from, Instant to) {
     }
 
-    /** Records the window if the last successful poll is older than Telegram's retention. */
+    /**
+     * Records the window if the last successful poll is older than Telegram's retention. A window is
+     * keyed by its start: while polls keep failing, each call extends the same window to {@code now}.
+     *
+     * @return the window if this call recorded it first (to be reported once), else empty
+     */
     public Optional<Window> recordIfMissed(long botId, Optional<Instant> lastSuccessfulPoll, Instant now) throws SQLException {
-        if (lastSuccessfulPoll.isEmpty() || Duration.between(lastSuccessfulPoll.get(), now).compareTo(TELEGRAM_RETENTION) <= 0) {
+        if (lastSuccessfulPoll.isEmpty() || !missed(lastSuccessfulPoll.get(), now)) {
             return Optional.empty();
         }
         Window window = new Window(lastSuccessfulPoll.get(), now);
-        try (Connection c = dataSource.getConnection(); PreparedStatement ps = c.prepareStatement(
-                "INSERT INTO telegram_loss_window (bot_id, from_time, to_time) VALUES (?, ?, ?)")) {
+        try (Connection c = dataSource.getConnection(); PreparedStatement ps = c.prepareStatement("""
+                INSERT INTO telegram_loss_window (bot_id, from_time, to_time) VALUES (?, ?, ?)
+                ON CONFLICT (bot_id, from_time) DO UPDATE SET to_time = greatest(telegram_loss_window.to_time, EXCLUDED.to_time)
+                RETURNING (xmax = 0) AS recorded""")) {
             ps.setLong(1, botId);
             ps.setTimestamp(2, Timestamp.from(window.from()));
             ps.setTimestamp(3, Timestamp.from(window.to()));
-            ps.executeUpdate();
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                return rs.getBoolean(1) ? Optional.of(window) : Optional.empty();
+            }
         }
-        return Optional.of(window);
+    }
+
+    /** Whether updates received by Telegram since the last successful poll may have expired unseen. */
+    public static boolean missed(Instant lastSuccessfulPoll, Instant now) {
+        return Duration.between(lastSuccessfulPoll, now).compareTo(TELEGRAM_RETENTION) > 0;
     }
 
     public List<Window> list(long botId) throws SQLException {

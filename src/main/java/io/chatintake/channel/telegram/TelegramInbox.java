@@ -2,6 +2,7 @@ package io.chatintake.channel.telegram;
 
 import io.chatintake.support.CrashPoint;
 import io.chatintake.message.ChildMessageListener;
+import io.chatintake.store.JsonbText;
 import io.chatintake.work.WorkQueue;
 import java.sql.Array;
 import java.sql.Connection;
@@ -10,9 +11,11 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import javax.sql.DataSource;
 
 /**
@@ -22,11 +25,16 @@ import javax.sql.DataSource;
  * higher offset, which is what confirms the batch to Telegram.
  * <p>
  * The batch goes in with one statement (arrays unnested server-side), so storing 100 updates
- * costs one round trip, not 100.
+ * costs one round trip, not 100. An update PostgreSQL's jsonb refuses ({@link JsonbText}) goes in
+ * with the others, as text, flagged with the reason: it must not hold up its batch, and with it
+ * the bot, forever.
  */
 public final class TelegramInbox {
     /** Telegram children belong to the default workspace; a bot is its own account within it. */
     public static final String WORKSPACE = "default";
+
+    /** SQLState class of the errors a value jsonb refuses raises (22P02, 22P05, 22003, ...). */
+    private static final String DATA_EXCEPTION = "22";
 
     private final DataSource dataSource;
     private final ChildMessageListener childListener;
@@ -36,12 +44,18 @@ public final class TelegramInbox {
         this.childListener = childListener;
     }
 
-    /** An update this transaction stored for the first time: hand it to the route. */
+    /**
+     * An update this transaction stored for the first time: hand it to the route.
+     *
+     * @param rawReason null when the update is stored as jsonb; else why jsonb refused it (it is then
+     *                  stored as text, flagged, and handed on all the same)
+     */
     public record StoredUpdate(long rowId, long updateId, int generation, String type, String json, long workItemId,
-                               String idempotencyKey) {
+                               String idempotencyKey, String rawReason) {
     }
 
-    public record StoredBatch(List<StoredUpdate> stored, int duplicates, long nextOffset) {
+    /** @param gap updates before this batch that another getUpdates caller confirmed, if any */
+    public record StoredBatch(List<StoredUpdate> stored, int duplicates, long nextOffset, Optional<UpdateGap.Gap> gap) {
     }
 
     /** The lease was taken over: this poller must stop; nothing was stored, the offset did not move. */
@@ -51,35 +65,23 @@ public final class TelegramInbox {
         }
     }
 
-    // One statement, one round trip, for the whole batch: renew the lease (fencing: nothing is
-    // stored once another process took it over), insert the updates, advance the checkpoint.
     // An identical payload already stored under the id is a redelivery; a different one is a new
     // update that reuses an old id (Telegram restarts ids after a week idle) and gets the next generation.
-    // The first row always comes, with the lease and checkpoint counts, even when nothing was new.
-    private static final String STORE_BATCH = """
-            WITH lease AS (%s RETURNING bot_id),
-            batch AS (
-                INSERT INTO telegram_update (bot_id, update_id, generation, update_type, payload)
-                SELECT lease.bot_id, i.update_id,
-                       COALESCE((SELECT max(t.generation) + 1 FROM telegram_update t
-                                  WHERE t.bot_id = lease.bot_id AND t.update_id = i.update_id), 0),
-                       i.update_type, i.payload
-                  FROM lease, unnest(?::bigint[], ?::text[], ?::jsonb[]) WITH ORDINALITY AS i(update_id, update_type, payload, n)
-                 WHERE NOT EXISTS (SELECT 1 FROM telegram_update t
-                                    WHERE t.bot_id = lease.bot_id AND t.update_id = i.update_id AND t.payload = i.payload)
-                 ORDER BY i.n
-                ON CONFLICT ON CONSTRAINT telegram_update_key DO NOTHING
-                RETURNING id, update_id, generation, update_type, %s AS chat_id),
-            advanced AS (
-                UPDATE telegram_checkpoint
-                   SET next_offset = ?, last_poll_at = now(), last_batch_at = now(),
-                       stored_count = stored_count + (SELECT count(*) FROM batch),
-                       duplicate_count = duplicate_count + ? - (SELECT count(*) FROM batch), updated_at = now()
-                 WHERE bot_id = (SELECT bot_id FROM lease)
-                RETURNING bot_id)
-            SELECT (SELECT count(*) FROM lease), (SELECT count(*) FROM advanced),
-                   b.id, b.update_id, b.generation, b.update_type, b.chat_id
-              FROM (SELECT 1) AS one LEFT JOIN batch b ON true""".formatted(PollLease.RENEW, UpdateChat.sqlIdOf("payload"));
+    // An update jsonb refuses comes with its text in raw_payload (payload NULL) and the reason.
+    private static final String INSERT_BATCH = """
+            INSERT INTO telegram_update (bot_id, update_id, generation, update_type, payload, raw_payload, raw_reason)
+            SELECT ?, i.update_id,
+                   COALESCE((SELECT max(t.generation) + 1 FROM telegram_update t
+                              WHERE t.bot_id = ? AND t.update_id = i.update_id), 0),
+                   i.update_type, i.payload::jsonb, i.raw_payload, i.raw_reason
+              FROM unnest(?::bigint[], ?::text[], ?::text[], ?::text[], ?::text[])
+                   WITH ORDINALITY AS i(update_id, update_type, payload, raw_payload, raw_reason, n)
+             WHERE NOT EXISTS (SELECT 1 FROM telegram_update t
+                                WHERE t.bot_id = ? AND t.update_id = i.update_id
+                                  AND (t.payload = i.payload::jsonb OR t.raw_payload = i.raw_payload))
+             ORDER BY i.n
+            ON CONFLICT ON CONSTRAINT telegram_update_key DO NOTHING
+            RETURNING id, update_id, generation, update_type, %s, raw_reason""".formatted(UpdateChat.sqlIdOf("payload"));
 
     // Parts of a media group become album children in channel_message like any channel's
     // (provider telegram-bot, account = bot id, conversation = chat id) and are scheduled into their
@@ -111,24 +113,62 @@ public final class TelegramInbox {
             ON CONFLICT (workspace, provider, account_id, conversation_id, message_id) DO NOTHING
             RETURNING id""".formatted(WORKSPACE);
 
+    private static final String ADVANCE = """
+            UPDATE telegram_checkpoint
+               SET next_offset = ?, last_poll_at = now(), last_batch_at = now(),
+                   stored_count = stored_count + ?, duplicate_count = duplicate_count + ?, updated_at = now()
+             WHERE bot_id = ?""";
+
     public StoredBatch store(PollLease.Held lease, Duration leaseDuration, List<BotApiClient.RawUpdate> batch)
             throws SQLException, LeaseLostException {
         if (batch.isEmpty()) {
             throw new IllegalArgumentException("an empty batch confirms nothing and is not stored");
         }
+        // The cheap scan finds what jsonb is known to refuse, with no round trip of its own.
+        List<String> rawReasons = batch.stream().map(u -> JsonbText.refusal(u.json()).orElse(null)).toList();
+        try {
+            return store(lease, leaseDuration, batch, rawReasons);
+        } catch (SQLException e) {
+            if (e.getSQLState() == null || !e.getSQLState().startsWith(DATA_EXCEPTION)) {
+                throw e;
+            }
+            // jsonb refused something the scan does not know (e.g. a number beyond numeric's range):
+            // ask PostgreSQL about each update on its own. Rare, so those round trips do not matter.
+            List<String> asked = askDatabase(batch, rawReasons);
+            if (asked.equals(rawReasons)) {
+                throw e;
+            }
+            return store(lease, leaseDuration, batch, asked);
+        }
+    }
+
+    private StoredBatch store(PollLease.Held lease, Duration leaseDuration, List<BotApiClient.RawUpdate> batch, List<String> rawReasons)
+            throws SQLException, LeaseLostException {
         long nextOffset = batch.stream().mapToLong(BotApiClient.RawUpdate::updateId).max().getAsLong() + 1;
         try (Connection c = dataSource.getConnection()) {
             c.setAutoCommit(false);
             try {
-                List<StoredUpdate> stored = insert(c, lease, leaseDuration, batch, nextOffset);
-                List<Long> children = storeChildren(c, stored.stream()
-                        .filter(u -> u.json().contains("\"media_group_id\"")).toList());
-                childListener.stored(c, children.stream().map(id -> new ChildMessageListener.StoredChild(id, true)).toList());
+                if (!PollLease.renew(c, lease, leaseDuration)) {
+                    c.rollback();
+                    throw new LeaseLostException(lease.botId());
+                }
+                Optional<UpdateGap.Gap> gap = UpdateGap.recordIfAny(c, lease.botId(),
+                        batch.stream().mapToLong(BotApiClient.RawUpdate::updateId).min().getAsLong());
+                List<StoredUpdate> stored = storeUpdates(c, lease.botId(), batch, rawReasons);
                 int duplicates = batch.size() - stored.size();
+                try (PreparedStatement ps = c.prepareStatement(ADVANCE)) {
+                    ps.setLong(1, nextOffset);
+                    ps.setLong(2, stored.size());
+                    ps.setLong(3, duplicates);
+                    ps.setLong(4, lease.botId());
+                    if (ps.executeUpdate() != 1) {
+                        throw new SQLException("no checkpoint row for bot " + lease.botId());
+                    }
+                }
                 CrashPoint.reach(CrashPoint.TELEGRAM_DURING_TRANSACTION);
                 c.commit();
-                return new StoredBatch(stored, duplicates, nextOffset);
-            } catch (SQLException | RuntimeException | LeaseLostException e) {
+                return new StoredBatch(stored, duplicates, nextOffset, gap);
+            } catch (SQLException | RuntimeException e) {
                 rollbackQuietly(c);
                 throw e;
             } finally {
@@ -137,49 +177,117 @@ public final class TelegramInbox {
         }
     }
 
-    private record Inserted(long rowId, long updateId, int generation, String type, String chatId) {
+    /**
+     * Webhook mode: one update Telegram pushed, stored exactly as a polled one (same keys, same
+     * work, same media-group children), in one transaction. There is no lease (Telegram sends to
+     * one URL) and the offset is not moved: a webhook's 2xx is what confirms an update, and after a
+     * switch back to polling the saved offset only ever re-reads updates, which are then recognised
+     * as stored. Returns the update if this delivery stored it first, else empty.
+     */
+    public List<StoredUpdate> storePushed(long botId, BotApiClient.RawUpdate update) throws SQLException {
+        try (Connection c = dataSource.getConnection()) {
+            c.setAutoCommit(false);
+            try {
+                List<StoredUpdate> stored = storeUpdates(c, botId, List.of(update),
+                        Collections.singletonList(JsonbText.refusal(update.json()).orElse(null)));
+                try (PreparedStatement ps = c.prepareStatement(COUNT_PUSHED)) {
+                    ps.setLong(1, stored.size());
+                    ps.setLong(2, 1 - stored.size());
+                    ps.setLong(3, botId);
+                    ps.executeUpdate();
+                }
+                c.commit();
+                return stored;
+            } catch (SQLException | RuntimeException e) {
+                rollbackQuietly(c);
+                throw e;
+            } finally {
+                c.setAutoCommit(true);
+            }
+        }
+    }
+
+    private static final String COUNT_PUSHED = """
+            UPDATE telegram_checkpoint
+               SET last_batch_at = now(), stored_count = stored_count + ?, duplicate_count = duplicate_count + ?, updated_at = now()
+             WHERE bot_id = ?""";
+
+    /** The updates, their media-group children and the children's listeners, in the caller's transaction. */
+    private List<StoredUpdate> storeUpdates(Connection c, long botId, List<BotApiClient.RawUpdate> batch, List<String> rawReasons)
+            throws SQLException {
+        List<StoredUpdate> stored = insert(c, botId, batch, rawReasons);
+        List<Long> children = storeChildren(c, stored.stream()
+                .filter(u -> u.json().contains("\"media_group_id\"")).toList());
+        childListener.stored(c, children.stream().map(id -> new ChildMessageListener.StoredChild(id, true, true)).toList());
+        return stored;
+    }
+
+    private record Inserted(long rowId, long updateId, int generation, String type, String chatId, String rawReason) {
         /** The update's identity across id restarts: {@code <bot id>:<update id>[:<generation>]}. */
         String idempotencyKey(long botId) {
             return botId + ":" + updateId + (generation == 0 ? "" : ":" + generation);
         }
     }
 
-    private static List<StoredUpdate> insert(Connection c, PollLease.Held lease, Duration leaseDuration,
-                                             List<BotApiClient.RawUpdate> batch, long nextOffset) throws SQLException, LeaseLostException {
-        long botId = lease.botId();
+    /** Whether PostgreSQL takes each update as jsonb, asked one by one: null when it does, else the reason. */
+    private List<String> askDatabase(List<BotApiClient.RawUpdate> batch, List<String> rawReasons) throws SQLException {
+        List<String> asked = new ArrayList<>(rawReasons);
+        try (Connection c = dataSource.getConnection(); PreparedStatement ps = c.prepareStatement("SELECT CAST(? AS jsonb) IS NULL")) {
+            for (int i = 0; i < batch.size(); i++) {
+                if (asked.get(i) != null) {
+                    continue;
+                }
+                ps.setString(1, batch.get(i).json());
+                try {
+                    ps.executeQuery().close();
+                } catch (SQLException e) {
+                    if (e.getSQLState() == null || !e.getSQLState().startsWith(DATA_EXCEPTION)) {
+                        throw e;
+                    }
+                    asked.set(i, "jsonb_rejected_" + e.getSQLState());
+                }
+            }
+        }
+        return asked;
+    }
+
+    private static List<StoredUpdate> insert(Connection c, long botId, List<BotApiClient.RawUpdate> batch, List<String> rawReasons)
+            throws SQLException {
         Long[] ids = new Long[batch.size()];
         String[] types = new String[batch.size()];
         String[] payloads = new String[batch.size()];
+        String[] raws = new String[batch.size()];
+        Map<Long, String> rawChats = new HashMap<>();
         for (int i = 0; i < batch.size(); i++) {
-            ids[i] = batch.get(i).updateId();
-            types[i] = batch.get(i).type();
-            payloads[i] = batch.get(i).json();
+            BotApiClient.RawUpdate update = batch.get(i);
+            ids[i] = update.updateId();
+            types[i] = update.type();
+            if (rawReasons.get(i) == null) {
+                payloads[i] = update.json();
+            } else {
+                raws[i] = update.json();
+                // SQL cannot read a raw update's chat; Jackson can, so its chat keeps its order.
+                UpdateChat.idOf(update.json()).ifPresent(chat -> rawChats.put(update.updateId(), chat));
+            }
         }
         List<Inserted> inserted = new ArrayList<>(batch.size());
-        try (PreparedStatement ps = c.prepareStatement(STORE_BATCH)) {
-            int p = 0;
-            ps.setDouble(++p, leaseDuration.toMillis() / 1000.0);
-            ps.setLong(++p, botId);
-            ps.setString(++p, lease.holder());
-            ps.setLong(++p, lease.fencingToken());
-            ps.setArray(++p, c.createArrayOf("bigint", ids));
-            ps.setArray(++p, c.createArrayOf("text", types));
-            ps.setArray(++p, c.createArrayOf("text", payloads));
-            ps.setLong(++p, nextOffset);
-            ps.setLong(++p, batch.size());
+        try (PreparedStatement ps = c.prepareStatement(INSERT_BATCH)) {
+            Array idArray = c.createArrayOf("bigint", ids);
+            Array typeArray = c.createArrayOf("text", types);
+            ps.setLong(1, botId);
+            ps.setLong(2, botId);
+            ps.setArray(3, idArray);
+            ps.setArray(4, typeArray);
+            ps.setArray(5, c.createArrayOf("text", payloads));
+            ps.setArray(6, c.createArrayOf("text", raws));
+            ps.setArray(7, c.createArrayOf("text", rawReasons.toArray()));
+            ps.setLong(8, botId);
             try (ResultSet rs = ps.executeQuery()) {
-                rs.next();
-                if (rs.getLong(1) != 1) {
-                    throw new LeaseLostException(botId);
+                while (rs.next()) {
+                    String rawReason = rs.getString(6);
+                    String chat = rawReason == null ? rs.getString(5) : rawChats.get(rs.getLong(2));
+                    inserted.add(new Inserted(rs.getLong(1), rs.getLong(2), rs.getInt(3), rs.getString(4), chat, rawReason));
                 }
-                if (rs.getLong(2) != 1) {
-                    throw new SQLException("no checkpoint row for bot " + botId);
-                }
-                do {
-                    if (rs.getObject(3) != null) {
-                        inserted.add(new Inserted(rs.getLong(3), rs.getLong(4), rs.getInt(5), rs.getString(6), rs.getString(7)));
-                    }
-                } while (rs.next());
             }
         }
         inserted.sort((a, b) -> Long.compare(a.rowId(), b.rowId()));
@@ -194,7 +302,7 @@ public final class TelegramInbox {
         List<StoredUpdate> stored = new ArrayList<>(inserted.size());
         for (Inserted u : inserted) {
             stored.add(new StoredUpdate(u.rowId(), u.updateId(), u.generation(), u.type(), sent.get(u.updateId()),
-                    workItems.getOrDefault(u.rowId(), 0L), u.idempotencyKey(botId)));
+                    workItems.getOrDefault(u.rowId(), 0L), u.idempotencyKey(botId), u.rawReason()));
         }
         return stored;
     }

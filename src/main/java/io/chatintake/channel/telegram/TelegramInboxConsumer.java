@@ -2,6 +2,7 @@ package io.chatintake.channel.telegram;
 
 import io.chatintake.support.CrashPoint;
 import io.chatintake.support.ProcessIdentity;
+import io.chatintake.channel.telegram.TelegramInboxConsumerHealthCheck.Phase;
 import io.chatintake.config.Secret;
 import io.chatintake.config.Settings;
 import io.chatintake.support.MeterRegistryLookup;
@@ -31,12 +32,15 @@ import org.slf4j.LoggerFactory;
  *     {@link PollLease}, read its {@link OffsetCheckpoint}, refuse to poll while a webhook is set;</li>
  * <li>getUpdates with the saved offset; an empty batch changes nothing;</li>
  * <li>a non-empty batch is stored with the next offset in one transaction ({@link TelegramInbox});</li>
- * <li>only after the commit: the work dispatcher is told there is new work (or, without one, the
- *     route gets one exchange per newly stored update on its own thread), then the next poll.</li>
+ * <li>only after the commit: one exchange per newly stored update, then the next poll.</li>
  * </ol>
  * What the route does cannot change what was stored or confirmed: a failing route leaves the
  * update in the inbox. A failed transaction never advances the offset: Telegram sends the
  * unconfirmed batch again.
+ * <p>
+ * Its {@link TelegramInboxConsumerHealthCheck} says on {@code /observe/health} what the loop is
+ * doing; a last success older than 24 h is recorded as a possible {@link LossWindow} even while
+ * the lease is held.
  */
 public class TelegramInboxConsumer extends DefaultConsumer {
     private static final Logger LOG = LoggerFactory.getLogger(TelegramInboxConsumer.class);
@@ -50,12 +54,14 @@ public class TelegramInboxConsumer extends DefaultConsumer {
     public static final String CHAT_ID = "TelegramChatId";
     /** The message's text or caption, when it has one. */
     public static final String TEXT = "TelegramText";
+    /** Set only on an update PostgreSQL's jsonb refused: why (nul_character, lone_surrogate, ...); the body is its raw text. */
+    public static final String RAW_REASON = "TelegramRawReason";
 
     private static final Duration REJECTED_TOKEN_RECHECK = Duration.ofMinutes(1);
     private static final Duration WEBHOOK_RECHECK = Duration.ofMinutes(1);
     private static final Duration PENDING_COUNT_REFRESH = Duration.ofMinutes(1);
 
-    /** Stored batches waiting for the route when there is no dispatcher; beyond this they stay in the inbox. */
+    /** Stored batches waiting for the route when no dispatcher runs them. */
     private static final int HANDOFF_BATCHES = 16;
 
     private final TelegramInboxEndpoint endpoint;
@@ -74,6 +80,7 @@ public class TelegramInboxConsumer extends DefaultConsumer {
     private TelegramMetrics metrics;
     private Clock clock;
     private String holder;
+    private TelegramInboxConsumerHealthCheck health;
 
     public TelegramInboxConsumer(TelegramInboxEndpoint endpoint, Processor processor) {
         super(endpoint, processor);
@@ -84,13 +91,21 @@ public class TelegramInboxConsumer extends DefaultConsumer {
     @Override
     protected void doStart() throws Exception {
         super.doStart();
+        clock = endpoint.getComponent().getClock();
+        health = new TelegramInboxConsumerHealthCheck(bot, clock);
+        health.register(endpoint.getCamelContext());
         Optional<Secret> token = endpoint.resolveToken();
         if (token.isEmpty()) {
             LOG.info("telegram bot '{}': no token configured ({}); polling is off", bot, Settings.envName(endpoint.tokenKey()));
+            health.enter(Phase.OFF, "no token configured (" + Settings.envName(endpoint.tokenKey()) + ")");
             return;
         }
+        List<String> notRequested = AllowedUpdates.notRequested(endpoint.allowedUpdateList());
+        if (!notRequested.isEmpty()) {
+            LOG.warn("telegram bot '{}': asking Telegram only for update types {} ({}); these are never received: {}", bot,
+                    endpoint.allowedUpdateList(), Settings.envName(AllowedUpdates.KEY), notRequested);
+        }
         DataSource dataSource = endpoint.getComponent().getDataSource();
-        clock = endpoint.getComponent().getClock();
         client = new BotApiClient(endpoint.resolveApiUrl(), token.get());
         leases = new PollLease(dataSource);
         checkpoints = new OffsetCheckpoint(dataSource);
@@ -120,10 +135,14 @@ public class TelegramInboxConsumer extends DefaultConsumer {
             loop = null;
         }
         if (handoff != null) {
-            // Stored updates not handed over yet are not lost: they stay stored, with their work items.
+            // Stored updates not handed over yet are not lost: the work dispatcher runs them.
             handoff.shutdown();
             handoff.awaitTermination(30, TimeUnit.SECONDS);
             handoff = null;
+        }
+        if (health != null) {
+            health.unregister(endpoint.getCamelContext());
+            health = null;
         }
         super.doStop();
     }
@@ -134,6 +153,7 @@ public class TelegramInboxConsumer extends DefaultConsumer {
         BotApiClient.BotIdentity identity = null;
         PollLease.Held lease = null;
         long offset = 0;
+        Instant lastSuccess = null;
         Instant lastRejectionLog = Instant.EPOCH;
         Instant lastWebhookLog = Instant.EPOCH;
         Instant lastPendingRefresh = Instant.EPOCH;
@@ -146,6 +166,9 @@ public class TelegramInboxConsumer extends DefaultConsumer {
         long leaseRenewedAt = System.nanoTime();
         while (running) {
             try {
+                if (lease != null) {
+                    watchForLoss(lease.botId(), lastSuccess);
+                }
                 if (identity == null) {
                     identity = client.getMe();
                     LOG.info("telegram bot '{}': Bot API identity @{} (bot id {})", bot, identity.username(), identity.id());
@@ -158,6 +181,7 @@ public class TelegramInboxConsumer extends DefaultConsumer {
                                     bot, leases.current(identity.id()).map(PollLease.Holder::holder).orElse("?"));
                             standbyLogged = true;
                         }
+                        health.enter(Phase.STANDBY, "another process holds the poll lease");
                         pause(standbyInterval(leaseDuration));
                         continue;
                     }
@@ -167,10 +191,11 @@ public class TelegramInboxConsumer extends DefaultConsumer {
                     OffsetCheckpoint.Saved saved = checkpoints.load(identity.id(), bot);
                     offset = saved.nextOffset();
                     Instant now = clock.instant();
-                    lossWindows.recordIfMissed(identity.id(), saved.lastSuccessfulPoll(), now).ifPresent(w ->
-                            LOG.warn("telegram bot '{}': last successful poll was {} (more than 24 h ago): updates Telegram"
-                                    + " received before {} may have expired unseen; recorded as a possible loss window", bot, w.from(),
-                                    w.to().minus(LossWindow.TELEGRAM_RETENTION)));
+                    lastSuccess = saved.lastPollAt();
+                    if (lastSuccess != null) {
+                        metrics.lastSuccess(lastSuccess);
+                    }
+                    recordLossWindow(identity.id(), saved.lastSuccessfulPoll());
                     BotApiClient.WebhookInfo webhook = client.getWebhookInfo();
                     metrics.pending(webhook.pendingUpdateCount());
                     lastPendingRefresh = now;
@@ -179,6 +204,7 @@ public class TelegramInboxConsumer extends DefaultConsumer {
                     }
                     LOG.info("telegram bot '{}': polling as {} (fencing token {}), from saved offset {}; {} update(s) pending at Telegram",
                             bot, holder, lease.fencingToken(), offset, webhook.pendingUpdateCount());
+                    health.enter(Phase.POLLING, null);
                 }
                 if (System.nanoTime() - leaseRenewedAt >= renewEvery.toNanos()) {
                     if (!leases.renew(lease, leaseDuration)) {
@@ -203,11 +229,19 @@ public class TelegramInboxConsumer extends DefaultConsumer {
                                 + " does after a week without updates; following the server, no update is dropped", bot, offset, lowest);
                         idRestartLogged = true;
                     }
+                    result.gap().ifPresent(gap -> {
+                        LOG.warn("telegram bot '{}': {} (a forgotten poller or a manual getUpdates with a higher offset);"
+                                + " they never reached this inbox; recorded in telegram_gap", bot, gap.describe());
+                        metrics.gap();
+                    });
                     offset = result.nextOffset();
                     metrics.stored(result.stored().size(), result.duplicates());
+                    reportRaw(result.stored());
                     handOff(identity, result.stored());
                 }
-                metrics.polled(offset, clock.millis());
+                lastSuccess = clock.instant();
+                metrics.polled(offset, lastSuccess.toEpochMilli());
+                health.enter(Phase.POLLING, null);
                 backoff.reset();
                 if (Duration.between(lastPendingRefresh, clock.instant()).compareTo(PENDING_COUNT_REFRESH) > 0) {
                     metrics.pending(client.getWebhookInfo().pendingUpdateCount());
@@ -215,9 +249,11 @@ public class TelegramInboxConsumer extends DefaultConsumer {
                 }
             } catch (TelegramInbox.LeaseLostException e) {
                 LOG.warn("telegram bot '{}': {}; polling stops here and waits for the lease", bot, e.getMessage());
+                health.enter(Phase.STANDBY, "the poll lease was taken over by another process");
                 lease = null;
             } catch (SQLException e) {
                 metrics.error(TelegramMetrics.PollError.STORAGE);
+                health.enter(Phase.BACKING_OFF, "storage failed (SQLState " + e.getSQLState() + ")");
                 Duration wait = backoff.next();
                 LOG.warn("telegram bot '{}': storage failed, checkpoint not advanced; polling again from offset {} in {} ms: {}",
                         bot, offset, wait.toMillis(), e.getMessage());
@@ -226,6 +262,7 @@ public class TelegramInboxConsumer extends DefaultConsumer {
                 switch (e.kind()) {
                     case UNAUTHORIZED -> {
                         metrics.error(TelegramMetrics.PollError.UNAUTHORIZED);
+                        health.enter(Phase.UNAUTHORIZED, "the Bot API refused the token; fix " + Settings.envName(endpoint.tokenKey()));
                         if (Duration.between(lastRejectionLog, Instant.now()).compareTo(REJECTED_TOKEN_RECHECK) >= 0) {
                             LOG.error("telegram bot '{}': the Bot API rejected the token ({}); this bot does not poll until the"
                                     + " token is fixed ({}), checked again every minute", bot, e.getMessage(), Settings.envName(endpoint.tokenKey()));
@@ -237,6 +274,7 @@ public class TelegramInboxConsumer extends DefaultConsumer {
                     }
                     case CONFLICT_WEBHOOK -> {
                         metrics.error(TelegramMetrics.PollError.WEBHOOK_SET);
+                        health.enter(Phase.WEBHOOK_SET, "to poll, run: java -jar chat-intake.jar telegram switch-to-polling --bot " + bot);
                         if (Duration.between(lastWebhookLog, Instant.now()).compareTo(Duration.ofMinutes(5)) >= 0) {
                             LOG.error("telegram bot '{}': a webhook is set, so Telegram refuses getUpdates; not polling. To switch"
                                     + " this bot to polling without losing queued updates run: java -jar chat-intake.jar telegram"
@@ -248,6 +286,7 @@ public class TelegramInboxConsumer extends DefaultConsumer {
                     }
                     case CONFLICT_OTHER_POLLER -> {
                         metrics.error(TelegramMetrics.PollError.CONFLICT_409);
+                        health.enter(Phase.BACKING_OFF, "409: another getUpdates request is running");
                         Duration wait = backoff.next();
                         LOG.warn("telegram bot '{}': Telegram says another getUpdates request is running ({}); re-checking the lease in {} ms",
                                 bot, e.getMessage(), wait.toMillis());
@@ -256,14 +295,16 @@ public class TelegramInboxConsumer extends DefaultConsumer {
                     case RATE_LIMITED -> {
                         metrics.error(TelegramMetrics.PollError.RATE_LIMITED_429);
                         Duration wait = Duration.ofSeconds(Math.max(1, e.retryAfterSeconds()));
+                        health.enter(Phase.BACKING_OFF, "429: rate limited, retry after " + wait.toSeconds() + " s");
                         LOG.warn("telegram bot '{}': rate limited by Telegram, waiting retry_after = {} s", bot, wait.toSeconds());
                         pause(wait);
                     }
-                    case SERVER, NETWORK -> {
+                    case SERVER, NETWORK, NOT_SENT -> {
                         if (!running) {
                             break;
                         }
                         metrics.error(e.kind() == BotApiException.Kind.SERVER ? TelegramMetrics.PollError.SERVER_5XX : TelegramMetrics.PollError.NETWORK);
+                        health.enter(Phase.BACKING_OFF, e.getMessage());
                         Duration wait = backoff.next();
                         LOG.warn("telegram bot '{}': Bot API call failed ({}); checkpoint unchanged, retrying from offset {} in {} ms",
                                 bot, e.getMessage(), offset, wait.toMillis());
@@ -271,6 +312,7 @@ public class TelegramInboxConsumer extends DefaultConsumer {
                     }
                 }
             } catch (RuntimeException e) {
+                health.enter(Phase.BACKING_OFF, "unexpected failure: " + e.getClass().getSimpleName());
                 Duration wait = backoff.next();
                 LOG.error("telegram bot '{}': unexpected failure, checkpoint unchanged; retrying in {} ms", bot, wait.toMillis(), e);
                 pause(wait);
@@ -278,6 +320,33 @@ public class TelegramInboxConsumer extends DefaultConsumer {
         }
         releaseQuietly(lease);
         LOG.info("telegram bot '{}': polling stopped{}", bot, lease == null ? "" : "; lease released for another process");
+    }
+
+    /**
+     * A poller that keeps its lease while every poll fails loses updates as surely as one that is
+     * not running: once its last success is older than Telegram's retention, the window is recorded
+     * (and counted) at once, then extended on every later failure, not only at the next lease take.
+     * The checkpoint's time is the window's start, the same one a later lease take would see.
+     */
+    private void watchForLoss(long botId, Instant lastSuccess) {
+        if (lastSuccess == null || !LossWindow.missed(lastSuccess, clock.instant())) {
+            return;
+        }
+        try {
+            recordLossWindow(botId, checkpoints.find(botId).flatMap(OffsetCheckpoint.Saved::lastSuccessfulPoll));
+        } catch (SQLException e) {
+            // Never in the way of the next poll; the seconds-since-last-poll gauge tells the story meanwhile.
+            LOG.warn("telegram bot '{}': the possible loss window could not be recorded yet ({}); tried again after the next failure",
+                    bot, e.getMessage());
+        }
+    }
+
+    private void recordLossWindow(long botId, Optional<Instant> lastSuccessfulPoll) throws SQLException {
+        lossWindows.recordIfMissed(botId, lastSuccessfulPoll, clock.instant()).ifPresent(w -> {
+            metrics.lossWindow();
+            LOG.warn("telegram bot '{}': last successful poll was {} (more than 24 h ago): updates Telegram received before {}"
+                    + " may have expired unseen; recorded as a possible loss window", bot, w.from(), w.to().minus(LossWindow.TELEGRAM_RETENTION));
+        });
     }
 
     /** @return the batch, or null when the consumer was stopped during the long poll */
@@ -308,10 +377,11 @@ public class TelegramInboxConsumer extends DefaultConsumer {
     }
 
     /**
-     * Handling never holds up polling (and with it the confirmation of the next batch). With a
-     * work dispatcher (the runner has one) the stored items are its work already: it is only told
-     * that there is more, a hint it may ignore while busy. Without one (the component on its own)
-     * the route runs on its own thread, and batches it cannot take are left in the inbox.
+     * With a work dispatcher (the runner has one) the stored updates are its work: it is woken, a
+     * hint that costs the poller nothing, and runs them from storage, recording each outcome and
+     * retrying failures. Without one (the component on its own) the route runs on its own thread,
+     * so slow handlers never hold up polling (and with it the confirmation of the next batch);
+     * batches it cannot take are left in the inbox.
      */
     private void handOff(BotApiClient.BotIdentity identity, List<TelegramInbox.StoredUpdate> stored) {
         WorkDispatcher dispatcher = WorkDispatcher.of(getEndpoint().getCamelContext());
@@ -322,11 +392,10 @@ public class TelegramInboxConsumer extends DefaultConsumer {
         try {
             handoff.execute(() -> emit(identity, stored));
         } catch (RejectedExecutionException e) {
-            LOG.debug("telegram bot '{}': the route is behind; {} stored update(s) stay in the inbox", bot, stored.size());
+            LOG.debug("telegram bot '{}': handlers are behind; {} stored update(s) left in the inbox", bot, stored.size());
         }
     }
 
-    /** Runs the route for each newly stored update, in order, on the hand-off thread. */
     private void emit(BotApiClient.BotIdentity identity, List<TelegramInbox.StoredUpdate> stored) {
         for (TelegramInbox.StoredUpdate update : stored) {
             Exchange exchange = exchangeFor(identity, update);
@@ -342,8 +411,20 @@ public class TelegramInboxConsumer extends DefaultConsumer {
 
     private Exchange exchangeFor(BotApiClient.BotIdentity identity, TelegramInbox.StoredUpdate update) {
         Exchange exchange = createExchange(false);
-        TelegramUpdateMessage.fill(exchange.getMessage(), bot, identity.id(), update.updateId(), update.type(), update.rowId(), update.json());
+        TelegramUpdateMessage.fill(exchange.getMessage(), bot, identity.id(), update.updateId(), update.type(), update.rowId(),
+                update.json(), update.rawReason());
         return exchange;
+    }
+
+    /** Updates stored raw are confirmed and handed on like the others; a person may want to know they came. */
+    private void reportRaw(List<TelegramInbox.StoredUpdate> stored) {
+        for (TelegramInbox.StoredUpdate update : stored) {
+            if (update.rawReason() != null) {
+                metrics.raw();
+                LOG.warn("telegram bot '{}': update {} cannot be stored as jsonb ({}); stored raw as inbox row {}, confirmed and"
+                        + " handed on with header {}", bot, update.updateId(), update.rawReason(), update.rowId(), RAW_REASON);
+            }
+        }
     }
 
     private void runRoute(Exchange exchange) throws Exception {

@@ -1,44 +1,24 @@
 package io.chatintake.channel.telegram;
 
-import io.chatintake.config.Secret;
 import java.time.Duration;
-import java.util.Arrays;
 import java.util.List;
-import java.util.Optional;
 import org.apache.camel.Category;
 import org.apache.camel.Consumer;
 import org.apache.camel.Processor;
 import org.apache.camel.Producer;
-import org.apache.camel.spi.Metadata;
 import org.apache.camel.spi.UriEndpoint;
 import org.apache.camel.spi.UriParam;
-import org.apache.camel.spi.UriPath;
-import org.apache.camel.support.DefaultEndpoint;
 
-/**
- * One bot. Its token is read from the configuration ({@code telegram.bot-token} for the bot
- * named {@code main}, {@code telegram.bots.<name>.token} for others) so that it never has to
- * appear in a route's URI; a {@code token} URI option exists for completeness and is masked.
- */
+/** One bot's durable long polling; the bot, its token and server as {@link ConfiguredBotEndpoint} resolves them. */
 @UriEndpoint(firstVersion = "0.1.0", scheme = "telegram-inbox", title = "Telegram Inbox",
         syntax = "telegram-inbox:botName", consumerOnly = true, category = {Category.CHAT})
-public class TelegramInboxEndpoint extends DefaultEndpoint {
-    static final String DEFAULT_BOT = "main";
-
-    @UriPath(description = "Name of the bot in this configuration: labels logs and metrics, selects the token")
-    @Metadata(required = true)
-    private final String botName;
-    @UriParam(label = "security", secret = true, description = "Bot token; prefer the configuration key so it stays out of URIs")
-    private String token;
-    @UriParam(description = "Configuration key holding the token (default telegram.bot-token for 'main', telegram.bots.<name>.token otherwise)")
-    private String tokenProperty;
-    @UriParam(description = "Bot API base URL (default: configuration key telegram.api-url, else https://api.telegram.org)")
-    private String apiUrl;
+public class TelegramInboxEndpoint extends ConfiguredBotEndpoint {
     @UriParam(defaultValue = "100", description = "Updates per getUpdates call (1..100)")
     private int limit = 100;
     @UriParam(defaultValue = "25", description = "Long-poll timeout in seconds (0..50)")
     private int timeout = 25;
-    @UriParam(description = "Comma-separated update types to ask for; empty keeps the bot's current setting")
+    @UriParam(description = "Comma-separated update types to ask for (default: configuration key telegram.allowed-updates,"
+            + " else every type, since Telegram keeps an earlier setting when none is sent)")
     private String allowedUpdates;
     @UriParam(defaultValue = "60", description = "Poll lease duration in seconds; must exceed the long-poll timeout")
     private int leaseSeconds = 60;
@@ -48,8 +28,7 @@ public class TelegramInboxEndpoint extends DefaultEndpoint {
     private long backoffCapMillis = 60_000;
 
     public TelegramInboxEndpoint(String uri, TelegramInboxComponent component, String botName) {
-        super(uri, component);
-        this.botName = botName;
+        super(uri, component, botName);
     }
 
     @Override
@@ -59,19 +38,19 @@ public class TelegramInboxEndpoint extends DefaultEndpoint {
 
     @Override
     public Producer createProducer() {
-        throw new UnsupportedOperationException("telegram-inbox only consumes; reply with the telegram component");
+        throw new UnsupportedOperationException("telegram-inbox only consumes; reply with telegram-bot:" + getBotName());
     }
 
     @Override
     public Consumer createConsumer(Processor processor) throws Exception {
         if (limit < 1 || limit > 100) {
-            throw new IllegalArgumentException("telegram-inbox:" + botName + " limit must be 1..100, got " + limit);
+            throw new IllegalArgumentException("telegram-inbox:" + getBotName() + " limit must be 1..100, got " + limit);
         }
         if (timeout < 0 || timeout > 50) {
-            throw new IllegalArgumentException("telegram-inbox:" + botName + " timeout must be 0..50 seconds, got " + timeout);
+            throw new IllegalArgumentException("telegram-inbox:" + getBotName() + " timeout must be 0..50 seconds, got " + timeout);
         }
         if (leaseSeconds <= timeout + 5) {
-            throw new IllegalArgumentException("telegram-inbox:" + botName + " leaseSeconds (" + leaseSeconds
+            throw new IllegalArgumentException("telegram-inbox:" + getBotName() + " leaseSeconds (" + leaseSeconds
                     + ") must exceed the long-poll timeout (" + timeout + ") by more than 5 s");
         }
         TelegramInboxConsumer consumer = new TelegramInboxConsumer(this, processor);
@@ -80,68 +59,16 @@ public class TelegramInboxEndpoint extends DefaultEndpoint {
     }
 
     /** The configuration key the token is read from, named in the "polling is off" message. */
-    String tokenKey() {
-        if (tokenProperty != null && !tokenProperty.isBlank()) {
-            return tokenProperty;
-        }
-        return DEFAULT_BOT.equals(botName) ? "telegram.bot-token" : "telegram.bots." + botName + ".token";
-    }
-
-    Optional<Secret> resolveToken() {
-        if (token != null && !token.isBlank()) {
-            return Optional.of(Secret.of(token.trim()));
-        }
-        return property(tokenKey()).map(Secret::of);
-    }
-
-    String resolveApiUrl() {
-        if (apiUrl != null && !apiUrl.isBlank()) {
-            return apiUrl;
-        }
-        return property("telegram.api-url").orElse("https://api.telegram.org");
-    }
-
-    private Optional<String> property(String key) {
-        return getCamelContext().getPropertiesComponent().resolveProperty(key).map(String::trim).filter(v -> !v.isEmpty());
-    }
-
+    /** Never empty: an empty allowed_updates would keep whatever was set for the bot before. */
     List<String> allowedUpdateList() {
-        if (allowedUpdates == null || allowedUpdates.isBlank()) {
-            return List.of();
+        if (allowedUpdates != null && !allowedUpdates.isBlank()) {
+            return AllowedUpdates.parse(allowedUpdates);
         }
-        return Arrays.stream(allowedUpdates.split(",")).map(String::trim).filter(s -> !s.isEmpty()).toList();
+        return AllowedUpdates.parse(property(AllowedUpdates.KEY).orElse(null));
     }
 
     Duration leaseDuration() {
         return Duration.ofSeconds(leaseSeconds);
-    }
-
-    public String getBotName() {
-        return botName;
-    }
-
-    public String getToken() {
-        return token;
-    }
-
-    public void setToken(String token) {
-        this.token = token;
-    }
-
-    public String getTokenProperty() {
-        return tokenProperty;
-    }
-
-    public void setTokenProperty(String tokenProperty) {
-        this.tokenProperty = tokenProperty;
-    }
-
-    public String getApiUrl() {
-        return apiUrl;
-    }
-
-    public void setApiUrl(String apiUrl) {
-        this.apiUrl = apiUrl;
     }
 
     public int getLimit() {

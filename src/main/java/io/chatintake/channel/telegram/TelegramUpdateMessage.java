@@ -14,8 +14,13 @@ final class TelegramUpdateMessage {
     private TelegramUpdateMessage() {
     }
 
-    static void fill(Message message, String botName, long botId, long updateId, String type, long rowId, String json) {
+    /** @param rawReason null, or why jsonb refused the update: the body is then the text as Telegram sent it */
+    static void fill(Message message, String botName, long botId, long updateId, String type, long rowId, String json,
+                     String rawReason) {
         message.setBody(json);
+        if (rawReason != null) {
+            message.setHeader(TelegramInboxConsumer.RAW_REASON, rawReason);
+        }
         message.setHeader(TelegramInboxConsumer.BOT_NAME, botName);
         message.setHeader(TelegramInboxConsumer.BOT_ID, botId);
         message.setHeader(TelegramInboxConsumer.UPDATE_ID, updateId);

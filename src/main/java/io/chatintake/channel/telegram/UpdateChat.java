@@ -1,6 +1,8 @@
 package io.chatintake.channel.telegram;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.IOException;
 import java.util.List;
 import java.util.Optional;
 import java.util.stream.Collectors;
@@ -19,7 +21,18 @@ final class UpdateChat {
             List.of("my_chat_member", "chat"), List.of("chat_member", "chat"), List.of("chat_join_request", "chat"),
             List.of("chat_boost", "chat"), List.of("removed_chat_boost", "chat"));
 
+    private static final ObjectMapper JSON = new ObjectMapper();
+
     private UpdateChat() {
+    }
+
+    /** The chat id of an update given as text: for updates stored raw, which SQL cannot read. */
+    static Optional<String> idOf(String json) {
+        try {
+            return idOf(JSON.readTree(json));
+        } catch (IOException e) {
+            return Optional.empty();
+        }
     }
 
     /** The chat id of a parsed update, if its type has a chat. */

@@ -31,7 +31,7 @@ import javax.sql.DataSource;
  * others wait for a leader to commit theirs. So a lone request pays no hand-over between threads
  * (on a busy machine each one costs a scheduling delay), and a burst shares commits.
  */
-public final class GroupCommit implements AutoCloseable {
+public final class GroupCommit {
     /** A unit of work in the caller's transaction; it must not commit, roll back or keep the connection. */
     @FunctionalInterface
     public interface Unit<T> {
@@ -48,7 +48,6 @@ public final class GroupCommit implements AutoCloseable {
     private final int maxGroup;
     private final Queue<Pending<?>> queue = new ConcurrentLinkedQueue<>();
     private final AtomicInteger leading = new AtomicInteger();
-    private volatile boolean running = true;
 
     private static final class Pending<T> {
         final Unit<T> unit;
@@ -88,9 +87,6 @@ public final class GroupCommit implements AutoCloseable {
      */
     public <T> T submit(Unit<T> unit) throws SQLException {
         Pending<T> pending = new Pending<>(unit);
-        if (!running) {
-            throw new SQLException("stopping: not accepting new work, nothing stored", "57P01");
-        }
         queue.add(pending);
         long deadline = System.nanoTime() + answerTimeout.toNanos();
         while (true) {
@@ -114,12 +110,6 @@ public final class GroupCommit implements AutoCloseable {
                 throw new SQLException("interrupted while waiting for the commit; outcome unknown", "57014");
             }
         }
-    }
-
-    /** Refuses new units; those already queued are still run by their leaders. */
-    @Override
-    public void close() {
-        running = false;
     }
 
     /**

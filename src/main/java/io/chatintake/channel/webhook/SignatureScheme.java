@@ -108,6 +108,24 @@ public record SignatureScheme(String name, Format format, String signatureHeader
                 "{body}", Encoding.HEX, "sha256=", SecretFormat.UTF8, DEFAULT_TOLERANCE);
     }
 
+    /** Slack: {@code X-Slack-Signature: v0=<hex>} over {@code v0:<X-Slack-Request-Timestamp>:body}, Unix seconds. */
+    public static SignatureScheme slack() {
+        return new SignatureScheme("slack", Format.SINGLE, "X-Slack-Signature", "X-Slack-Request-Timestamp", null,
+                "v0:{timestamp}:{body}", Encoding.HEX, "v0=", SecretFormat.UTF8, DEFAULT_TOLERANCE);
+    }
+
+    /** LINE Messaging API: {@code X-Line-Signature: base64(HMAC(channel secret, body))}; no timestamp. */
+    public static SignatureScheme line() {
+        return new SignatureScheme("line", Format.SINGLE, "X-Line-Signature", null, null,
+                "{body}", Encoding.BASE64, "", SecretFormat.UTF8, DEFAULT_TOLERANCE);
+    }
+
+    /** Meta (WhatsApp Cloud, Messenger, Instagram): {@code X-Hub-Signature-256: sha256=<hex>} over the body with the app secret. */
+    public static SignatureScheme meta() {
+        return new SignatureScheme("meta", Format.SINGLE, "X-Hub-Signature-256", null, null,
+                "{body}", Encoding.HEX, "sha256=", SecretFormat.UTF8, DEFAULT_TOLERANCE);
+    }
+
     /** Telegram Bot API webhooks: {@code X-Telegram-Bot-Api-Secret-Token} must equal the secret. */
     public static SignatureScheme telegramSecretToken() {
         return new SignatureScheme("telegram-secret-token", Format.TOKEN, "X-Telegram-Bot-Api-Secret-Token", null, null,
@@ -116,7 +134,7 @@ public record SignatureScheme(String name, Format format, String signatureHeader
 
     /**
      * A preset by name ({@code unifyport}, {@code standard-webhooks}, {@code stripe-style},
-     * {@code github}, {@code telegram-secret-token}, {@code custom}), then {@code ;key=value}
+     * {@code github}, {@code slack}, {@code line}, {@code meta}, {@code telegram-secret-token}, {@code custom}), then {@code ;key=value}
      * overrides: {@code signature-header}, {@code timestamp-header}, {@code id-header},
      * {@code template}, {@code encoding} (hex|base64), {@code prefix}, {@code format}
      * (single|list|stripe|token), {@code secret-format} (utf8|whsec_base64), {@code tolerance-seconds}.
@@ -141,10 +159,13 @@ public record SignatureScheme(String name, Format format, String signatureHeader
             case "stripe-style" -> stripeStyle();
             case "github" -> github();
             case "telegram-secret-token" -> telegramSecretToken();
+            case "slack" -> slack();
+            case "line" -> line();
+            case "meta" -> meta();
             case "custom" -> new SignatureScheme("custom", Format.SINGLE, "X-Signature", null, null,
                     BODY, Encoding.HEX, "", SecretFormat.UTF8, DEFAULT_TOLERANCE);
             default -> throw new IllegalArgumentException("unknown signature scheme '" + preset
-                    + "' (unifyport, standard-webhooks, stripe-style, github, telegram-secret-token, custom)");
+                    + "' (unifyport, standard-webhooks, stripe-style, github, slack, line, meta, telegram-secret-token, custom)");
         };
         return base.with(options);
     }

@@ -12,6 +12,10 @@ import io.chatintake.sim.AdjustableClock;
 import io.chatintake.sim.BotApiSimulator;
 import io.chatintake.sim.BotApiSimulator.Fault;
 import io.chatintake.testkit.TestDatabase;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import org.apache.camel.Exchange;
+import org.apache.camel.health.HealthCheckHelper;
 import java.sql.Connection;
 import java.sql.Statement;
 import java.time.Duration;
@@ -70,6 +74,108 @@ class TelegramInboxConsumerTest {
     }
 
     @Test
+    void updatesJsonbRefusesAreStoredRawFlaggedConfirmedAndHandedOnWithTheRestOfTheirBatch() throws Exception {
+        String nul = "{\"update_id\":%d,\"message\":{\"message_id\":91,\"date\":1,\"chat\":{\"id\":31,\"type\":\"private\"},"
+                + "\"text\":\"nul \\u0000 inside\"}}";
+        String surrogate = "{\"update_id\":%d,\"message\":{\"message_id\":92,\"date\":1,\"chat\":{\"id\":32,\"type\":\"private\"},"
+                + "\"text\":\"half an emoji \\ud83d\"}}";
+        for (int i = 0; i < 300; i++) {
+            if (i == 100) {
+                simulator.enqueueJson(token, id -> nul.formatted(id));
+            } else if (i == 150) {
+                simulator.enqueueJson(token, id -> surrogate.formatted(id));
+            } else {
+                simulator.enqueueText(token, 30 + i % 5, "m" + i);
+            }
+        }
+        try (TelegramIntake intake = new TelegramIntake(simulator).property("telegram.bot-token", token)
+                .route("main", FAST, false).start()) {
+            await("300 updates stored", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 300);
+            await("300 exchanges", WAIT, () -> intake.received.size() == 300);
+            await("the last batch confirmed", WAIT, () -> simulator.queued(token) == 0);
+            assertThat(intake.meters.counter("chat_intake_telegram_raw_updates", "bot", "main").count()).isEqualTo(2);
+
+            List<Exchange> raw = intake.received.stream().filter(e -> e.getMessage().getHeader(TelegramInboxConsumer.RAW_REASON) != null).toList();
+            assertThat(raw).extracting(e -> e.getMessage().getHeader(TelegramInboxConsumer.RAW_REASON))
+                    .containsExactlyInAnyOrder("nul_character", "lone_surrogate");
+            assertThat(raw).extracting(e -> e.getMessage().getBody(String.class))
+                    .containsExactlyInAnyOrder(nul.formatted(101), surrogate.formatted(151));
+            assertThat(raw).extracting(e -> e.getMessage().getHeader(TelegramInboxConsumer.CHAT_ID)).containsExactlyInAnyOrder("31", "32");
+        }
+        assertThat(count("SELECT next_offset FROM telegram_checkpoint WHERE bot_id = 4242")).isEqualTo(301);
+        assertThat(count("SELECT count(*) FROM telegram_update WHERE stored_raw")).isEqualTo(2);
+        assertThat(count("SELECT count(*) FROM telegram_update WHERE stored_raw AND update_id IN (101, 151) AND payload IS NULL"
+                + " AND raw_payload LIKE '%\\\\u%' AND raw_reason IN ('nul_character', 'lone_surrogate')")).isEqualTo(2);
+        assertThat(count("SELECT count(DISTINCT update_id) FROM telegram_update")).isEqualTo(300);
+        assertThat(simulator.violations()).isEmpty();
+        assertThat(messages()).anyMatch(m -> m.contains("update 151 cannot be stored as jsonb (lone_surrogate); stored raw"));
+    }
+
+    @Test
+    void whatJsonbRefusesBeyondTheScanIsFoundByAskingPostgresAndStoredRawToo() throws Exception {
+        // Valid JSON, no NUL, no surrogate, yet beyond jsonb's numeric range.
+        String huge = "{\"update_id\":%d,\"message\":{\"message_id\":93,\"date\":1,\"chat\":{\"id\":33,\"type\":\"private\"},"
+                + "\"n\":1e1000000}}";
+        simulator.enqueueText(token, 33, "before");
+        simulator.enqueueJson(token, id -> huge.formatted(id));
+        simulator.enqueueText(token, 33, "after");
+        try (TelegramIntake intake = new TelegramIntake(simulator).property("telegram.bot-token", token)
+                .route("main", FAST, false).start()) {
+            await("3 updates stored", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 3);
+            await("3 exchanges", WAIT, () -> intake.received.size() == 3);
+            await("confirmed", WAIT, () -> simulator.queued(token) == 0);
+        }
+        assertThat(count("SELECT count(*) FROM telegram_update WHERE stored_raw AND update_id = 2 AND raw_reason = 'jsonb_rejected_22003'"))
+                .isEqualTo(1);
+        assertThat(simulator.violations()).isEmpty();
+    }
+
+    @Test
+    void everyUpdateTypeIsAskedForByNameSoTheOptInTypesArrive() throws Exception {
+        // What happened before: a poll without allowed_updates keeps Telegram's default, which withholds these.
+        new BotApiClient(simulator.url(), io.chatintake.config.Secret.of(token)).getUpdates(0, 1, 0, List.of());
+        BotApiSimulator.OPT_IN_TYPES.forEach(type -> assertThat(simulator.enqueue(token, id -> updateOf(type, 61))).isEqualTo(-1));
+        assertThat(simulator.withheld(token)).isEqualTo(3);
+
+        try (TelegramIntake intake = new TelegramIntake(simulator).property("telegram.bot-token", token)
+                .route("main", FAST, false).start()) {
+            await("a poll naming the types", WAIT, () -> simulator.requests().stream().anyMatch(r -> r.allowedUpdates() != null));
+            BotApiSimulator.OPT_IN_TYPES.forEach(type -> simulator.enqueue(token, id -> updateOf(type, 61)));
+            await("the three stored", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 3);
+        }
+        assertThat(simulator.withheld(token)).isEqualTo(3);
+        assertThat(count("SELECT count(DISTINCT update_type) FROM telegram_update WHERE update_type IN"
+                + " ('chat_member', 'message_reaction', 'message_reaction_count')")).isEqualTo(3);
+        List<BotApiSimulator.Request> polls = simulator.requests().stream()
+                .filter(r -> r.method().equals("getUpdates")).skip(1).toList();
+        assertThat(polls).isNotEmpty().allSatisfy(r -> assertThat(r.allowedUpdates()).isEqualTo(AllowedUpdates.ALL));
+        assertThat(AllowedUpdates.ALL).hasSize(23).containsAll(BotApiSimulator.OPT_IN_TYPES);
+        assertThat(messages()).noneMatch(m -> m.contains("asking Telegram only for update types"));
+    }
+
+    @Test
+    void aNarrowedListOfUpdateTypesIsAskedForAndSaidOnceAtStart() throws Exception {
+        try (TelegramIntake intake = new TelegramIntake(simulator).property("telegram.bot-token", token)
+                .property("telegram.allowed-updates", " message , callback_query")
+                .route("main", FAST, false).start()) {
+            await("a poll", WAIT, () -> simulator.requests().stream().anyMatch(r -> r.allowedUpdates() != null));
+            assertThat(simulator.enqueue(token, id -> updateOf("chat_member", 62))).isEqualTo(-1);
+            simulator.enqueueText(token, 62, "still asked for");
+            await("the text stored", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 1);
+        }
+        assertThat(simulator.requests()).filteredOn(r -> r.method().equals("getUpdates"))
+                .allSatisfy(r -> assertThat(r.allowedUpdates()).containsExactly("message", "callback_query"));
+        assertThat(messages()).filteredOn(m -> m.contains("telegram bot 'main': asking Telegram only for update types"
+                + " [message, callback_query] (TELEGRAM_ALLOWED_UPDATES); these are never received: [edited_message,")).hasSize(1);
+    }
+
+    private static com.fasterxml.jackson.databind.node.ObjectNode updateOf(String type, long chatId) {
+        com.fasterxml.jackson.databind.node.ObjectNode update = com.fasterxml.jackson.databind.node.JsonNodeFactory.instance.objectNode();
+        update.putObject(type).put("date", 1).putObject("chat").put("id", chatId).put("type", "group");
+        return update;
+    }
+
+    @Test
     void exchangesCarryTheUpdateAndAnIdempotencyKeyAndAFailingRouteLosesNothing() throws Exception {
         simulator.enqueueText(token, 5, "one");
         simulator.enqueueText(token, 5, "two");
@@ -124,6 +230,39 @@ class TelegramInboxConsumerTest {
     }
 
     @Test
+    void eachBotsHealthSaysWhatItsPollerDoesWithoutBeingPartOfReadiness() throws Exception {
+        try (TelegramIntake intake = new TelegramIntake(simulator)
+                .property("telegram.bot-token", token)
+                .property("telegram.bots.revoked.token", "999:FAKE-revoked-token")
+                .route("main", FAST, false).route("revoked", FAST, false).route("idle", FAST, false).start()) {
+            await("main polls, revoked is stopped", WAIT, () -> health(intake, "telegram-bot-main").contains("UP telegram bot 'main': polling since")
+                    && health(intake, "telegram-bot-revoked").contains("DOWN telegram bot 'revoked': stopped: unauthorized since"));
+            assertThat(health(intake, "telegram-bot-revoked")).contains("fix TELEGRAM_BOTS_REVOKED_TOKEN").doesNotContain("FAKE-revoked-token");
+            assertThat(health(intake, "telegram-bot-idle")).contains("UP telegram bot 'idle': off since").contains("TELEGRAM_BOTS_IDLE_TOKEN");
+
+            failEveryPoll();
+            await("main backs off", WAIT, () -> health(intake, "telegram-bot-main").contains("DOWN telegram bot 'main': backing off since"));
+            String since = health(intake, "telegram-bot-main").replaceAll(".* since (\\S+) .*", "$1");
+            long polls = getUpdatesCalls();
+            await("failing on", WAIT, () -> getUpdatesCalls() > polls + 2);
+            assertThat(health(intake, "telegram-bot-main")).as("since the first failure").contains("backing off since " + since + " (500");
+
+            assertThat(HealthCheckHelper.invokeReadiness(intake.camel, "full")).extracting(r -> r.getCheck().getId())
+                    .noneMatch(id -> id.startsWith("telegram-bot-"));
+            assertThat(HealthCheckHelper.invokeLiveness(intake.camel, "full")).extracting(r -> r.getCheck().getId())
+                    .noneMatch(id -> id.startsWith("telegram-bot-"));
+            simulator.clearFaults(token);
+            await("main polls again", WAIT, () -> health(intake, "telegram-bot-main").contains("UP telegram bot 'main': polling since"));
+        }
+    }
+
+    /** "UP message" of one check as the full exposure level shows it, or "" when it is not registered. */
+    private static String health(TelegramIntake intake, String id) {
+        return HealthCheckHelper.invoke(intake.camel, "full").stream().filter(r -> r.getCheck().getId().equals(id))
+                .map(r -> r.getState() + " " + r.getMessage().orElse("")).findFirst().orElse("");
+    }
+
+    @Test
     void aBotWithoutTokenStaysOffAndSaysSoOnce() throws Exception {
         try (TelegramIntake intake = new TelegramIntake(simulator).route("main", FAST, false).start()) {
             assertThat(messages()).filteredOn(m -> m.contains("telegram bot 'main': no token configured (TELEGRAM_BOT_TOKEN); polling is off")).hasSize(1);
@@ -165,6 +304,60 @@ class TelegramInboxConsumerTest {
     }
 
     @Test
+    void updatesAnotherCallerConfirmedBetweenTwoOfOurPollsAreRecordedAsAGapOnce() throws Exception {
+        for (int i = 0; i < 3; i++) {
+            simulator.enqueueText(token, 6, "ours " + i);
+        }
+        try (TelegramIntake intake = new TelegramIntake(simulator).property("telegram.bot-token", token)
+                .route("main", FAST, false).start()) {
+            await("three stored", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 3);
+        }
+        for (int i = 0; i < 5; i++) {
+            simulator.enqueueText(token, 6, "later " + i); // ids 4..8
+        }
+        // A forgotten poller (or a manual call) asks with a higher offset: 4..6 are confirmed, unseen by us.
+        new BotApiClient(simulator.url(), io.chatintake.config.Secret.of(token)).getUpdates(7, 100, 0, List.of());
+        MeterRegistry registry = new SimpleMeterRegistry();
+        try (TelegramIntake intake = new TelegramIntake(simulator).property("telegram.bot-token", token)
+                .route("main", FAST, false)) {
+            intake.camel.getRegistry().bind("metricsRegistry", registry);
+            intake.start();
+            await("7 and 8 stored", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 5);
+            simulator.enqueueText(token, 6, "and on"); // id 9: no further gap
+            await("9 stored", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 6);
+        }
+        assertThat(new UpdateGap(TestDatabase.dataSource()).list(4242)).extracting(UpdateGap.Gap::describe)
+                .containsExactly("updates 4..6 were confirmed outside this store");
+        assertThat(messages()).filteredOn(m -> m.contains("were confirmed outside this store")).containsExactly(
+                "telegram bot 'main': updates 4..6 were confirmed outside this store (a forgotten poller or a manual getUpdates"
+                        + " with a higher offset); they never reached this inbox; recorded in telegram_gap");
+        assertThat(registry.get("chat_intake_telegram_gaps").tag("bot", "main").counter().count()).isEqualTo(1.0);
+        assertThat(simulator.violations()).as("the simulator saw the same three confirmed unstored")
+                .containsExactly("getUpdates(offset=7) confirmed updates not stored: [4, 5, 6]");
+    }
+
+    @Test
+    void aHigherIdAfterAWeekWithoutUpdatesIsAnIdRestartNotAGap() throws Exception {
+        simulator.enqueueText(token, 6, "before the idle week");
+        try (TelegramIntake intake = new TelegramIntake(simulator).property("telegram.bot-token", token)
+                .route("main", FAST, false).start()) {
+            await("stored", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 1);
+            await("confirmed", WAIT, () -> simulator.queued(token) == 0);
+        }
+        try (Connection c = TestDatabase.dataSource().getConnection(); Statement s = c.createStatement()) {
+            s.executeUpdate("UPDATE telegram_checkpoint SET last_batch_at = now() - interval '8 days'");
+        }
+        simulator.jumpIds(token, 90_000);
+        simulator.enqueueText(token, 6, "after the idle week");
+        try (TelegramIntake intake = new TelegramIntake(simulator).property("telegram.bot-token", token)
+                .route("main", FAST, false).start()) {
+            await("stored after the restart", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 2);
+        }
+        assertThat(count("SELECT count(*) FROM telegram_gap")).isZero();
+        assertThat(count("SELECT next_offset FROM telegram_checkpoint")).isEqualTo(90_001);
+    }
+
+    @Test
     void twoPollersOfOneBotNeverPollTogetherAndTheStandbyTakesOverOnStop() throws Exception {
         for (int i = 0; i < 20; i++) {
             simulator.enqueueText(token, 8, "m" + i);
@@ -176,7 +369,8 @@ class TelegramInboxConsumerTest {
             first.close();
             simulator.enqueueText(token, 8, "after handover");
             await("the second takes over", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 21);
-            assertThat(second.received).hasSize(1);
+            // handed to the route after the commit, on the hand-off thread
+            await("the second hands it on", WAIT, () -> second.received.size() == 1);
         }
         assertThat(simulator.maxConcurrentPolls(token)).isEqualTo(1);
         assertThat(simulator.conflicts(token)).isZero();
@@ -239,6 +433,57 @@ class TelegramInboxConsumerTest {
         }
         assertThat(messages()).anyMatch(m -> m.contains("recorded as a possible loss window"));
         assertThat(new LossWindow(TestDatabase.dataSource()).list(4242).get(0).from()).isBefore(Instant.now().minus(Duration.ofHours(29)));
+    }
+
+    @Test
+    void aPollerThatHoldsItsLeaseWhileEveryPollFailsRecordsTheLossWindowAsSoonAsItPasses24Hours() throws Exception {
+        AdjustableClock clock = new AdjustableClock();
+        try (TelegramIntake intake = new TelegramIntake(simulator, clock).property("telegram.bot-token", token)
+                .route("main", FAST, false).start()) {
+            await("a first poll", WAIT, () -> count("SELECT count(*) FROM telegram_checkpoint WHERE last_poll_at IS NOT NULL") == 1);
+            failEveryPoll();
+            long polls = getUpdatesCalls();
+            await("failing", WAIT, () -> getUpdatesCalls() > polls + 2);
+            assertThat(count("SELECT count(*) FROM telegram_loss_window")).as("within Telegram's retention nothing is lost").isZero();
+
+            clock.advance(Duration.ofHours(25));
+            await("the loss window, while the lease is held", WAIT, () -> count("SELECT count(*) FROM telegram_loss_window WHERE bot_id = 4242") == 1);
+            assertThat(count("SELECT count(*) FROM telegram_poll_lease WHERE expires_at > now()")).as("the lease is still held").isEqualTo(1);
+            await("counted once committed", WAIT, () -> lossWindowsCounted(intake) == 1);
+            assertThat(intake.meters.get("chat_intake_telegram_seconds_since_last_poll").tag("bot", "main").gauge().value())
+                    .isGreaterThan(Duration.ofHours(25).toSeconds() - 60);
+
+            clock.advance(Duration.ofHours(1));
+            long later = getUpdatesCalls();
+            await("failing on", WAIT, () -> getUpdatesCalls() > later + 2);
+            await("the same window extended", WAIT, () -> count("SELECT count(*) FROM telegram_loss_window"
+                    + " WHERE to_time - from_time > interval '25 hours 30 minutes'") == 1);
+
+            simulator.clearFaults(token);
+            simulator.enqueueText(token, 7, "after the outage");
+            await("polling again", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 1);
+            await("the age of the last success restarts", WAIT,
+                    () -> intake.meters.get("chat_intake_telegram_seconds_since_last_poll").tag("bot", "main").gauge().value() < 60);
+            assertThat(lossWindowsCounted(intake)).isEqualTo(1);
+        }
+        assertThat(count("SELECT count(*) FROM telegram_loss_window")).as("one outage, one window").isEqualTo(1);
+        assertThat(messages()).filteredOn(m -> m.contains("recorded as a possible loss window")).hasSize(1);
+        assertThat(simulator.violations()).isEmpty();
+    }
+
+    /** Every getUpdates answers 500 until the test clears the faults (10,000 outlast any test). */
+    private void failEveryPoll() {
+        for (int i = 0; i < 10_000; i++) {
+            simulator.injectFault(token, Fault.serverError());
+        }
+    }
+
+    private long getUpdatesCalls() {
+        return simulator.requests().stream().filter(r -> r.method().equals("getUpdates")).count();
+    }
+
+    private static double lossWindowsCounted(TelegramIntake intake) {
+        return intake.meters.counter("chat_intake_telegram_loss_windows", "bot", "main").count();
     }
 
     @Test

@@ -9,6 +9,7 @@ import io.chatintake.store.EmbeddedDatabase;
 import io.chatintake.testkit.Await;
 import io.chatintake.testkit.RunnerProcess;
 import io.chatintake.testkit.Sql;
+import java.net.http.HttpResponse;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.HashMap;
@@ -51,6 +52,24 @@ class TelegramIntakeIT {
         return env;
     }
 
+
+    @Test
+    void aRefusedTokenShowsAsStoppedOnHealthWhileReadinessAndLivenessStayUp() throws Exception {
+        Map<String, String> env = RunnerProcess.pollingEnv(work, simulator.url(), "999:FAKE-refused-token-secret");
+        try (RunnerProcess runner = RunnerProcess.start(work, env).awaitReady()) {
+            Await.until("the bot shows as stopped", WAIT, () -> runner.get("/observe/health").body().contains("stopped: unauthorized"));
+            HttpResponse<String> health = runner.get("/observe/health");
+            HttpResponse<String> ready = runner.get("/observe/health/ready");
+            HttpResponse<String> live = runner.get("/observe/health/live");
+            assertThat(health.statusCode()).as("the whole picture is down: one bot cannot poll").isEqualTo(503);
+            assertThat(health.body()).contains("telegram-bot-main").contains("fix TELEGRAM_BOT_TOKEN")
+                    .contains("webhook-unifyport").contains("off: no signing secret configured (UNIFYPORT_SIGNING_SECRETS)")
+                    .doesNotContain("FAKE-refused-token-secret");
+            assertThat(ready.statusCode()).as(ready.body()).isEqualTo(200);
+            assertThat(ready.body()).doesNotContain("telegram-bot-main");
+            assertThat(live.statusCode()).as(live.body()).isEqualTo(200);
+        }
+    }
 
     @ParameterizedTest
     @ValueSource(strings = {CrashPoint.TELEGRAM_AFTER_RECEIVE, CrashPoint.TELEGRAM_DURING_TRANSACTION, CrashPoint.TELEGRAM_AFTER_COMMIT})
@@ -197,7 +216,8 @@ class TelegramIntakeIT {
             RunnerProcess status = RunnerProcess.start(work.resolve("status"), env, "telegram", "status");
             assertThat(status.awaitExit(WAIT)).as(status.output()).isZero();
             assertThat(status.output()).contains("bot main (id 777)").contains("next offset:          3")
-                    .contains("updates stored:       2").contains("pending at Telegram:  0");
+                    .contains("updates stored:       2").contains("pending at Telegram:  0")
+                    .contains("confirmed outside this store: none");
             assertThat(status.output()).doesNotContain(SECRET);
             assertThat(simulator.requests().subList(pollsBefore, simulator.requests().size()))
                     .filteredOn(r -> r.method().equals("getUpdates")).allMatch(r -> r.offset() == null || r.offset() <= 3);

@@ -2,14 +2,22 @@ package io.chatintake.channel.unifyport;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.chatintake.channel.webhook.EventMapping;
+import io.chatintake.channel.webhook.WebhookEvent;
+import io.chatintake.testkit.RouteFile;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
 import java.time.Instant;
 import org.junit.jupiter.api.Test;
 
+/** The UnifyPort envelope as the shipped route's event mapping reads it. */
 class UnifyPortEventTest {
+    private static final EventMapping MAPPING = new EventMapping(
+            RouteFile.mappingOptions(Path.of("routes/unifyport-webhook.yaml"), "unifyport"));
+
     @Test
     void idsStayStringsEvenWhenTheyAreHugeNumbers() {
-        UnifyPortEvent event = parse("{\"id\":\"evt_1\",\"type\":\"message.received\",\"provider\":\"telegram\",\"account_id\":98765432109876543210,"
+        WebhookEvent event = parse("{\"id\":\"evt_1\",\"type\":\"message.received\",\"provider\":\"telegram\",\"account_id\":98765432109876543210,"
                 + "\"occurred_at\":\"2026-07-01T09:15:00Z\",\"data\":{\"conversation\":{\"id\":-1001234567890123},"
                 + "\"message\":{\"id\":123456789012345678901234567890,\"type\":\"text\",\"text\":\"hi\",\"album\":{\"id\":\"a\",\"index\":3}}}}",
                 null);
@@ -27,7 +35,7 @@ class UnifyPortEventTest {
         assertThat(parse("{\"id\":\"evt_body\"}", "evt_header").eventId()).as("the header is not signed").isEqualTo("evt_body");
         assertThat(parse("{\"id\":\"evt_body\"}", null).eventId()).isEqualTo("evt_body");
         assertThat(parse("{\"type\":\"x\"}", "evt_header").eventId()).isEqualTo("evt_header");
-        UnifyPortEvent noId = parse("{\"type\":\"x\"}", null);
+        WebhookEvent noId = parse("{\"type\":\"x\"}", null);
         assertThat(noId.eventId()).startsWith("sha256:").isEqualTo(parse("{\"type\":\"x\"}", " ").eventId());
     }
 
@@ -37,8 +45,12 @@ class UnifyPortEventTest {
         assertThat(parse("[1,2]", null).parseError()).isEqualTo("not_an_object");
         assertThat(parse("[1,2]", null).payloadJson()).as("still JSON, kept as jsonb").isEqualTo("[1,2]");
         assertThat(parse("", null).parseError()).isEqualTo("invalid_json");
-        assertThat(parse("{\"a\":\"nul \\u0000 inside\"}", null).parseError()).as("jsonb cannot hold NUL").isEqualTo("invalid_json");
-        UnifyPortEvent raw = parse("<xml/>", "evt_x");
+        assertThat(parse("{\"a\":\"nul \\u0000 inside\"}", null).parseError()).as("jsonb cannot hold NUL").isEqualTo("nul_character");
+        assertThat(parse("{\"a\":\"half \\ud83d\"}", null).parseError()).as("nor a lone surrogate").isEqualTo("lone_surrogate");
+        assertThat(parse("\uFEFF{\"a\":1}", null).parseError()).as("nor a byte-order mark").isEqualTo("byte_order_mark");
+        assertThat(MAPPING.events("{\"id\":\"e\"}".getBytes(StandardCharsets.UTF_16), "application/json", name -> null, "dlv")
+                .get(0).parseError()).as("nor UTF-16").isEqualTo("not_utf8");
+        WebhookEvent raw = parse("<xml/>", "evt_x");
         assertThat(raw.payloadJson()).isNull();
         assertThat(raw.eventId()).isEqualTo("evt_x");
     }
@@ -54,10 +66,11 @@ class UnifyPortEventTest {
     @Test
     void printingAnEventShowsNoContent() {
         assertThat(parse("{\"id\":\"e\",\"type\":\"message.received\",\"data\":{\"message\":{\"reply_token\":\"rt_secret\"}}}", null))
-                .hasToString("UnifyPortEvent[e message.received null]");
+                .hasToString("WebhookEvent[e message.received null]");
     }
 
-    private static UnifyPortEvent parse(String body, String headerId) {
-        return UnifyPortEvent.parse(body.getBytes(StandardCharsets.UTF_8), headerId, "dlv");
+    private static WebhookEvent parse(String body, String headerId) {
+        return MAPPING.events(body.getBytes(StandardCharsets.UTF_8), "application/json",
+                name -> "X-Device-Event-Id".equals(name) ? headerId : null, "dlv").get(0);
     }
 }

@@ -216,6 +216,31 @@ class UnifyPortWebhookTest {
     }
 
     @Test
+    void authenticBodiesJsonbRefusesAreStoredRawAndAcknowledgedNotRetriedForever(DataSource db) throws Exception {
+        byte[] surrogate = "{\"id\":\"evt_half\",\"type\":\"message.received\",\"data\":{\"text\":\"half \\ud83d\"}}"
+                .getBytes(StandardCharsets.UTF_8);
+        // Java's UTF-16 writes a byte-order mark first: Jackson reads that, PostgreSQL does not.
+        byte[] utf16 = "{\"id\":\"evt_utf16\",\"type\":\"message.received\"}".getBytes(StandardCharsets.UTF_16);
+        Response half = sender.post(sender.sign("evt_half", surrogate, TimestampForm.RFC3339));
+        Response wide = sender.post(sender.sign("evt_utf16", utf16, TimestampForm.RFC3339));
+        Response again = sender.post(sender.sign("evt_half", surrogate, TimestampForm.RFC3339));
+        assertThat(half.status()).as(half.body()).isEqualTo(200);
+        assertThat(wide.status()).as(wide.body()).isEqualTo(200);
+        assertThat(again.body()).as("a retry is a duplicate, not a second failure").isEqualTo("{\"status\":\"duplicate\"}");
+        Map<String, String> reasons = new HashMap<>();
+        try (Connection c = db.getConnection(); ResultSet rs = c.createStatement().executeQuery(
+                "SELECT event_id, body, payload, parse_error, delivery_count FROM webhook_event ORDER BY event_id")) {
+            while (rs.next()) {
+                assertThat(rs.getBytes("body")).isEqualTo(rs.getString("event_id").equals("evt_half") ? surrogate : utf16);
+                assertThat(rs.getString("payload")).isNull();
+                reasons.put(rs.getString("event_id"), rs.getString("parse_error"));
+            }
+        }
+        assertThat(reasons).isEqualTo(Map.of("evt_half", "lone_surrogate", "evt_utf16", "not_utf8"));
+        assertThat(count(db, "SELECT count(*) FROM work_item WHERE kind = 'unifyport-event'")).as("handed on").isEqualTo(2);
+    }
+
+    @Test
     void anUnknownEventTypeIsStoredAndAcknowledged(DataSource db) throws Exception {
         byte[] body = SignedDeliverySender.envelope("evt_new_kind", "galaxy.exploded", "line", "acc_1", Instant.now(), "{\"x\":1}");
         assertThat(sender.post(sender.sign("evt_new_kind", body, TimestampForm.RFC3339)).status()).isEqualTo(200);

@@ -13,10 +13,13 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
+import io.chatintake.testkit.Await;
+import io.chatintake.testkit.Sql;
 import io.chatintake.testkit.TestDatabase;
 import io.chatintake.testkit.WebhookServer;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.Map;
 import javax.sql.DataSource;
@@ -33,14 +36,15 @@ class WebhookRouteYamlTest {
     @Test
     void aSecondWorkspaceIsJustYamlAndPropertiesWithItsOwnPathSecretsAndKeys(DataSource db) throws Exception {
         String readme = Files.readString(Path.of("README.md"));
-        int start = readme.indexOf("```yaml\n- beans:\n    - name: unifyportAcmeIntake");
+        int start = readme.indexOf("```yaml\n- route:\n    id: unifyport-acme-webhook");
         assertThat(start).as("the README shows the second-workspace YAML").isPositive();
         String yaml = readme.substring(start + "```yaml\n".length(), readme.indexOf("```", start + 7));
         Path file = Files.writeString(dir.resolve("unifyport-acme.yaml"), yaml);
 
         Map<String, String> settings = Map.of("unifyport.signing-secrets", "secret_default",
                 "unifyport-acme.signing-secrets", "secret_acme");
-        try (WebhookServer server = WebhookServer.start(db, settings, "file:routes/unifyport-*.yaml,file:" + file)) {
+        // The real work dispatcher: each workspace's event reaches direct:unifyport-event from storage.
+        try (WebhookServer server = WebhookServer.startWithWork(db, settings, "file:routes/unifyport-*.yaml,file:" + file)) {
             SignedDeliverySender toDefault = new SignedDeliverySender(server.uri("/webhooks/unifyport"), Secret.of("secret_default"));
             SignedDeliverySender toAcme = new SignedDeliverySender(server.uri("/webhooks/unifyport/acme"), Secret.of("secret_acme"));
             SignedDeliverySender acmeSecretOnDefault = new SignedDeliverySender(server.uri("/webhooks/unifyport"), Secret.of("secret_acme"));
@@ -50,6 +54,9 @@ class WebhookRouteYamlTest {
             assertThat(toAcme.post(toAcme.sign("evt_same", body, TimestampForm.RFC3339)).status()).isEqualTo(200);
             assertThat(acmeSecretOnDefault.post(acmeSecretOnDefault.sign("evt_other", body, TimestampForm.RFC3339)).status())
                     .isEqualTo(401);
+            Await.until("both workspaces' events handled", Duration.ofSeconds(20), () -> Sql.string(db,
+                    "SELECT string_agg(source_key || ' ' || state, ', ' ORDER BY source_key) FROM work_item WHERE kind = 'unifyport-event'")
+                    .equals("acme:unifyport:evt_same done, default:unifyport:evt_same done"));
         }
         assertThat(UnifyPortWebhookTest.count(db, "SELECT count(DISTINCT workspace) FROM webhook_event WHERE event_id = 'evt_same'"))
                 .isEqualTo(2);
@@ -60,22 +67,17 @@ class WebhookRouteYamlTest {
     void aRouteSelectsAndParameterisesItsSignatureSchemeInYaml(DataSource db) throws Exception {
         String scheme = "custom;signature-header=X-Sig;timestamp-header=X-Time;template={timestamp}.{body};encoding=base64;prefix=v1=";
         Path file = Files.writeString(dir.resolve("custom-hook.yaml"), """
-                - beans:
-                    - name: customIntake
-                      type: io.chatintake.channel.unifyport.UnifyPortIntake
-                      properties:
-                        configPrefix: custom-hook
-                        workspace: custom
-                        channel: custom-hook
-                        scheme: "%s"
-                        signingSecrets: "{{custom-hook.signing-secrets:}}"
-                        dataSource: "#dataSource"
                 - route:
                     from:
                       uri: "platform-http:/webhooks/custom?httpMethodRestrict=POST&muteException=true"
                       steps:
-                        - process:
-                            ref: customIntake
+                        - to:
+                            uri: "webhook-inbox:custom-hook"
+                            parameters:
+                              workspace: custom
+                              scheme: "%s"
+                              secretsKey: custom-hook.signing-secrets
+                              eventId: /id
                 """.formatted(scheme));
         try (WebhookServer server = WebhookServer.start(db, Map.of("unifyport.signing-secrets", "unused",
                 "custom-hook.signing-secrets", "custom_secret"), "file:" + file)) {

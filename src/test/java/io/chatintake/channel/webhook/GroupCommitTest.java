@@ -50,7 +50,6 @@ class GroupCommitTest {
     @AfterEach
     void tearDown() {
         submitters.shutdownNow();
-        commits.close();
     }
 
     @Test

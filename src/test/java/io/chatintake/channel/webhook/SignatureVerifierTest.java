@@ -53,6 +53,29 @@ class SignatureVerifierTest {
     }
 
     @Test
+    void theSlackLineAndMetaPresetsAcceptTheirProvidersPublishedExamples() {
+        // Slack's "Verifying requests from Slack" example, checked at its own time.
+        String slackBody = "token=xyzz0WbapA4vBCDEFasx0q6G&team_id=T1DC2JH3J&team_domain=testteamnow&channel_id=G8PSS9T3V"
+                + "&channel_name=foobar&user_id=U2CERLKJA&user_name=roadrunner&command=%2Fwebhook-collect&text=&response_url=https%3A%2F%2F"
+                + "hooks.slack.com%2Fcommands%2FT1DC2JH3J%2F397700885554%2F96rGlfmibIGlgcZRskXaIFfN"
+                + "&trigger_id=398738663015.47445629121.803a0bc887a14d10d2c447fce8b6703c";
+        Function<String, String> slackHeaders = headers("X-Slack-Request-Timestamp", "1531420618",
+                "X-Slack-Signature", "v0=a2114d57b48eac39b9ad189dd8316235a7b4a8d21a10bd27519666489c69b503");
+        SignatureVerifier slack = new SignatureVerifier(SignatureScheme.parse("slack"), List.of(Secret.of("8f742231b10e8888abcd99yyyzzz85a5")));
+        assertThat(slack.verify(slackHeaders, bytes(slackBody), Instant.ofEpochSecond(1531420618)).verified()).isTrue();
+        assertThat(slack.verify(slackHeaders, bytes(slackBody), Instant.ofEpochSecond(1531420618 + 301)).reason())
+                .isEqualTo(Reason.STALE_TIMESTAMP);
+        // LINE's SDK test vector (line-bot-sdk-nodejs).
+        SignatureVerifier line = new SignatureVerifier(SignatureScheme.parse("line"), List.of(Secret.of("test_secret")));
+        assertThat(line.verify(headers("X-Line-Signature", "t7Hn4ZDHqs6e+wdvI5TyQIvzie0DmMUmuXEBqyyE/tM="), bytes("{\"hello\":\"world\"}"),
+                Instant.now()).verified()).isTrue();
+        // Meta signs as GitHub does; GitHub's "Validating webhook deliveries" example.
+        SignatureVerifier meta = new SignatureVerifier(SignatureScheme.parse("meta"), List.of(Secret.of("It's a Secret to Everybody")));
+        assertThat(meta.verify(headers("X-Hub-Signature-256", "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"),
+                bytes("Hello, World!"), Instant.now()).verified()).isTrue();
+    }
+
+    @Test
     void theTimestampIsSignedExactlyAsReceived() {
         // Same instant, written differently: the signature covers the text, not the time.
         Verification result = unifyport("secret_1").verify(headers(

@@ -1,4 +1,4 @@
-package io.chatintake.channel.unifyport;
+package io.chatintake.channel.webhook;
 
 import io.chatintake.work.WorkItem;
 import io.chatintake.work.WorkSource;
@@ -8,33 +8,40 @@ import java.sql.SQLException;
 import org.apache.camel.Message;
 
 /**
- * Stored webhook events as work: handled by {@code direct:unifyport-event}, with the body exactly
- * as it was signed. It can hold signed media URLs and reply tokens: handlers must not log it.
+ * Stored webhook events of one channel as work: kind {@code <channel>-event}, handled by the
+ * channel's handler route ({@code direct:<channel>-event} unless configured), with the event's
+ * bytes as body. It can hold signed media URLs and reply tokens: handlers must not log it.
  */
-public final class UnifyPortWorkSource extends WorkSource {
-    public static final String KIND = "unifyport-event";
+public final class WebhookWorkSource extends WorkSource {
     public static final String WORKSPACE = "ChatIntakeWorkspace";
     public static final String CHANNEL = "ChatIntakeChannel";
     public static final String EVENT_ID = "ChatIntakeEventId";
     public static final String EVENT_TYPE = "ChatIntakeEventType";
     public static final String PROVIDER = "ChatIntakeProvider";
+    public static final String ACCOUNT = "ChatIntakeAccount";
     public static final String STORED_ID = "ChatIntakeStoredId";
 
-    public UnifyPortWorkSource(String endpointUri) {
-        super(KIND, endpointUri);
+    public WebhookWorkSource(String kind, String endpointUri) {
+        super(kind, endpointUri);
+    }
+
+    /** The work kind of a channel's events. */
+    public static String kindOf(String channel) {
+        return channel + "-event";
     }
 
     @Override
     public void load(Connection connection, WorkItem item, Message message) throws SQLException {
-        readRow(connection, "SELECT workspace, channel, event_id, event_type, provider, body FROM webhook_event WHERE id = ?",
+        readRow(connection, "SELECT workspace, channel, event_id, event_type, provider, account_id, body FROM webhook_event WHERE id = ?",
                 item, rs -> {
                     message.setHeader(WORKSPACE, rs.getString(1));
                     message.setHeader(CHANNEL, rs.getString(2));
                     message.setHeader(EVENT_ID, rs.getString(3));
                     message.setHeader(EVENT_TYPE, rs.getString(4));
                     message.setHeader(PROVIDER, rs.getString(5));
+                    message.setHeader(ACCOUNT, rs.getString(6));
                     message.setHeader(STORED_ID, item.sourceId());
-                    message.setBody(new String(rs.getBytes(6), StandardCharsets.UTF_8));
+                    message.setBody(new String(rs.getBytes(7), StandardCharsets.UTF_8));
                 });
     }
 }

@@ -1,0 +1,149 @@
+package io.chatintake.channel.telegram;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.chatintake.config.Settings;
+import io.chatintake.work.EffectFailure;
+import io.chatintake.work.EffectOutcome;
+import java.io.IOException;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+import org.apache.camel.Exchange;
+import org.apache.camel.Message;
+import org.apache.camel.support.DefaultProducer;
+
+/**
+ * Sends one Bot API call per exchange; nothing of one exchange is shared with another, so any
+ * number of threads may send at once. A failure is thrown as an {@link EffectFailure} whose
+ * outcome class tells the effect guard what happened: an {@code ok:false} answer, or a request
+ * never written, is definitely not performed (retried; a 429 not before its retry_after); a
+ * refusal for good (blocked, chat not found) is undeliverable; a timeout or reset after writing,
+ * or a 5xx, is ambiguous.
+ */
+final class TelegramBotProducer extends DefaultProducer {
+    static final String MESSAGE_ID = "TelegramMessageId";
+    private static final ObjectMapper JSON = new ObjectMapper();
+    /** 400 descriptions that no retry can change: the chat is gone or closed to this bot. */
+    private static final Set<String> PERMANENT_400 = Set.of("chat not found", "user not found", "peer_id_invalid",
+            "bot was kicked", "not enough rights", "have no rights", "chat_write_forbidden", "user is deactivated");
+
+    private final TelegramBotEndpoint endpoint;
+
+    TelegramBotProducer(TelegramBotEndpoint endpoint) {
+        super(endpoint);
+        this.endpoint = endpoint;
+    }
+
+    @Override
+    public void process(Exchange exchange) throws Exception {
+        Message message = exchange.getMessage();
+        String method = endpoint.getMethod();
+        String call = "telegram-bot:" + endpoint.getBotName() + " " + method;
+        TelegramBotComponent.Sender sender = endpoint.sender().orElseThrow(() -> new EffectFailure(EffectOutcome.FAILED,
+                call + ": no token configured (" + Settings.envName(endpoint.tokenKey()) + ")", null));
+        ObjectNode params = params(message, method, call);
+        String chat = params.hasNonNull("chat_id") ? params.get("chat_id").asText() : null;
+        String target = call + (chat == null ? "" : " to chat " + chat);
+        try {
+            sender.limiter().acquire(chat);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new EffectFailure(EffectOutcome.FAILED, target + ": interrupted before sending", null);
+        }
+        JsonNode result;
+        try {
+            result = sender.client().call(method, params, Duration.ofSeconds(endpoint.getTimeoutSeconds()));
+        } catch (BotApiException e) {
+            if (e.kind() == BotApiException.Kind.RATE_LIMITED) {
+                sender.limiter().pause(chat, Duration.ofSeconds(Math.max(1, e.retryAfterSeconds())));
+            }
+            throw failure(target, e);
+        }
+        if (TelegramBotEndpoint.SEND_MESSAGE.equals(method)) {
+            long messageId = result.path("message_id").asLong();
+            message.setHeader(MESSAGE_ID, messageId);
+            message.setBody(messageId);
+        } else {
+            message.setBody(result.toString());
+        }
+    }
+
+    /** sendMessage: the body is the text (or the whole parameters as a map/JSON); others: the body is JSON. */
+    private ObjectNode params(Message message, String method, String call) throws EffectFailure {
+        Object body = message.getBody();
+        ObjectNode params;
+        if (body instanceof Map<?, ?> || body instanceof JsonNode) {
+            JsonNode node = JSON.valueToTree(body);
+            if (!node.isObject()) {
+                throw new EffectFailure(EffectOutcome.FAILED, call + ": the body must be a JSON object of parameters", null);
+            }
+            params = (ObjectNode) node;
+        } else if (TelegramBotEndpoint.SEND_MESSAGE.equals(method)) {
+            String text = message.getBody(String.class);
+            if (text == null || text.isEmpty()) {
+                throw new EffectFailure(EffectOutcome.FAILED, call + ": the body (the text to send) is empty", null);
+            }
+            params = JSON.createObjectNode().put("text", text);
+        } else {
+            params = parseObject(message.getBody(String.class), call);
+        }
+        if (!params.hasNonNull("chat_id")) {
+            String chat = endpoint.getChatId() != null ? endpoint.getChatId() : message.getHeader(TelegramInboxConsumer.CHAT_ID, String.class);
+            if (chat != null && !chat.isBlank()) {
+                params.set("chat_id", chatIdNode(chat.trim()));
+            } else if (TelegramBotEndpoint.SEND_MESSAGE.equals(method)) {
+                throw new EffectFailure(EffectOutcome.FAILED, call + ": no chat: set the " + TelegramInboxConsumer.CHAT_ID
+                        + " header or chatId", null);
+            }
+        }
+        return params;
+    }
+
+    private static ObjectNode parseObject(String json, String call) throws EffectFailure {
+        try {
+            JsonNode node = json == null ? null : JSON.readTree(json);
+            if (node != null && node.isObject()) {
+                return (ObjectNode) node;
+            }
+        } catch (IOException e) {
+            // reported below
+        }
+        throw new EffectFailure(EffectOutcome.FAILED, call + ": the body must be a JSON object of parameters", null);
+    }
+
+    private static JsonNode chatIdNode(String chat) {
+        try {
+            return JSON.getNodeFactory().numberNode(Long.parseLong(chat));
+        } catch (NumberFormatException e) {
+            return JSON.getNodeFactory().textNode(chat);
+        }
+    }
+
+    static EffectFailure failure(String target, BotApiException e) {
+        String text = target + ": " + e.getMessage();
+        return switch (e.kind()) {
+            case RATE_LIMITED -> new EffectFailure(EffectOutcome.FAILED, text,
+                    Instant.now().plusSeconds(Math.max(1, e.retryAfterSeconds())));
+            case NOT_SENT, UNAUTHORIZED, CONFLICT_OTHER_POLLER, CONFLICT_WEBHOOK -> new EffectFailure(EffectOutcome.FAILED, text, null);
+            case NETWORK -> new EffectFailure(EffectOutcome.AMBIGUOUS, text, null);
+            case SERVER -> new EffectFailure(refusal(e), text, null);
+        };
+    }
+
+    /** An error answer: 403 and a closed chat's 400 are for good; other 4xx not performed; 5xx (or no JSON) ambiguous. */
+    private static EffectOutcome refusal(BotApiException e) {
+        int code = e.errorCode();
+        if (code == 403) {
+            return EffectOutcome.UNDELIVERABLE;
+        }
+        if (code == 400) {
+            String lower = e.getMessage().toLowerCase(Locale.ROOT);
+            return PERMANENT_400.stream().anyMatch(lower::contains) ? EffectOutcome.UNDELIVERABLE : EffectOutcome.FAILED;
+        }
+        return code >= 400 && code < 500 ? EffectOutcome.FAILED : EffectOutcome.AMBIGUOUS;
+    }
+}

@@ -1,0 +1,78 @@
+package io.chatintake.channel.telegram;
+
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import javax.sql.DataSource;
+
+/**
+ * Updates confirmed outside this store (seed 004). Telegram answers getUpdates from the earliest
+ * unconfirmed update, so the first update after the saved checkpoint has exactly the checkpoint's
+ * id, unless someone else confirmed the ones before it: a forgotten poller, or a manual
+ * getUpdates with a higher offset. Those updates are gone for us; they are recorded and reported
+ * as {@code updates X..Y were confirmed outside this store}.
+ * <p>
+ * Two things explain a higher first id instead, and are no gap: ids restart at a random value
+ * after a week without updates, and updates expire unseen after 24 h without a poll (a
+ * {@link LossWindow}).
+ */
+public final class UpdateGap {
+    /** Telegram restarts update ids after this long without updates. */
+    static final Duration ID_RESTART_IDLE = Duration.ofDays(7);
+
+    public record Gap(long fromUpdateId, long toUpdateId, Instant detectedAt) {
+        /** The sentence operators read in the log, {@code telegram status} and the status page. */
+        public String describe() {
+            return "updates " + fromUpdateId + ".." + toUpdateId + " were confirmed outside this store";
+        }
+    }
+
+    // Runs in the batch transaction before the checkpoint advances, so it compares with the offset
+    // this batch was asked for, under the poll lease.
+    private static final String RECORD = """
+            INSERT INTO telegram_gap (bot_id, from_update_id, to_update_id)
+            SELECT bot_id, next_offset, ? - 1 FROM telegram_checkpoint
+             WHERE bot_id = ? AND next_offset > 0 AND ? > next_offset
+               AND last_batch_at > now() - make_interval(secs => %d)
+               AND last_poll_at > now() - make_interval(secs => %d)
+            RETURNING from_update_id, to_update_id, detected_at"""
+            .formatted(ID_RESTART_IDLE.toSeconds(), LossWindow.TELEGRAM_RETENTION.toSeconds());
+
+    private final DataSource dataSource;
+
+    public UpdateGap(DataSource dataSource) {
+        this.dataSource = dataSource;
+    }
+
+    /** Records the gap before {@code firstUpdateId}, if there is one nothing explains. */
+    static Optional<Gap> recordIfAny(Connection c, long botId, long firstUpdateId) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(RECORD)) {
+            ps.setLong(1, firstUpdateId);
+            ps.setLong(2, botId);
+            ps.setLong(3, firstUpdateId);
+            try (ResultSet rs = ps.executeQuery()) {
+                return rs.next() ? Optional.of(new Gap(rs.getLong(1), rs.getLong(2), rs.getTimestamp(3).toInstant())) : Optional.empty();
+            }
+        }
+    }
+
+    public List<Gap> list(long botId) throws SQLException {
+        List<Gap> gaps = new ArrayList<>();
+        try (Connection c = dataSource.getConnection(); PreparedStatement ps = c.prepareStatement(
+                "SELECT from_update_id, to_update_id, detected_at FROM telegram_gap WHERE bot_id = ? ORDER BY detected_at")) {
+            ps.setLong(1, botId);
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    gaps.add(new Gap(rs.getLong(1), rs.getLong(2), rs.getTimestamp(3).toInstant()));
+                }
+            }
+        }
+        return gaps;
+    }
+}

@@ -1,0 +1,298 @@
+package io.chatintake.channel.webhook;
+
+import io.chatintake.config.Secret;
+import io.chatintake.config.Settings;
+import io.chatintake.message.ChildMessageListener;
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Optional;
+import javax.sql.DataSource;
+import org.apache.camel.Category;
+import org.apache.camel.Consumer;
+import org.apache.camel.Processor;
+import org.apache.camel.Producer;
+import org.apache.camel.spi.Metadata;
+import org.apache.camel.spi.UriEndpoint;
+import org.apache.camel.spi.UriParam;
+import org.apache.camel.spi.UriPath;
+import org.apache.camel.support.CamelContextHelper;
+import org.apache.camel.support.DefaultEndpoint;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One channel's intake. Secrets are read from the configuration key named by {@code secretsKey}
+ * (never from the URI), when the route starts: without one the channel is off, says so once,
+ * and answers 503 {@code not_configured}.
+ */
+@UriEndpoint(firstVersion = "0.1.0", scheme = "webhook-inbox", title = "Webhook Inbox",
+        syntax = "webhook-inbox:channel", producerOnly = true, category = {Category.CHAT})
+public class WebhookInboxEndpoint extends DefaultEndpoint {
+    private static final Logger LOG = LoggerFactory.getLogger(WebhookInboxEndpoint.class);
+    private WebhookIntakeHealthCheck health;
+
+    @UriPath(description = "Channel name: webhook_event.channel, the work kind <channel>-event, metrics and logs")
+    @Metadata(required = true)
+    private final String channel;
+    private final EventMapping mapping;
+    @UriParam(defaultValue = "default", description = "Workspace that scopes every stored key")
+    private String workspace = "default";
+    @UriParam(description = "Signature scheme spec: a preset (unifyport, slack, line, meta, github, standard-webhooks, "
+            + "stripe-style, telegram-secret-token) or custom, with ;key=value overrides")
+    @Metadata(required = true)
+    private String scheme;
+    @UriParam(description = "Configuration key holding the signing secrets, comma-separated (rotation); default <channel>.signing-secrets")
+    private String secretsKey;
+    @UriParam(description = "Accept unsigned deliveries when no secret is set (insecure; local trials only)")
+    private boolean allowUnsigned;
+    @UriParam(description = "Accepted timestamp skew in seconds, both ways; default the scheme's (300)")
+    private Long toleranceSeconds;
+    @UriParam(defaultValue = "1048576", description = "Larger bodies are answered 413 before anything else")
+    private long maxBodyBytes = 1024 * 1024;
+    @UriParam(defaultValue = "5000", description = "Longest a store statement runs before the delivery is answered 503")
+    private long statementTimeoutMs = 5000;
+    @UriParam(description = "Handler route of the channel's events, run as work; default direct:<channel>-event")
+    private String handler;
+    @UriParam(description = "Request header naming the delivery attempt (logs, webhook_event.last_delivery_id)")
+    private String deliveryIdHeader;
+    @UriParam(description = "Event type of a signed handshake answered with its challenge, not stored (Slack: url_verification)")
+    private String challengeType;
+    @UriParam(defaultValue = "/challenge", description = "Where that handshake's challenge is (a field spec)")
+    private String challenge = "/challenge";
+    @UriParam(description = "Configuration key of a verify token: GET ?hub.mode=subscribe&hub.verify_token=..&hub.challenge=.. "
+            + "is answered with the challenge when the token matches, 403 otherwise (Meta)")
+    private String verifyTokenKey;
+    @UriParam(description = "Where events are stored (a WebhookEventSink bean); default the webhook_event table")
+    private WebhookEventSink eventSink;
+
+    private volatile SignatureVerifier verifier;
+    private volatile Secret verifyToken;
+    private volatile WebhookEventSink sink;
+
+    public WebhookInboxEndpoint(String uri, WebhookInboxComponent component, String channel, EventMapping mapping) {
+        super(uri, component);
+        this.channel = channel;
+        this.mapping = mapping;
+    }
+
+    @Override
+    public Producer createProducer() {
+        return new WebhookInboxProducer(this);
+    }
+
+    @Override
+    public Consumer createConsumer(Processor processor) {
+        throw new UnsupportedOperationException("webhook-inbox is used with to: after a platform-http consumer");
+    }
+
+    /**
+     * Reads the secrets and says once whether the channel is on; registers the channel's work
+     * kind so the dispatcher runs its handler. Runs when the route starts (again on reload).
+     */
+    @Override
+    protected void doStart() throws Exception {
+        super.doStart();
+        if (scheme == null || scheme.isBlank()) {
+            throw new IllegalArgumentException(channel + " webhook: the scheme option is required (e.g. scheme=slack)");
+        }
+        SignatureScheme parsed = SignatureScheme.parse(scheme);
+        SignatureScheme chosen = toleranceSeconds == null ? parsed : parsed.withTolerance(Duration.ofSeconds(toleranceSeconds));
+        List<Secret> secrets = secrets(getSecretsKey());
+        String variable = Settings.envName(getSecretsKey());
+        String state;
+        if (!secrets.isEmpty()) {
+            state = "on: " + secrets.size() + " signing secret(s), workspace " + workspace;
+            verifier = new SignatureVerifier(chosen, secrets);
+            LOG.info("{} webhook: on for workspace {}: {} signing secret(s), scheme {}, timestamp tolerance +/-{}s, body cap {} bytes",
+                    channel, workspace, secrets.size(), chosen.name(), chosen.tolerance().toSeconds(), maxBodyBytes);
+        } else if (allowUnsigned) {
+            state = "on: UNSIGNED deliveries accepted (insecure), workspace " + workspace;
+            verifier = null;
+            LOG.warn("{} webhook: INSECURE: accepting UNSIGNED deliveries for workspace {}; anyone who can reach this port "
+                    + "can store events. Set {} and turn allow-unsigned off.", channel, workspace, variable);
+        } else {
+            state = "off: no signing secret configured (" + variable + "); deliveries are answered 503";
+            verifier = null;
+            LOG.warn("{} webhook: OFF for workspace {}: no signing secret configured; set {} (comma-separated) to enable it. "
+                    + "Until then deliveries are answered 503 not_configured.", channel, workspace, variable);
+        }
+        if (verifyTokenKey != null) {
+            verifyToken = secrets(verifyTokenKey).stream().findFirst().orElse(null);
+            if (verifyToken == null) {
+                LOG.warn("{} webhook: subscription check (GET) OFF: set {}; until then it is answered 503 not_configured",
+                        channel, Settings.envName(verifyTokenKey));
+            }
+        }
+        health = new WebhookIntakeHealthCheck(channel, state);
+        health.register(getCamelContext());
+        sink = eventSink != null ? eventSink : new WebhookEventStore(dataSource(), Duration.ofMillis(statementTimeoutMs),
+                workspace, channel, getWorkKind(), childMessageListener());
+        if (eventSink == null) {
+            // The dispatcher finds every WorkSource in the registry: this channel's events reach its handler.
+            getCamelContext().getRegistry().bind("workSource:" + getWorkKind(), new WebhookWorkSource(getWorkKind(), getHandler()));
+        }
+    }
+
+    @Override
+    protected void doStop() throws Exception {
+        if (health != null) {
+            health.unregister(getCamelContext());
+            health = null;
+        }
+        super.doStop();
+    }
+
+    /** A configuration key's comma-separated values: the Camel properties (configuration file), else its environment variable. */
+    private List<Secret> secrets(String key) {
+        Optional<String> value = getCamelContext().getPropertiesComponent().resolveProperty(key);
+        String raw = value.orElseGet(() -> System.getenv(Settings.envName(key)));
+        return raw == null ? List.of() : Arrays.stream(raw.split(","))
+                .map(String::trim).filter(s -> !s.isEmpty()).map(Secret::of).toList();
+    }
+
+    private DataSource dataSource() {
+        DataSource dataSource = CamelContextHelper.lookup(getCamelContext(), "dataSource", DataSource.class);
+        if (dataSource == null) {
+            throw new IllegalStateException(channel + " webhook: no DataSource bound as 'dataSource'");
+        }
+        return dataSource;
+    }
+
+    private ChildMessageListener childMessageListener() {
+        ChildMessageListener listener = CamelContextHelper.findSingleByType(getCamelContext(), ChildMessageListener.class);
+        if (listener == null) {
+            throw new IllegalStateException(channel + " webhook: no ChildMessageListener bound (the application configuration"
+                    + " binds 'childMessageListener'); without it albums and attachments would not be scheduled");
+        }
+        return listener;
+    }
+
+    SignatureVerifier verifier() {
+        return verifier;
+    }
+
+    Secret verifyToken() {
+        return verifyToken;
+    }
+
+    WebhookEventSink sink() {
+        return sink;
+    }
+
+    EventMapping mapping() {
+        return mapping;
+    }
+
+    public String getChannel() {
+        return channel;
+    }
+
+    public String getWorkKind() {
+        return WebhookWorkSource.kindOf(channel);
+    }
+
+    public String getHandler() {
+        return handler != null ? handler : "direct:" + getWorkKind();
+    }
+
+    public void setHandler(String handler) {
+        this.handler = handler;
+    }
+
+    public String getSecretsKey() {
+        return secretsKey != null ? secretsKey : channel + ".signing-secrets";
+    }
+
+    public void setSecretsKey(String secretsKey) {
+        this.secretsKey = secretsKey;
+    }
+
+    public String getWorkspace() {
+        return workspace;
+    }
+
+    public void setWorkspace(String workspace) {
+        this.workspace = workspace;
+    }
+
+    public String getScheme() {
+        return scheme;
+    }
+
+    public void setScheme(String scheme) {
+        this.scheme = scheme;
+    }
+
+    public boolean isAllowUnsigned() {
+        return allowUnsigned;
+    }
+
+    public void setAllowUnsigned(boolean allowUnsigned) {
+        this.allowUnsigned = allowUnsigned;
+    }
+
+    public Long getToleranceSeconds() {
+        return toleranceSeconds;
+    }
+
+    public void setToleranceSeconds(Long toleranceSeconds) {
+        this.toleranceSeconds = toleranceSeconds;
+    }
+
+    public long getMaxBodyBytes() {
+        return maxBodyBytes;
+    }
+
+    public void setMaxBodyBytes(long maxBodyBytes) {
+        this.maxBodyBytes = maxBodyBytes;
+    }
+
+    public long getStatementTimeoutMs() {
+        return statementTimeoutMs;
+    }
+
+    public void setStatementTimeoutMs(long statementTimeoutMs) {
+        this.statementTimeoutMs = statementTimeoutMs;
+    }
+
+    public String getDeliveryIdHeader() {
+        return deliveryIdHeader;
+    }
+
+    public void setDeliveryIdHeader(String deliveryIdHeader) {
+        this.deliveryIdHeader = deliveryIdHeader;
+    }
+
+    public String getChallengeType() {
+        return challengeType;
+    }
+
+    public void setChallengeType(String challengeType) {
+        this.challengeType = challengeType;
+    }
+
+    public String getChallenge() {
+        return challenge;
+    }
+
+    public void setChallenge(String challenge) {
+        this.challenge = challenge;
+    }
+
+    public String getVerifyTokenKey() {
+        return verifyTokenKey;
+    }
+
+    public void setVerifyTokenKey(String verifyTokenKey) {
+        this.verifyTokenKey = verifyTokenKey;
+    }
+
+    public WebhookEventSink getEventSink() {
+        return eventSink;
+    }
+
+    public void setEventSink(WebhookEventSink eventSink) {
+        this.eventSink = eventSink;
+    }
+}

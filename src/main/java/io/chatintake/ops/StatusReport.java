@@ -1,0 +1,475 @@
+package io.chatintake.ops;
+
+import io.chatintake.album.AlbumMetrics;
+
+import io.chatintake.config.Settings;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Timestamp;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.ZoneOffset;
+import java.time.format.DateTimeFormatter;
+import java.time.temporal.ChronoUnit;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import javax.sql.DataSource;
+
+/**
+ * The figures of the status page, read from the database with the SQL below, rendered as one
+ * HTML page. Every query is bounded by an index or by what is unfinished (never by history), and
+ * every value is HTML-escaped. Nothing secret is read: no token, URL, body or payload.
+ */
+final class StatusReport {
+    private static final DateTimeFormatter TIME = DateTimeFormatter.ofPattern("yyyy-MM-dd HH:mm:ss 'UTC'").withZone(ZoneOffset.UTC);
+    private static final int LIST_LIMIT = 20;
+
+    private static final String BOTS = """
+            SELECT c.bot_id, c.bot_name, c.next_offset, c.last_poll_at, c.last_batch_at, c.stored_count,
+                   l.holder, l.expires_at > now() AS lease_active,
+                   (SELECT count(*) FROM telegram_loss_window w WHERE w.bot_id = c.bot_id) AS loss_windows,
+                   (SELECT max(w.to_time) FROM telegram_loss_window w WHERE w.bot_id = c.bot_id) AS last_loss_until,
+                   (SELECT count(*) FROM telegram_gap g WHERE g.bot_id = c.bot_id) AS gaps,
+                   (SELECT g.from_update_id || '..' || g.to_update_id FROM telegram_gap g WHERE g.bot_id = c.bot_id
+                     ORDER BY g.detected_at DESC LIMIT 1) AS last_gap,
+                   now() AS db_now
+              FROM telegram_checkpoint c LEFT JOIN telegram_poll_lease l ON l.bot_id = c.bot_id
+             ORDER BY c.bot_name""";
+
+    /** Each (channel, workspace) once, by skipping along the index, then its newest delivery: cost per channel, not per event. */
+    private static final String WEBHOOK_CHANNELS = """
+            WITH RECURSIVE pairs AS (
+                (SELECT channel, workspace FROM webhook_event ORDER BY channel, workspace LIMIT 1)
+                UNION ALL
+                SELECT n.channel, n.workspace FROM pairs p, LATERAL (
+                    SELECT channel, workspace FROM webhook_event
+                     WHERE (channel, workspace) > (p.channel, p.workspace)
+                     ORDER BY channel, workspace LIMIT 1) n)
+            SELECT p.channel, p.workspace,
+                   (SELECT max(e.last_received_at) FROM webhook_event e WHERE e.channel = p.channel AND e.workspace = p.workspace)
+              FROM pairs p""";
+
+    private static final String WORK = """
+            SELECT kind, state, count(*),
+                   min(next_attempt_at) FILTER (WHERE state IN ('pending', 'failed') AND next_attempt_at <= now())
+              FROM work_item WHERE state IN ('pending', 'failed', 'running', 'parked')
+             GROUP BY kind, state ORDER BY kind, state""";
+
+    private static final String PARKED = """
+            SELECT id, kind, attempts, updated_at, last_error FROM work_item WHERE state = 'parked' ORDER BY id DESC LIMIT\s""" + LIST_LIMIT;
+
+    private static final String OPEN_ALBUMS = "SELECT count(*), min(first_child_at) FROM album WHERE " + AlbumMetrics.OPEN;
+
+    private static final String ALBUMS_NEEDING_A_PERSON = """
+            SELECT album_key, decided_version, last_child_at, count(*) OVER () FROM album WHERE needs_person
+             ORDER BY album_key LIMIT\s""" + LIST_LIMIT;
+
+    private static final String UNFINISHED_ATTACHMENTS = """
+            SELECT status, count(*) FROM message_attachment WHERE status IN ('pending', 'failed') GROUP BY status""";
+
+    private static final String RECENT_ATTACHMENTS = """
+            SELECT status, count(*) FROM message_attachment WHERE created_at > now() - interval '24 hours' GROUP BY status""";
+
+    /** Processes sharing the database, from their heartbeats (V11's runner_heartbeat). */
+    private static final String PROCESSES_FROM_HEARTBEATS = """
+            SELECT process_id, host, pid, started_at, beat_at FROM runner_heartbeat ORDER BY beat_at DESC LIMIT\s""" + LIST_LIMIT;
+
+    /** Before runner_heartbeat exists: the latest starts (no liveness). */
+    private static final String PROCESSES_FROM_STARTS = """
+            SELECT host || ':' || pid, host, pid, started_at, NULL::timestamptz FROM runner_start ORDER BY id DESC LIMIT\s""" + LIST_LIMIT;
+
+    private static final List<String> ATTACHMENT_STATUSES = List.of("pending", "failed", "stored", "expired", "too_large");
+
+    private final DataSource dataSource;
+    private final Settings settings;
+    private final Duration refresh;
+    private final String processName;
+
+    StatusReport(DataSource dataSource, Settings settings, Duration refresh, String processName) {
+        this.dataSource = dataSource;
+        this.settings = settings;
+        this.refresh = refresh;
+        this.processName = processName;
+    }
+
+    String render(Map<RecentRefusals.Refusal, Long> refusals) throws SQLException {
+        Html body = new Html();
+        Attention attention = new Attention();
+        try (Connection c = dataSource.getConnection()) {
+            c.setReadOnly(true);
+            Instant now = dbNow(c);
+            bots(c, body, attention, now);
+            channels(c, body, refusals, attention, now);
+            work(c, body, attention, now);
+            albums(c, body, attention, now);
+            attachments(c, body, attention);
+            processes(c, body, now);
+            Html page = new Html();
+            page.raw("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">")
+                    .raw("<meta http-equiv=\"refresh\" content=\"" + refresh.toSeconds() + "\">")
+                    .raw("<title>chat-intake status</title><style>" + STYLE + "</style></head><body>")
+                    .raw("<h1>chat-intake status</h1><p class=\"meta\">")
+                    .text("as of " + TIME.format(now) + " from process " + processName + "; this page reloads every "
+                            + refresh.toSeconds() + " s")
+                    .raw("</p>");
+            attention.render(page);
+            return page.raw(body.toString()).raw("</body></html>").toString();
+        }
+    }
+
+    private void bots(Connection c, Html html, Attention attention, Instant now) throws SQLException {
+        html.section("bots", "Telegram bots (polling)");
+        Set<String> configured = configuredBots();
+        Set<String> seen = new TreeSet<>();
+        html.header("bot", "id", "state", "next offset", "last poll", "lag", "last update stored", "updates stored",
+                "lease holder", "possible loss windows", "confirmed outside this store");
+        try (PreparedStatement ps = c.prepareStatement(BOTS); ResultSet rs = ps.executeQuery()) {
+            while (rs.next()) {
+                String name = rs.getString("bot_name");
+                seen.add(name);
+                boolean polling = rs.getBoolean("lease_active");
+                String holder = rs.getString("holder");
+                Instant lastPoll = instant(rs, "last_poll_at");
+                String state = polling ? "polling" : configured.contains(name) ? "no active poller" : "off (no token here)";
+                if (!polling && configured.contains(name)) {
+                    attention.add("bot " + name + " has no active poller");
+                }
+                long lossWindows = rs.getLong("loss_windows");
+                if (lossWindows > 0) {
+                    attention.add("bot " + name + ": " + lossWindows + " possible loss window(s)");
+                }
+                long gaps = rs.getLong("gaps");
+                String lastGap = rs.getString("last_gap");
+                if (gaps > 0) {
+                    attention.add("bot " + name + ": updates " + lastGap + " were confirmed outside this store"
+                            + (gaps > 1 ? " (and " + (gaps - 1) + " earlier gap(s))" : ""));
+                }
+                html.row("bot-" + name,
+                        name, rs.getString("bot_id"), state, rs.getString("next_offset"), when(lastPoll, now),
+                        lastPoll == null ? "-" : seconds(Duration.between(lastPoll, now)),
+                        when(instant(rs, "last_batch_at"), now), rs.getString("stored_count"),
+                        holder == null ? "none" : holder + (polling ? "" : " (expired)"),
+                        lossWindows == 0 ? "none" : lossWindows + ", the last until " + when(instant(rs, "last_loss_until"), now),
+                        gaps == 0 ? "none" : gaps + ", the last: updates " + lastGap);
+            }
+        }
+        for (String name : configured) {
+            if (!seen.contains(name)) {
+                html.row("bot-" + name, name, "-", "configured, not polled yet", "-", "never", "-", "never", "0", "none", "none", "none");
+            }
+        }
+        html.endTable();
+    }
+
+    private void channels(Connection c, Html html, Map<RecentRefusals.Refusal, Long> refusals, Attention attention,
+                          Instant now) throws SQLException {
+        html.section("channels", "Channels");
+        Map<String, Instant> lastDelivery = new TreeMap<>();
+        try (PreparedStatement ps = c.prepareStatement(WEBHOOK_CHANNELS); ResultSet rs = ps.executeQuery()) {
+            while (rs.next()) {
+                lastDelivery.put(rs.getString(1) + "/" + rs.getString(2), instant(rs, 3));
+            }
+        }
+        Set<String> channels = new TreeSet<>(lastDelivery.keySet());
+        channels.add("unifyport/" + settings.get("unifyport.workspace", "default"));
+        refusals.keySet().forEach(r -> channels.add(r.channel() + "/" + r.workspace()));
+        html.header("channel / workspace", "configured", "last delivery stored", "refused in the last hour (this process), by reason");
+        for (String key : channels) {
+            String channel = key.substring(0, key.indexOf('/'));
+            List<String> reasons = new ArrayList<>();
+            refusals.forEach((r, count) -> {
+                if ((r.channel() + "/" + r.workspace()).equals(key)) {
+                    reasons.add(r.status() + " " + r.reason() + ": " + count);
+                }
+            });
+            if (!reasons.isEmpty()) {
+                attention.add(key + ": " + reasons.size() + " kind(s) of refused deliveries in the last hour");
+            }
+            html.row("channel-" + key.replace('/', '-'), key, webhookConfigured(channel), when(lastDelivery.get(key), now),
+                    reasons.isEmpty() ? "none" : String.join("; ", reasons));
+        }
+        for (String bot : configuredBots()) {
+            html.row("channel-telegram-" + bot, "telegram bot " + bot, "on (token set)", "see Telegram bots", "-");
+        }
+        html.endTable();
+    }
+
+    private void work(Connection c, Html html, Attention attention, Instant now) throws SQLException {
+        html.section("work", "Work (stored, not done)");
+        html.header("kind", "state", "items", "oldest due since");
+        long parked = 0;
+        try (PreparedStatement ps = c.prepareStatement(WORK); ResultSet rs = ps.executeQuery()) {
+            boolean any = false;
+            while (rs.next()) {
+                any = true;
+                String kind = rs.getString(1);
+                String state = rs.getString(2);
+                if (state.equals("parked")) {
+                    parked += rs.getLong(3);
+                }
+                Instant due = instant(rs, 4);
+                html.row("work-" + kind + "-" + state, kind, state, rs.getString(3), due == null ? "-" : when(due, now));
+            }
+            if (!any) {
+                html.row("work-none", "-", "nothing waiting", "0", "-");
+            }
+        }
+        html.endTable();
+        if (parked > 0) {
+            attention.add(parked + " work item(s) parked");
+            html.raw("<h3>Parked (newest " + LIST_LIMIT + "): waiting for <code>work retry</code></h3>");
+            html.header("item", "kind", "attempts", "parked at", "reason");
+            try (PreparedStatement ps = c.prepareStatement(PARKED); ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    html.row("parked-" + rs.getLong(1), rs.getString(1), rs.getString(2), rs.getString(3),
+                            when(instant(rs, 4), now), shorten(rs.getString(5)));
+                }
+            }
+            html.endTable();
+        }
+    }
+
+    private void albums(Connection c, Html html, Attention attention, Instant now) throws SQLException {
+        html.section("albums", "Albums");
+        html.header("open albums", "oldest open since", "needing a person");
+        long open;
+        Instant oldest;
+        try (PreparedStatement ps = c.prepareStatement(OPEN_ALBUMS); ResultSet rs = ps.executeQuery()) {
+            rs.next();
+            open = rs.getLong(1);
+            oldest = instant(rs, 2);
+        }
+        List<String[]> needing = new ArrayList<>();
+        long needingCount = 0;
+        try (PreparedStatement ps = c.prepareStatement(ALBUMS_NEEDING_A_PERSON); ResultSet rs = ps.executeQuery()) {
+            while (rs.next()) {
+                needingCount = rs.getLong(4);
+                needing.add(new String[] {rs.getString(1), rs.getString(2), when(instant(rs, 3), now)});
+            }
+        }
+        html.row("albums", Long.toString(open), when(oldest, now), Long.toString(needingCount));
+        html.endTable();
+        if (needingCount > 0) {
+            attention.add(needingCount + " album(s) need a person (conflicting totals)");
+            html.header("album needing a person", "decided version", "last child at");
+            for (String[] album : needing) {
+                html.row(null, album);
+            }
+            html.endTable();
+        }
+    }
+
+    private void attachments(Connection c, Html html, Attention attention) throws SQLException {
+        html.section("attachments", "Attachments by status");
+        Map<String, Long> unfinished = counts(c, UNFINISHED_ATTACHMENTS);
+        Map<String, Long> recent = counts(c, RECENT_ATTACHMENTS);
+        html.header("status", "all unfinished", "received in the last 24 h");
+        for (String status : ATTACHMENT_STATUSES) {
+            boolean open = status.equals("pending") || status.equals("failed");
+            html.row("attachments-" + status, status, open ? Long.toString(unfinished.getOrDefault(status, 0L)) : "-",
+                    Long.toString(recent.getOrDefault(status, 0L)));
+        }
+        html.endTable();
+        long failed = unfinished.getOrDefault("failed", 0L);
+        if (failed > 0) {
+            attention.add(failed + " attachment(s) failed");
+        }
+    }
+
+    private void processes(Connection c, Html html, Instant now) throws SQLException {
+        boolean heartbeats;
+        try (PreparedStatement ps = c.prepareStatement("SELECT to_regclass('runner_heartbeat') IS NOT NULL"); ResultSet rs = ps.executeQuery()) {
+            rs.next();
+            heartbeats = rs.getBoolean(1);
+        }
+        html.section("processes", heartbeats ? "Processes sharing the database (heartbeats)" : "Processes that started on this database (latest)");
+        html.header("process", "host", "pid", "started", "last heartbeat");
+        try (PreparedStatement ps = c.prepareStatement(heartbeats ? PROCESSES_FROM_HEARTBEATS : PROCESSES_FROM_STARTS);
+             ResultSet rs = ps.executeQuery()) {
+            while (rs.next()) {
+                html.row(null, rs.getString(1), rs.getString(2), rs.getString(3), when(instant(rs, 4), now),
+                        heartbeats ? when(instant(rs, 5), now) : "(no heartbeats recorded)");
+            }
+        }
+        html.endTable();
+    }
+
+    /** Bots with a token in this process's configuration: main, then telegram.bots.<name>.token. */
+    private Set<String> configuredBots() {
+        Set<String> bots = new LinkedHashSet<>();
+        if (settings.get("telegram.bot-token").isPresent()) {
+            bots.add("main");
+        }
+        settings.withPrefix("telegram.bots.").keySet().stream()
+                .filter(k -> k.endsWith(".token"))
+                .map(k -> k.substring("telegram.bots.".length(), k.length() - ".token".length()))
+                .forEach(bots::add);
+        return bots;
+    }
+
+    /** Whether a signed-webhook channel accepts deliveries here ({@code <channel>.signing-secrets}). */
+    private String webhookConfigured(String channel) {
+        if (settings.get(channel + ".signing-secrets").isPresent()) {
+            return "on";
+        }
+        if (settings.getBoolean(channel + ".allow-unsigned", false)) {
+            return "on, UNSIGNED (insecure)";
+        }
+        return "off (set " + Settings.envName(channel + ".signing-secrets") + ")";
+    }
+
+    private static Map<String, Long> counts(Connection c, String sql) throws SQLException {
+        Map<String, Long> counts = new HashMap<>();
+        try (PreparedStatement ps = c.prepareStatement(sql); ResultSet rs = ps.executeQuery()) {
+            while (rs.next()) {
+                counts.put(rs.getString(1), rs.getLong(2));
+            }
+        }
+        return counts;
+    }
+
+    private static Instant dbNow(Connection c) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement("SELECT now()"); ResultSet rs = ps.executeQuery()) {
+            rs.next();
+            return rs.getTimestamp(1).toInstant();
+        }
+    }
+
+    private static Instant instant(ResultSet rs, String column) throws SQLException {
+        Timestamp t = rs.getTimestamp(column);
+        return t == null ? null : t.toInstant();
+    }
+
+    private static Instant instant(ResultSet rs, int column) throws SQLException {
+        Timestamp t = rs.getTimestamp(column);
+        return t == null ? null : t.toInstant();
+    }
+
+    private static String when(Instant at, Instant now) {
+        if (at == null) {
+            return "never";
+        }
+        Duration age = Duration.between(at, now);
+        return TIME.format(at.truncatedTo(ChronoUnit.SECONDS)) + " (" + (age.isNegative() ? "in " + seconds(age.negated()) : seconds(age) + " ago") + ")";
+    }
+
+    private static String seconds(Duration d) {
+        long s = Math.max(0, d.toSeconds());
+        return s < 120 ? s + " s" : s < 7200 ? s / 60 + " min" : s / 3600 + " h";
+    }
+
+    private static String shorten(String text) {
+        if (text == null) {
+            return "";
+        }
+        return text.length() <= 200 ? text : text.substring(0, 200) + "...";
+    }
+
+    /** What needs a person, shown first. */
+    private static final class Attention {
+        private final List<String> items = new ArrayList<>();
+
+        void add(String item) {
+            items.add(item);
+        }
+
+        void render(Html page) {
+            page.raw("<section id=\"attention\" class=\"" + (items.isEmpty() ? "ok" : "warn") + "\">");
+            if (items.isEmpty()) {
+                page.raw("<p>").text("Nothing needs attention.").raw("</p>");
+            } else {
+                page.raw("<h2>Needs attention</h2><ul>");
+                items.forEach(i -> page.raw("<li>").text(i).raw("</li>"));
+                page.raw("</ul>");
+            }
+            page.raw("</section>");
+        }
+    }
+
+    /** A tiny HTML writer: every text goes through {@link #escape}. */
+    static final class Html {
+        private final StringBuilder out = new StringBuilder();
+        private boolean inSection;
+
+        Html raw(String markup) {
+            out.append(markup);
+            return this;
+        }
+
+        Html text(String text) {
+            out.append(escape(text));
+            return this;
+        }
+
+        void section(String id, String title) {
+            if (inSection) {
+                out.append("</section>");
+            }
+            inSection = true;
+            out.append("<section id=\"").append(escape(id)).append("\"><h2>").append(escape(title)).append("</h2>");
+        }
+
+        void header(String... columns) {
+            out.append("<table><thead><tr>");
+            for (String c : columns) {
+                out.append("<th>").append(escape(c)).append("</th>");
+            }
+            out.append("</tr></thead><tbody>");
+        }
+
+        /** @param id the row's element id (figures a reader or a test can point at), or null */
+        void row(String id, String... cells) {
+            out.append(id == null ? "<tr>" : "<tr id=\"" + escape(id) + "\">");
+            for (String c : cells) {
+                out.append("<td>").append(escape(c)).append("</td>");
+            }
+            out.append("</tr>");
+        }
+
+        void endTable() {
+            out.append("</tbody></table>");
+        }
+
+        @Override
+        public String toString() {
+            return inSection ? out + "</section>" : out.toString();
+        }
+
+        static String escape(String text) {
+            if (text == null) {
+                return "";
+            }
+            StringBuilder s = new StringBuilder(text.length());
+            for (char ch : text.toCharArray()) {
+                switch (ch) {
+                    case '&' -> s.append("&amp;");
+                    case '<' -> s.append("&lt;");
+                    case '>' -> s.append("&gt;");
+                    case '"' -> s.append("&quot;");
+                    case '\'' -> s.append("&#39;");
+                    default -> s.append(ch);
+                }
+            }
+            return s.toString();
+        }
+    }
+
+    private static final String STYLE = """
+            body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}
+            h1{margin:0 0 .2em}h2{margin:1.2em 0 .4em;font-size:1.15em}h3{font-size:1em}
+            .meta{color:#666;margin:0 0 1em}
+            table{border-collapse:collapse;margin:.3em 0}
+            th,td{border:1px solid #ccc;padding:.25em .6em;text-align:left;vertical-align:top}
+            th{background:#f3f3f3}
+            #attention{padding:.2em 1em;border-radius:4px}
+            #attention.ok{background:#e8f5e9}#attention.warn{background:#fff3e0;border:1px solid #f0a030}
+            """;
+}

@@ -1,0 +1,230 @@
+package io.chatintake.ops.bench;
+
+import io.chatintake.album.AlbumChildSource;
+import io.chatintake.album.AlbumDecisionSource;
+import io.chatintake.album.AlbumDecisions;
+import io.chatintake.album.AlbumKey;
+import io.chatintake.album.QuietPeriods;
+import io.chatintake.attachment.AttachmentStore;
+import io.chatintake.config.Settings;
+import io.chatintake.message.ChannelMessage;
+import io.chatintake.message.ChannelMessageStore;
+import io.chatintake.message.ChildMessageListener;
+import io.chatintake.store.Database;
+import io.chatintake.store.EmbeddedDatabase;
+import io.chatintake.store.Migrations;
+import io.chatintake.work.WorkDispatcher;
+import io.chatintake.work.WorkQueue;
+import java.io.PrintStream;
+import java.lang.management.ManagementFactory;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import javax.sql.DataSource;
+import org.apache.camel.CamelContext;
+import org.apache.camel.builder.RouteBuilder;
+import org.apache.camel.impl.DefaultCamelContext;
+
+/**
+ * {@code bench albums [N]}: decision latency with N albums open at once (default 20,000). Albums
+ * of two children without a total (so only their deadline decides them) are stored as channels
+ * store children, at N per quiet period, so that N are open when the first deadlines pass;
+ * the product's album routes (count check per child through the work dispatcher, the deadline
+ * sweep on a timer) decide them on a fresh durable database (fsync on). An observer sees each decision committed and measures how
+ * late it is against its deadline (last child + quiet period).
+ * <p>
+ * Target: p99 lateness <= 250 ms with N open, and heap after GC at the peak <= 1.2x that before
+ * intake (no process holds albums in memory). There is no contender: the bound is absolute.
+ */
+public final class AlbumBenchmark {
+    private static final Duration QUIET = Duration.ofSeconds(20);
+    private static final long TARGET_LATE_MILLIS = 250;
+    private static final double TARGET_HEAP_RATIO = 1.2;
+    private static final int ALBUMS_PER_COMMIT = 50;
+
+    private final PrintStream out;
+
+    public AlbumBenchmark(PrintStream out) {
+        this.out = out;
+    }
+
+    /** @return 0 when the targets are met */
+    public int run(int albums) throws Exception {
+        Path dir = Files.createTempDirectory("chat-intake-bench-albums");
+        EmbeddedDatabase embedded = EmbeddedDatabase.start(dir.resolve("pg"), 0, true);
+        try (Database database = Database.embedded(embedded, 24)) {
+            Migrations.apply(database.dataSource());
+            return measure(database.dataSource(), albums);
+        }
+    }
+
+    private int measure(DataSource dataSource, int albums) throws Exception {
+        CamelContext camel = new DefaultCamelContext();
+        camel.getRegistry().bind("albumDecisions", new AlbumDecisions(dataSource));
+        camel.addRoutes(new RouteBuilder() {
+            @Override
+            public void configure() {
+                // the routes of routes/albums.yaml, and a handler that takes decisions as they come
+                from("direct:album-child").routeId("album-child").bean("albumDecisions", "childArrived");
+                from("timer:album-deadlines?period=100").routeId("album-deadlines").bean("albumDecisions", "decideOverdue");
+                from("direct:album-ready").routeId("album-ready").log(org.apache.camel.LoggingLevel.DEBUG, "decided");
+            }
+        });
+        WorkDispatcher dispatcher = new WorkDispatcher(camel, new WorkQueue(dataSource),
+                List.of(new AlbumChildSource("direct:album-child"), new AlbumDecisionSource("direct:album-ready")),
+                WorkDispatcher.Options.from(Settings.of(Map.of("work.poll-interval-millis", "100"))));
+        camel.getRegistry().bind("workDispatcher", dispatcher);
+        camel.start();
+        dispatcher.start();
+        Observer observer = new Observer(dataSource, albums);
+        Thread watching = new Thread(observer, "bench-album-observer");
+        try {
+            long heapBefore = heapAfterGc();
+            watching.start();
+            double intakeRate = intake(dataSource, albums);
+            long heapPeak = heapAfterGc();
+            int openAtPeak = observer.peakOpen;
+            watching.join(QUIET.plusMinutes(5).toMillis());
+            observer.stop = true;
+            watching.join();
+            long[] late = observer.lateMillis();
+            Arrays.sort(late);
+            long p50 = percentile(late, 0.50);
+            long p99 = percentile(late, 0.99);
+            double heapRatio = (double) heapPeak / heapBefore;
+            long claimP99 = claimLateP99(dataSource);
+            out.printf("intake:    %d albums (%d children) stored at %.0f children/s (paced to N per quiet period of %d s, %d albums a commit)%n",
+                    albums, albums * 2, intakeRate, QUIET.toSeconds(), ALBUMS_PER_COMMIT);
+            out.printf("open:      %d albums open at the peak%n", openAtPeak);
+            out.printf("decisions: %d of %d seen; lateness after the deadline p50 %d ms, p99 %d ms, max %d ms%n",
+                    late.length, albums, p50, p99, late.length == 0 ? 0 : late[late.length - 1]);
+            out.printf("           of which before the deciding transaction began: p99 %d ms%n", claimP99);
+            out.printf("latency:   p99 %d ms = quiet period + %d ms (target <= quiet period + %d ms): ratio %.2f%n",
+                    QUIET.toMillis() + p99, p99, TARGET_LATE_MILLIS, (double) p99 / TARGET_LATE_MILLIS);
+            out.printf("heap:      %d MB before intake, %d MB after GC with the albums open: ratio %.2f (target <= %.1f)%n",
+                    heapBefore >> 20, heapPeak >> 20, heapRatio, TARGET_HEAP_RATIO);
+            boolean met = late.length == albums && p99 <= TARGET_LATE_MILLIS && heapRatio <= TARGET_HEAP_RATIO
+                    && openAtPeak >= albums * 0.9;
+            out.println(met ? "target met" : "target NOT met");
+            return met ? 0 : 1;
+        } finally {
+            observer.stop = true;
+            dispatcher.stop();
+            camel.stop();
+        }
+    }
+
+    /**
+     * Stores album i's two children at (i / N) of the quiet period, a batch of albums per
+     * transaction (as a Telegram page arrives), through the same child store and listener as
+     * every channel: the album rows, their deadlines and the child work are written with them.
+     */
+    private static double intake(DataSource dataSource, int albums) throws Exception {
+        ChildMessageListener listener = ChildMessageListener.all(List.of(AttachmentStore::recordChildren,
+                AlbumKey.scheduler(new QuietPeriods(QUIET, QUIET))));
+        long start = System.nanoTime();
+        double perAlbumNanos = (double) QUIET.toNanos() / albums;
+        try (Connection c = dataSource.getConnection()) {
+            c.setAutoCommit(false);
+            for (int first = 0; first < albums; first += ALBUMS_PER_COMMIT) {
+                long wait = start + (long) (first * perAlbumNanos) - System.nanoTime();
+                if (wait > 0) {
+                    TimeUnit.NANOSECONDS.sleep(wait);
+                }
+                List<ChildMessageListener.StoredChild> stored = new ArrayList<>();
+                for (int i = first; i < Math.min(albums, first + ALBUMS_PER_COMMIT); i++) {
+                    for (int child = 1; child <= 2; child++) {
+                        ChannelMessage message = new ChannelMessage("whatsapp", "acc", "c" + i, "m" + i + "-" + child, "image",
+                                null, null, null, null, "a" + i, child, null);
+                        ChannelMessageStore.Applied applied = ChannelMessageStore.apply(c, "bench", "e" + i + "-" + child,
+                                Instant.now(), message, ChannelMessage.Change.CONTENT);
+                        stored.add(new ChildMessageListener.StoredChild(applied.id(), applied.inserted(), applied.albumAssigned()));
+                    }
+                }
+                listener.stored(c, stored);
+                c.commit();
+            }
+        }
+        return albums * 2 / ((System.nanoTime() - start) / 1e9);
+    }
+
+    /** How late the deciding transactions began (decided_at is their start): the rest is deciding and committing. */
+    private static long claimLateP99(DataSource dataSource) throws SQLException {
+        try (Connection c = dataSource.getConnection(); PreparedStatement ps = c.prepareStatement("""
+                SELECT percentile_disc(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM d.decided_at - a.last_child_at) * 1000)
+                  FROM album_decision d JOIN album a USING (album_key)"""); ResultSet rs = ps.executeQuery()) {
+            rs.next();
+            return rs.getLong(1) - QUIET.toMillis();
+        }
+    }
+
+    private static long heapAfterGc() {
+        System.gc();
+        return ManagementFactory.getMemoryMXBean().getHeapMemoryUsage().getUsed();
+    }
+
+    private static long percentile(long[] sorted, double p) {
+        return sorted.length == 0 ? Long.MAX_VALUE : sorted[Math.min(sorted.length - 1, (int) Math.ceil(p * sorted.length) - 1)];
+    }
+
+    /** Sees decisions once committed (every 20 ms) and how late each is; samples the open albums. */
+    private static final class Observer implements Runnable {
+        private final DataSource dataSource;
+        private final long[] late;
+        private int seen;
+        private volatile int peakOpen;
+        private volatile boolean stop;
+
+        Observer(DataSource dataSource, int albums) {
+            this.dataSource = dataSource;
+            this.late = new long[albums];
+        }
+
+        @Override
+        public void run() {
+            long lastId = 0;
+            long nextOpenSample = 0;
+            try (Connection c = dataSource.getConnection();
+                 PreparedStatement decided = c.prepareStatement("SELECT d.id, (extract(epoch FROM a.last_child_at) * 1000)::bigint"
+                         + " FROM album_decision d JOIN album a USING (album_key) WHERE d.id > ? ORDER BY d.id");
+                 PreparedStatement open = c.prepareStatement("SELECT count(*) FROM album WHERE decide_after IS NOT NULL")) {
+                while (!stop && seen < late.length) {
+                    decided.setLong(1, lastId);
+                    long now = System.currentTimeMillis();
+                    try (ResultSet rs = decided.executeQuery()) {
+                        while (rs.next() && seen < late.length) {
+                            lastId = rs.getLong(1);
+                            late[seen++] = now - (rs.getLong(2) + QUIET.toMillis());
+                        }
+                    }
+                    if (now >= nextOpenSample) {
+                        try (ResultSet rs = open.executeQuery()) {
+                            rs.next();
+                            peakOpen = Math.max(peakOpen, rs.getInt(1));
+                        }
+                        nextOpenSample = now + 500;
+                    }
+                    Thread.sleep(20);
+                }
+            } catch (SQLException e) {
+                throw new IllegalStateException("observer: " + e.getMessage(), e);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+
+        long[] lateMillis() {
+            return Arrays.copyOf(late, seen);
+        }
+    }
+}

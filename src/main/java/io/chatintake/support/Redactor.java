@@ -1,0 +1,71 @@
+package io.chatintake.support;
+
+import java.net.URLEncoder;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Comparator;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Set;
+
+/**
+ * The net under every other precaution: each configured secret value (bot tokens, signing
+ * secrets, the database password, verify tokens) is registered once at start, and every log line
+ * ({@link RedactingLayout}) and every stored error text passes {@link #redact}, so a secret quoted
+ * by anyone's exception message (a third-party component's, in a user's own route) is replaced.
+ * Values shorter than {@value #MIN_LENGTH} characters are not registered: masking them would
+ * garble every line and protects nothing.
+ */
+public final class Redactor {
+    public static final String MASK = "[redacted]";
+    public static final int MIN_LENGTH = 4;
+
+    // Longest first, so a secret that contains another is masked whole.
+    private static volatile List<String> secrets = List.of();
+
+    private Redactor() {
+    }
+
+    /** Adds these values (and their URL-encoded forms, as URIs quote them); returns how many were too short to add. */
+    public static synchronized int register(Collection<String> values) {
+        Set<String> all = new LinkedHashSet<>(secrets);
+        int tooShort = 0;
+        for (String value : values) {
+            if (value == null || value.isBlank()) {
+                continue;
+            }
+            if (value.length() < MIN_LENGTH) {
+                tooShort++;
+                continue;
+            }
+            String encoded = URLEncoder.encode(value, StandardCharsets.UTF_8);
+            all.add(value);
+            all.add(encoded);
+            all.add(encoded.replace("+", "%20"));
+        }
+        List<String> sorted = new ArrayList<>(all);
+        sorted.sort(Comparator.comparingInt(String::length).reversed());
+        secrets = List.copyOf(sorted);
+        return tooShort;
+    }
+
+    /** For stored texts: redacted first, then cut to {@code maxLength}, so no secret is left half-masked. */
+    public static String redact(String text, int maxLength) {
+        String redacted = redact(text);
+        return redacted == null || redacted.length() <= maxLength ? redacted : redacted.substring(0, maxLength);
+    }
+
+    public static String redact(String text) {
+        if (text == null || text.isEmpty()) {
+            return text;
+        }
+        String result = text;
+        for (String secret : secrets) {
+            if (result.contains(secret)) {
+                result = result.replace(secret, MASK);
+            }
+        }
+        return result;
+    }
+}

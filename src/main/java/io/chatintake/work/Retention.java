@@ -1,0 +1,204 @@
+package io.chatintake.work;
+
+import io.chatintake.config.Settings;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Timestamp;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import javax.sql.DataSource;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * How long finished rows are kept, per table ({@code retention.*-days}; 0 keeps a table forever),
+ * and the purge that applies it: small batches (one statement and one commit each, rows claimed
+ * with {@code FOR UPDATE SKIP LOCKED}, so every runner may purge at once and intake never waits
+ * long), oldest first.
+ * <p>
+ * Never purged: unfinished or parked work, anything whose work item is not done, undecided (open)
+ * albums, conflicts waiting for a person, effects not recorded done.
+ * <p>
+ * A source row and its work item go together, in one statement: the item's {@code source_key} is
+ * unique per kind, so an item kept after its source (or a source kept after its item) could make a
+ * later arrival with the same key (a Telegram id reused after a restart, a redelivered event) look
+ * handled already. Work of kinds whose source is kept (album children, attachments) goes by
+ * {@code retention.work-item-days}; an effect goes only once its work item is gone, so it can
+ * never be replayed into a repeated side effect.
+ */
+public final class Retention {
+    private static final Logger LOG = LoggerFactory.getLogger(Retention.class);
+
+    /** One table's rule: which rows are finished and old ({@code x} = the table), and the work items that go with them. */
+    private record Policy(String table, String key, String settingKey, String candidates, int cutoffs, String linkedWork,
+                          String before) {
+    }
+
+    private static final String TELEGRAM = "telegram-update";
+    private static final String WEBHOOK = "unifyport-event";
+    private static final String ALBUM_DECISION = "album-decision";
+
+    /** Kinds whose source rows are in other tables (channel_message, message_attachment, album_decision). */
+    private static final String OTHER_TABLES_KINDS = "'album-child', 'attachment', '" + ALBUM_DECISION + "'";
+
+    /**
+     * No unfinished work item names the row: of its own kind, or of a kind not known here (another
+     * channel may add kinds whose source is the same table; such an item with the same id as another
+     * table's row only keeps that row longer).
+     */
+    private static String noUnfinishedWork(String otherTablesKinds) {
+        return "NOT EXISTS (SELECT 1 FROM work_item w WHERE w.source_id = x.id AND w.state <> 'done' AND w.kind NOT IN ("
+                + otherTablesKinds + "))";
+    }
+
+    private static final List<Policy> POLICIES = List.of(
+            new Policy("telegram_update", "id", "retention.telegram-update-days", """
+                    SELECT x.id AS k FROM telegram_update x WHERE x.received_at < ? AND %s"""
+                    .formatted(noUnfinishedWork(OTHER_TABLES_KINDS + ", '" + WEBHOOK + "'")), 1,
+                    "w.kind = '" + TELEGRAM + "' AND w.source_id = doomed.k", null),
+            new Policy("webhook_event", "id", "retention.webhook-event-days", """
+                    SELECT x.id AS k FROM webhook_event x WHERE x.received_at < ? AND %s"""
+                    .formatted(noUnfinishedWork(OTHER_TABLES_KINDS + ", '" + TELEGRAM + "'")), 1,
+                    "w.kind = '" + WEBHOOK + "' AND w.source_id = doomed.k", null),
+            // Decided albums with no child since (no deadline), no person needed, every decision handled.
+            new Policy("album", "album_key", "retention.album-days", """
+                    SELECT x.album_key AS k FROM album x
+                     WHERE x.first_child_at < ? AND x.decided_at < ? AND x.decide_after IS NULL AND x.decided_version > 0
+                       AND NOT x.needs_person
+                       AND NOT EXISTS (SELECT 1 FROM album_decision d JOIN work_item w ON w.kind = '%s' AND w.source_id = d.id
+                                        WHERE d.album_key = x.album_key AND w.state <> 'done')""".formatted(ALBUM_DECISION), 2,
+                    "w.kind = '" + ALBUM_DECISION + "' AND w.source_id IN (SELECT d.id FROM album_decision d WHERE d.album_key = doomed.k)",
+                    "decisions AS (DELETE FROM album_decision d USING doomed WHERE d.album_key = doomed.k RETURNING 1), "),
+            new Policy("work_item", "id", "retention.work-item-days", """
+                    SELECT x.id AS k FROM work_item x WHERE x.created_at < ? AND x.done_at < ? AND x.state = 'done'
+                       AND x.kind NOT IN ('%s', '%s', '%s')""".formatted(TELEGRAM, WEBHOOK, ALBUM_DECISION), 2, null, null),
+            new Policy("outbound_effect", "effect_key", "retention.outbound-effect-days", """
+                    SELECT x.effect_key AS k FROM outbound_effect x WHERE x.started_at < ? AND x.done_at < ? AND x.state = 'done'
+                       AND (x.work_item_id IS NULL OR NOT EXISTS (SELECT 1 FROM work_item w WHERE w.id = x.work_item_id))""",
+                    2, null, null));
+
+    /** What one table would lose (dry run) or lost (purge): its rows, and the work items that went with them. */
+    public record Outcome(String table, int days, long rows, long workItems) {
+    }
+
+    private final DataSource dataSource;
+    private final Map<String, Integer> days;
+    private final int batchSize;
+
+    public Retention(DataSource dataSource, Map<String, Integer> days, int batchSize) {
+        this.dataSource = dataSource;
+        this.days = Map.copyOf(days);
+        this.batchSize = batchSize;
+    }
+
+    public static Retention from(Settings settings, DataSource dataSource) {
+        Map<String, Integer> days = new LinkedHashMap<>();
+        POLICIES.forEach(p -> days.put(p.settingKey(), settings.getInt(p.settingKey(), 30)));
+        return new Retention(dataSource, days, settings.getInt("retention.batch-size", 1000));
+    }
+
+    /**
+     * What a purge now would remove, per table, each counted as it stands; changes nothing. (An
+     * effect whose work item goes in the same pass is counted by the dry run after it.)
+     */
+    public List<Outcome> dryRun() throws SQLException {
+        try (Connection c = dataSource.getConnection()) {
+            c.setReadOnly(true);
+            List<Outcome> outcomes = new ArrayList<>();
+            for (Policy p : POLICIES) {
+                outcomes.add(count(c, p));
+            }
+            return outcomes;
+        }
+    }
+
+    /** One pass over every table, in batches until nothing old is left (or another runner holds the rest). */
+    public List<Outcome> purge() throws SQLException {
+        try (Connection c = dataSource.getConnection()) {
+            List<Outcome> outcomes = new ArrayList<>();
+            for (Policy p : POLICIES) {
+                outcomes.add(purge(c, p));
+            }
+            if (outcomes.stream().anyMatch(o -> o.rows() > 0)) {
+                LOG.info("retention: purged {}", describe(outcomes));
+            }
+            return outcomes;
+        }
+    }
+
+    /** The background job's step ({@code routes/retention.yaml}). */
+    public void purgeQuietly() {
+        try {
+            purge();
+        } catch (SQLException e) {
+            LOG.warn("retention: pass stopped ({}); nothing unfinished was touched, the next pass carries on", e.getMessage());
+        }
+    }
+
+    public static String describe(List<Outcome> outcomes) {
+        StringBuilder text = new StringBuilder();
+        for (Outcome o : outcomes) {
+            text.append(text.isEmpty() ? "" : ", ").append(o.table()).append(' ').append(o.rows());
+            if (o.workItems() > 0) {
+                text.append(" (+").append(o.workItems()).append(" work items)");
+            }
+        }
+        return text.toString();
+    }
+
+    private Outcome count(Connection c, Policy p) throws SQLException {
+        int keep = days.get(p.settingKey());
+        if (keep <= 0) {
+            return new Outcome(p.table(), keep, 0, 0);
+        }
+        String sql = "WITH doomed AS (" + p.candidates() + ") SELECT (SELECT count(*) FROM doomed), "
+                + (p.linkedWork() == null ? "0" : "(SELECT count(*) FROM work_item w JOIN doomed ON " + p.linkedWork() + ")");
+        long[] counts = run(c, sql, p, keep, null);
+        return new Outcome(p.table(), keep, counts[0], counts[1]);
+    }
+
+    private Outcome purge(Connection c, Policy p) throws SQLException {
+        int keep = days.get(p.settingKey());
+        long rows = 0;
+        long work = 0;
+        if (keep > 0) {
+            String sql = "WITH doomed AS (" + p.candidates() + " ORDER BY x." + p.key() + " LIMIT ? FOR UPDATE OF x SKIP LOCKED), "
+                    + (p.before() == null ? "" : p.before())
+                    + (p.linkedWork() == null ? "work AS (SELECT 1 WHERE false), "
+                    : "work AS (DELETE FROM work_item w USING doomed WHERE " + p.linkedWork() + " RETURNING 1), ")
+                    + "gone AS (DELETE FROM " + p.table() + " x USING doomed WHERE x." + p.key() + " = doomed.k RETURNING 1) "
+                    + "SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM work)";
+            long[] batch;
+            do {
+                batch = run(c, sql, p, keep, batchSize);
+                rows += batch[0];
+                work += batch[1];
+            } while (batch[0] == batchSize);
+        }
+        return new Outcome(p.table(), keep, rows, work);
+    }
+
+    private static long[] run(Connection c, String sql, Policy p, int keep, Integer limit) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(sql)) {
+            Timestamp cutoff = Timestamp.from(Instant.now().minus(Duration.ofDays(keep)));
+            for (int i = 1; i <= p.cutoffs(); i++) {
+                ps.setTimestamp(i, cutoff);
+            }
+            if (limit != null) {
+                ps.setInt(p.cutoffs() + 1, limit);
+            }
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                return new long[] {rs.getLong(1), rs.getLong(2)};
+            }
+        } catch (SQLException e) {
+            throw new SQLException(p.table() + ": " + e.getMessage(), e);
+        }
+    }
+}
