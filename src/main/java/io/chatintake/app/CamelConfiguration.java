@@ -39,6 +39,7 @@ import javax.sql.DataSource;
 import org.apache.camel.BindToRegistry;
 import org.apache.camel.CamelContext;
 import org.apache.camel.CamelContextAware;
+import org.apache.camel.component.telegram.TelegramComponent;
 import org.apache.camel.health.HealthCheckHelper;
 import org.apache.camel.health.HealthCheckRegistry;
 import org.apache.camel.spi.PropertiesComponent;
@@ -170,6 +171,14 @@ public class CamelConfiguration implements org.apache.camel.CamelConfiguration, 
         // GET /status (off until chat-intake.status.token is set), where this process serves HTTP.
         if (settings().getBoolean("camel.server.enabled", true)) {
             context.addRoutes(StatusPage.route(settings(), dataSource()));
+        }
+        // camel-telegram in users' own routes gets the bot main's token and server from the
+        // configuration, so that the token never has to be written into a route's URI.
+        Optional<String> token = settings().get(TelegramBots.tokenKey(TelegramBots.MAIN));
+        if (token.isPresent()) {
+            TelegramComponent telegram = context.getComponent("telegram", TelegramComponent.class);
+            telegram.setAuthorizationToken(token.get());
+            telegram.setBaseUri(TelegramBots.apiUrl(null, settings()::get));
         }
         // A camel-telegram consumer of a bot telegram-inbox polls would confirm updates outside storage.
         SecondPollerGuard.install(context);

@@ -3,6 +3,8 @@ package io.chatintake.app;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.regex.Pattern;
 import org.apache.camel.CamelContext;
 import org.apache.camel.RoutesBuilder;
@@ -21,6 +23,8 @@ final class RouteFilesLoader extends DefaultRoutesLoader {
     private static final Logger LOG = LoggerFactory.getLogger(RouteFilesLoader.class);
     private static final int MAX_MESSAGE = 300;
     private static final Pattern COMPILER_ERROR = Pattern.compile(":\\d+: error: ");
+    /** The error last reported per file: one save can raise several file events, each a reload. */
+    private final Map<String, String> reported = new ConcurrentHashMap<>();
 
     RouteFilesLoader(CamelContext context) {
         super(context);
@@ -32,8 +36,12 @@ final class RouteFilesLoader extends DefaultRoutesLoader {
         for (Resource resource : resources) {
             try {
                 builders.addAll(super.findRoutesBuilders(List.of(resource), optional));
+                reported.remove(resource.getLocation());
             } catch (Exception e) {
-                LOG.error("routes: {} not loaded, its routes do not run: {}", resource.getLocation(), firstError(e));
+                String error = firstError(e);
+                if (!error.equals(reported.put(resource.getLocation(), error))) {
+                    LOG.error("routes: {} not loaded, its routes do not run: {}", resource.getLocation(), error);
+                }
             }
         }
         return builders;
