@@ -93,6 +93,8 @@ public final class BotApiSimulator implements AutoCloseable {
         int waitingPolls;
         int pollGeneration;
         int maxConcurrentPolls;
+        /** When a getUpdates began waiting while another was still waiting: two pollers at one instant. */
+        final List<Instant> concurrentPolls = new ArrayList<>();
         int conflicts;
         /** The last allowed_updates a getUpdates sent; null: never set, Telegram's default. */
         List<String> allowedUpdates;
@@ -340,6 +342,14 @@ public final class BotApiSimulator implements AutoCloseable {
         }
     }
 
+    /** The instants at which a getUpdates for this bot began while another was still waiting. */
+    public List<Instant> concurrentPolls(String token) {
+        Bot bot = bot(token);
+        synchronized (bot) {
+            return List.copyOf(bot.concurrentPolls);
+        }
+    }
+
     /** What the bot sent with sendMessage (chat_id, text, ...), in order. */
     public List<JsonNode> sentMessages(String token) {
         Bot bot = bot(token);
@@ -511,6 +521,9 @@ public final class BotApiSimulator implements AutoCloseable {
             int generation = ++bot.pollGeneration;
             bot.waitingPolls++;
             bot.maxConcurrentPolls = Math.max(bot.maxConcurrentPolls, bot.waitingPolls);
+            if (bot.waitingPolls > 1) {
+                bot.concurrentPolls.add(clock.instant());
+            }
             bot.notifyAll();
             long deadline = System.nanoTime() + Duration.ofSeconds(timeout).toNanos();
             try {
