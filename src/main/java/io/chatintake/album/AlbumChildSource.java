@@ -7,10 +7,10 @@ import java.sql.SQLException;
 import org.apache.camel.Message;
 
 /**
- * A child just given its album, on its way to the album ({@code direct:album-child}): the album
- * is decided at once if its children now agree on a total they reach. Each child runs once (its
- * work item is unique), and running it again changes nothing: a decision is only made when the
- * stored children differ from the last one.
+ * A child just given its album, on its way to the album ({@code work.handlers.album-child}, shipped as
+ * {@code direct:album-child}): the album is decided at once if its children now agree on a total
+ * they reach. Each child runs once (its work item is unique), and running it again changes
+ * nothing: a decision is only made when the stored children differ from the last one.
  */
 public final class AlbumChildSource extends WorkSource {
     public static final String KIND = "album-child";
@@ -20,8 +20,8 @@ public final class AlbumChildSource extends WorkSource {
     public static final String TOTAL = "AlbumTotal";
     static final String TELEGRAM_PROVIDER = "telegram-bot";
 
-    public AlbumChildSource() {
-        super(KIND, "direct:album-child");
+    public AlbumChildSource(String endpointUri) {
+        super(KIND, endpointUri);
     }
 
     @Override

@@ -1,6 +1,7 @@
 package io.chatintake.app;
 
 import io.chatintake.ops.bench.AlbumBenchmark;
+import io.chatintake.ops.bench.DispatchBenchmark;
 import io.chatintake.ops.bench.TelegramIntakeBenchmark;
 import io.chatintake.config.ConfigurationException;
 import io.chatintake.config.Settings;
@@ -68,8 +69,9 @@ public final class Main {
                     try {
                         return switch (which) {
                             case "telegram" -> new TelegramIntakeBenchmark(out).run(n);
+                            case "dispatch" -> new DispatchBenchmark(out).run(n);
                             case "albums" -> new AlbumBenchmark(out).run(n);
-                            default -> throw new ConfigurationException("usage: bench telegram|albums [N]");
+                            default -> throw new ConfigurationException("usage: bench telegram|dispatch|albums [N]");
                         };
                     } catch (ConfigurationException e) {
                         throw e;
@@ -150,6 +152,7 @@ public final class Main {
                 "  purge [--dry-run]                        one retention pass now (retention.*), or what it would remove",
                 "  bench telegram [N]                       Telegram intake rate as a ratio to raw JDBC (simulator, embedded db)",
                 "  bench albums [N]                         album decision latency with N albums open (default 20,000), heap flat",
+                "  bench dispatch [N]                       ordered work handled as a ratio to the intake rate; claim cost vs backlog",
                 "  config    print the effective configuration, secrets redacted",
                 "  help      this text",
                 "configuration: config/application.properties (or $" + CONFIG_FILE_ENV + "), each key overridable by",

@@ -6,9 +6,6 @@ import io.chatintake.config.Secret;
 import io.chatintake.config.Settings;
 import io.chatintake.support.MeterRegistryLookup;
 import io.chatintake.store.Database;
-import io.chatintake.channel.telegram.BotApiClient;
-import io.chatintake.channel.telegram.BotApiException;
-import io.chatintake.channel.telegram.TelegramBots;
 import io.chatintake.work.WorkDispatcher;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -20,17 +17,13 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.sql.SQLException;
 import java.time.Duration;
-import java.util.Map;
-import java.util.Optional;
 import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.function.Function;
 import javax.sql.DataSource;
 import org.apache.camel.Exchange;
 import org.apache.camel.Handler;
@@ -59,8 +52,7 @@ public final class AttachmentFetcher {
         return t;
     });
 
-    public record Options(MediaStore media, long maxBytes, int maxConcurrentDownloads, Duration downloadTimeout,
-                          String telegramApiUrl, int maxAttempts) {
+    public record Options(MediaStore media, long maxBytes, int maxConcurrentDownloads, Duration downloadTimeout, int maxAttempts) {
         /**
          * Opens the media store {@code media.store} names (an S3 bucket is checked here, at start).
          * @param maxAttempts the dispatcher's {@code work.max-attempts}: the attempt that records {@code failed}
@@ -71,7 +63,6 @@ public final class AttachmentFetcher {
                     settings.getLong("attachments.max-bytes", 50L * 1024 * 1024),
                     settings.getInt("attachments.max-concurrent-downloads", 4),
                     downloadTimeout,
-                    TelegramBots.apiUrl(null, settings::get),
                     maxAttempts);
         }
     }
@@ -93,18 +84,17 @@ public final class AttachmentFetcher {
     private final AttachmentStore store;
     private final MediaStore media;
     private final Options options;
-    private final Function<String, Optional<Secret>> telegramTokens;
+    private final FileSource telegramFiles;
     private final Semaphore downloads;
     private final HttpClient http;
-    private final Map<String, BotApiClient> bots = new ConcurrentHashMap<>();
     private volatile MeterRegistry meters;
 
-    /** @param telegramTokens the token of a bot by its name ({@code main}, ...), from the configuration */
-    public AttachmentFetcher(DataSource dataSource, Options options, Function<String, Optional<Secret>> telegramTokens) {
+    /** @param telegramFiles where attachments known by a Telegram file id come from */
+    public AttachmentFetcher(DataSource dataSource, Options options, FileSource telegramFiles) {
         this.store = new AttachmentStore(dataSource);
         this.media = options.media();
         this.options = options;
-        this.telegramTokens = telegramTokens;
+        this.telegramFiles = telegramFiles;
         // The dispatcher's work.concurrency bounds handlers of every kind; this bounds downloads alone.
         this.downloads = new Semaphore(options.maxConcurrentDownloads());
         this.http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(10))
@@ -193,41 +183,15 @@ public final class AttachmentFetcher {
         if (botName == null) {
             throw new RetryableDownloadException("bot " + attachment.telegramBotId() + " has never polled here (no telegram_checkpoint row)");
         }
-        BotApiClient bot = bots.computeIfAbsent(botName,
-                name -> telegramTokens.apply(name).map(token -> new BotApiClient(options.telegramApiUrl(), token)).orElse(null));
-        if (bot == null) {
-            throw new RetryableDownloadException("no token configured for bot '" + botName + "'");
-        }
         try {
-            BotApiClient.TelegramFile file = bot.getFile(attachment.telegramFileId());
-            if (file.fileSize() > options.maxBytes()) {
-                return tooLarge("getFile says " + file.fileSize() + " bytes");
-            }
-            return save(downloadTelegramFile(bot, attachment, file), attachment.declaredType(), null);
-        } catch (BotApiException e) {
-            // 400 is Telegram's answer for a file over its 20 MB limit or an unknown file_id: asking again will not help.
-            if (e.errorCode() == 400) {
-                return e.getMessage().contains("too big") ? tooLarge(e.getMessage()) : Fetched.of("failed", e.getMessage());
-            }
+            InputStream body = telegramFiles.open(botName, attachment.telegramFileId(), options.maxBytes(), options.downloadTimeout());
+            return save(body, attachment.declaredType(), null);
+        } catch (FileSource.TooLargeException e) {
+            return tooLarge(e.getMessage());
+        } catch (FileSource.UnavailableException e) {
+            return Fetched.of("failed", e.getMessage());
+        } catch (IOException e) {
             throw new RetryableDownloadException(e.getMessage());
-        }
-    }
-
-    /**
-     * A Telegram file link lives about an hour, and getFile hands out a fresh one for the same
-     * file_id: a link that answers as expired is renewed once per attempt. (UnifyPort's signed URLs
-     * cannot be renewed: their expiry is final.)
-     */
-    private InputStream downloadTelegramFile(BotApiClient bot, Attachment attachment, BotApiClient.TelegramFile file)
-            throws BotApiException {
-        try {
-            return bot.downloadFile(file.filePath(), options.downloadTimeout());
-        } catch (BotApiException e) {
-            if (!EXPIRED.contains(e.errorCode())) {
-                throw e;
-            }
-            LOG.info("attachment {}: the Telegram file link answered {} (expired); asking getFile for a fresh one", attachment.id(), e.errorCode());
-            return bot.downloadFile(bot.getFile(attachment.telegramFileId()).filePath(), options.downloadTimeout());
         }
     }
 

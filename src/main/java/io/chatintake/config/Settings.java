@@ -58,6 +58,17 @@ public final class Settings {
         return new Settings(null, new TreeMap<>(values), Map.of());
     }
 
+    /**
+     * Values someone else already read and resolved (Camel's properties component: the file, its
+     * placeholders, system and environment overrides); {@code env} still answers keys the file
+     * does not list, e.g. {@code TELEGRAM_BOTS_SALES_TOKEN}.
+     */
+    public static Settings resolved(Path source, Map<String, String> values, Map<String, String> env) {
+        Map<String, String> trimmed = new TreeMap<>();
+        values.forEach((key, value) -> trimmed.put(key, value.trim()));
+        return new Settings(source, trimmed, Map.copyOf(env));
+    }
+
     /** The environment variable that overrides a key. */
     public static String envName(String key) {
         return key.toUpperCase(Locale.ROOT).replace('.', '_').replace('-', '_');
@@ -98,7 +109,7 @@ public final class Settings {
         return get(key).map(v -> parse(key, v, Settings::parseBoolean, "true or false")).orElse(defaultValue);
     }
 
-    /** Every key with the given prefix, with values as effective now (for Camel's own keys). */
+    /** The keys starting with {@code prefix} that have a value, with their effective values. */
     public Map<String, String> withPrefix(String prefix) {
         Map<String, String> result = new TreeMap<>();
         values.keySet().stream().filter(k -> k.startsWith(prefix)).forEach(k -> get(k).ifPresent(v -> result.put(k, v)));

@@ -17,12 +17,13 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.TreeSet;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.function.Function;
 import java.util.stream.Collectors;
 import org.apache.camel.CamelContext;
 import org.apache.camel.Exchange;
@@ -34,14 +35,21 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Runs the handler route of every stored work item and records the outcome in the same database:
- * done, or failed with exponential backoff and jitter, or parked after the last attempt. A guarded
- * effect's {@link EffectFailure} says more: not performed (retried, not before its time),
- * undeliverable (done for good) or ambiguous (parked at once for reconciliation). Any number
- * of processes can run one; claims keep an item with one worker at a time, and a worker that dies
- * leaves a claim that expires, so the item runs again.
+ * done, or failed with exponential backoff and jitter, or parked after the last attempt. Any number
+ * of processes can run one; claims keep an item with one worker at a time.
  * <p>
- * Intake hands freshly stored items over at once ({@link #runNow}); the background workers are
- * what guarantees the work happens: whatever the fast path did not finish, they find.
+ * A worker claims a run: consecutive due items of one chat (its lane), or one item without a
+ * chat, and records the run's outcomes in one commit (or one per {@link #FLUSH_EVERY} of a long
+ * run). For an ordered kind a failed item ends the run and holds its chat until its retry.
+ * <p>
+ * Every process beats in {@code runner_heartbeat}; claims of a process that stopped beating for
+ * {@code work.dead-after-heartbeats} intervals are released by any live one, and claims of runs
+ * still running here are extended every third of the claim time, so a slow handler keeps its
+ * claim and a killed process's chats move on within seconds. Each claim has a token: a worker
+ * whose claim was taken away drops its outcomes (logged once per claim).
+ * <p>
+ * Intake {@link #nudge}s the dispatcher after storing work: a wake-up for idle workers, never a
+ * wait for intake; the workers find the work in storage.
  */
 public final class WorkDispatcher {
     private static final Logger LOG = LoggerFactory.getLogger(WorkDispatcher.class);
@@ -50,12 +58,19 @@ public final class WorkDispatcher {
     public static final String WORK_ITEM_ID = "WorkItemId";
     public static final String WORK_KIND = "WorkKind";
     public static final String WORK_ATTEMPT = "WorkAttempt";
-    /** One item per claim: an item held in a worker's local batch would wait behind a slow handler. */
-    private static final int CLAIM_BATCH = 1;
     private static final Duration DEPTH_REFRESH = Duration.ofSeconds(5);
+    /** A long run records what it has done at least this often, so a crash repeats little. */
+    static final Duration FLUSH_EVERY = Duration.ofMillis(250);
+    private static final int RECORD_ATTEMPTS = 4;
 
     public record Options(int concurrency, int maxAttempts, Duration backoffBase, Duration backoffCap, Duration claim,
-                          Duration pollInterval, Set<String> orderedKinds) {
+                          Duration pollInterval, Set<String> orderedKinds, Duration heartbeat, int deadAfterHeartbeats, int runSize) {
+        /** With the default heartbeat (2 s, dead after 4 missed) and runs of up to 500 items. */
+        public Options(int concurrency, int maxAttempts, Duration backoffBase, Duration backoffCap, Duration claim,
+                       Duration pollInterval, Set<String> orderedKinds) {
+            this(concurrency, maxAttempts, backoffBase, backoffCap, claim, pollInterval, orderedKinds, Duration.ofSeconds(2), 4, 500);
+        }
+
         public static Options from(Settings settings) {
             return new Options(
                     settings.getInt("work.concurrency", 4),
@@ -65,7 +80,25 @@ public final class WorkDispatcher {
                     Duration.ofSeconds(settings.getLong("work.claim-seconds", 120)),
                     Duration.ofMillis(settings.getLong("work.poll-interval-millis", 500)),
                     Arrays.stream(settings.get("work.ordered-kinds", "telegram-update,album-child").split(","))
-                            .map(String::trim).filter(s -> !s.isEmpty()).collect(Collectors.toSet()));
+                            .map(String::trim).filter(s -> !s.isEmpty()).collect(Collectors.toSet()),
+                    Duration.ofSeconds(settings.getLong("work.heartbeat-seconds", 2)),
+                    settings.getInt("work.dead-after-heartbeats", 4),
+                    settings.getInt("work.run-size", 500));
+        }
+
+        /** How long a process may stay silent before its claims are released. */
+        Duration silence() {
+            return heartbeat.multipliedBy(deadAfterHeartbeats);
+        }
+    }
+
+    /** A run being handled here; {@code lost} once its claim was released or taken over. */
+    private static final class ActiveRun {
+        final WorkRun run;
+        final AtomicBoolean lost = new AtomicBoolean();
+
+        ActiveRun(WorkRun run) {
+            this.run = run;
         }
     }
 
@@ -74,14 +107,22 @@ public final class WorkDispatcher {
     private final Map<String, WorkSource> sources;
     private final Options options;
     private final Backoff backoff;
-    private final EffectGuard effects;
     private final String worker = ProcessIdentity.name();
+    private final RunnerHeartbeat heartbeat;
+    private final Map<Long, ActiveRun> active = new ConcurrentHashMap<>();
     private MeterRegistry registry;
     private final Map<String, AtomicLong> depth = new ConcurrentHashMap<>();
+    private final Map<String, Timer> handlerTimers = new ConcurrentHashMap<>();
+    private final Map<String, Counter> attemptCounters = new ConcurrentHashMap<>();
     private final Object idle = new Object();
+    private final Object beatPause = new Object();
     private final List<Thread> threads = new ArrayList<>();
+    private Thread beatThread;
     private volatile boolean running;
+    private volatile boolean beating;
+    private boolean nudged;
     private ProducerTemplate producer;
+    private final EffectGuard effects;
     private Instant lastDepthRefresh = Instant.EPOCH;
 
     public WorkDispatcher(CamelContext camel, WorkQueue queue, List<WorkSource> sources, Options options) {
@@ -90,6 +131,7 @@ public final class WorkDispatcher {
         this.sources = sources.stream().collect(Collectors.toMap(WorkSource::kind, s -> s));
         this.options = options;
         this.backoff = new Backoff(options.backoffBase(), options.backoffCap());
+        this.heartbeat = new RunnerHeartbeat(queue.dataSource(), worker);
         this.effects = new EffectGuard(queue.dataSource());
     }
 
@@ -97,34 +139,66 @@ public final class WorkDispatcher {
         if (running) {
             return;
         }
+        if (handledKinds().isEmpty()) {
+            LOG.info("work: no work kind has a handler in this process; no dispatcher threads");
+            return;
+        }
         // Looked up at start: camel-micrometer binds its registry while the context starts.
         registry = MeterRegistryLookup.of(camel);
+        try {
+            // Before the first claim, so no claim of this process is ever without its heartbeat.
+            heartbeat.beat();
+        } catch (SQLException e) {
+            LOG.warn("work: first heartbeat not recorded ({}); retried every {} s", e.getMessage(), options.heartbeat().toSeconds());
+        }
         running = true;
+        beating = true;
         producer = camel.createProducerTemplate();
+        beatThread = new Thread(this::heartbeatLoop, "work-heartbeat");
+        beatThread.setDaemon(true);
+        beatThread.start();
         for (int i = 0; i < options.concurrency(); i++) {
             Thread thread = new Thread(this::workLoop, "work-dispatcher-" + i);
             thread.setDaemon(true);
             threads.add(thread);
             thread.start();
         }
-        LOG.info("work: {} dispatcher thread(s) for {}; at most {} attempts, then parked; claims last {} s",
-                options.concurrency(), sources.keySet(), options.maxAttempts(), options.claim().toSeconds());
+        LOG.info("work: {} dispatcher thread(s) for {}; at most {} attempts, then parked; claims last {} s, extended while"
+                        + " handlers run; heartbeat every {} s, claims of a process silent for {} s are released; runs of up to {} item(s)",
+                options.concurrency(), handledKinds(), options.maxAttempts(), options.claim().toSeconds(),
+                options.heartbeat().toSeconds(), options.silence().toSeconds(), options.runSize());
     }
 
     /** Lets running handlers finish; their outcomes are recorded before this returns. */
     public synchronized void stop() {
         running = false;
-        synchronized (idle) {
-            idle.notifyAll();
-        }
+        nudge();
         for (Thread thread : threads) {
-            try {
-                thread.join(TimeUnit.SECONDS.toMillis(30));
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
+            join(thread);
         }
         threads.clear();
+        // Beating (and extending claims) until the last handler returned.
+        beating = false;
+        synchronized (beatPause) {
+            beatPause.notifyAll();
+        }
+        if (beatThread != null) {
+            join(beatThread);
+            beatThread = null;
+            try {
+                heartbeat.remove();
+            } catch (SQLException e) {
+                LOG.debug("work: heartbeat row not removed ({}); it ages out", e.getMessage());
+            }
+        }
+    }
+
+    private static void join(Thread thread) {
+        try {
+            thread.join(TimeUnit.SECONDS.toMillis(30));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
     }
 
     /** The dispatcher the runner bound in this context, or null (a component used on its own). */
@@ -140,77 +214,59 @@ public final class WorkDispatcher {
         }
     }
 
-    /** Wakes the workers: new items were stored. */
+    /** Wakes idle workers: new items were stored. Never waits for a worker. */
     public void nudge() {
         synchronized (idle) {
+            nudged = true;
             idle.notifyAll();
         }
     }
 
-    /**
-     * The fast path: claims these just-stored items (unless an earlier item of their chat is
-     * unfinished) and runs each through {@code process} on the caller's thread. Items not claimed
-     * here are left for the workers.
-     */
-    public void runNow(List<Long> itemIds, Function<WorkItem, Exchange> newExchange, ExchangeProcessor process) {
-        try {
-            for (WorkItem item : queue.claimIds(itemIds, worker, options.claim(), options.orderedKinds())) {
-                Exchange exchange = newExchange.apply(item);
-                setWorkHeaders(exchange.getMessage(), item);
-                execute(item, exchange, process);
-            }
-        } catch (SQLException e) {
-            LOG.warn("work: could not claim freshly stored items ({}); the dispatcher runs them", e.getMessage());
-        }
-        nudge();
-    }
-
-    @FunctionalInterface
-    public interface ExchangeProcessor {
-        void process(Exchange exchange) throws Exception;
-    }
-
     private void workLoop() {
+        boolean lanesFirst = Thread.currentThread().getName().hashCode() % 2 == 0;
         while (running) {
-            List<WorkItem> claimed;
+            WorkRun run = null;
+            synchronized (idle) {
+                nudged = false;
+            }
             try {
                 refreshDepth();
-                claimed = queue.claim(CLAIM_BATCH, worker, options.claim(), options.orderedKinds());
+                // Alternating, so that neither chats nor items without a chat can starve the other.
+                run = lanesFirst ? claimLane() : queue.claimUnlaned(worker, options.claim(), handledKinds());
+                if (run == null) {
+                    run = lanesFirst ? queue.claimUnlaned(worker, options.claim(), handledKinds()) : claimLane();
+                }
+                lanesFirst = !lanesFirst;
             } catch (SQLException e) {
                 LOG.warn("work: cannot claim work ({}); retrying", e.getMessage());
-                claimed = List.of();
             }
-            for (WorkItem item : claimed) {
-                WorkSource source = source(item.kind());
-                Exchange exchange = new DefaultExchange(camel);
-                setWorkHeaders(exchange.getMessage(), item);
-                if (source == null) {
-                    exchange.setException(new IllegalStateException("no handler is configured for work of kind " + item.kind()));
-                    record(item, exchange, 0);
-                    continue;
-                }
-                try (Connection c = queue.dataSource().getConnection()) {
-                    source.load(c, item, exchange.getMessage());
-                } catch (SQLException e) {
-                    exchange.setException(e);
-                    record(item, exchange, 0);
-                    continue;
-                }
-                execute(item, exchange, ex -> producer.send(source.endpointUri(), ex));
+            if (run != null) {
+                handle(run);
+                continue;
             }
-            if (claimed.isEmpty()) {
-                synchronized (idle) {
-                    if (running) {
-                        try {
-                            idle.wait(options.pollInterval().toMillis());
-                        } catch (InterruptedException e) {
-                            Thread.currentThread().interrupt();
-                            return;
-                        }
+            synchronized (idle) {
+                // A nudge that came while this worker was looking is not lost: it looks again at once.
+                if (running && !nudged) {
+                    try {
+                        idle.wait(options.pollInterval().toMillis());
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                        return;
                     }
                 }
             }
         }
+    }
+
+    private WorkRun claimLane() throws SQLException {
+        return queue.claimLane(worker, options.claim(), options.runSize(), options.orderedKinds(), handledKinds());
+    }
+
+    /** The kinds given at construction and those route files registered since (webhook-inbox channels). */
+    private Set<String> handledKinds() {
+        Set<String> kinds = new TreeSet<>(sources.keySet());
+        camel.getRegistry().findByType(WorkSource.class).forEach(source -> kinds.add(source.kind()));
+        return kinds;
     }
 
     /**
@@ -223,59 +279,225 @@ public final class WorkDispatcher {
                 .filter(s -> s.kind().equals(kind)).findFirst().orElse(null);
     }
 
-    private void execute(WorkItem item, Exchange exchange, ExchangeProcessor process) {
-        long start = System.nanoTime();
+    private void handle(WorkRun run) {
+        ActiveRun current = new ActiveRun(run);
+        active.put(run.token(), current);
         try {
-            process.process(exchange);
-        } catch (Exception e) {
-            exchange.setException(e);
+            List<WorkItem> items = run.items();
+            List<Exchange> loaded = List.of();
+            int loadedFrom = 0;
+            List<WorkQueue.Outcome> unrecorded = new ArrayList<>();
+            long recordedAt = System.nanoTime();
+            int next = 0;
+            while (next < items.size() && running && !current.lost.get()) {
+                if (next == loadedFrom + loaded.size()) {
+                    // A few rows at a time: a run's items are never all in memory at once.
+                    loadedFrom = next;
+                    loaded = load(run.kind(), items.subList(next, Math.min(items.size(), next + loadTogether(run.kind()))));
+                }
+                WorkQueue.Outcome outcome = runItem(items.get(next), loaded.get(next - loadedFrom));
+                next++;
+                unrecorded.add(outcome);
+                if (run.ordered() && "failed".equals(outcome.state())) {
+                    break;
+                }
+                if (next < items.size() && System.nanoTime() - recordedAt >= FLUSH_EVERY.toNanos()) {
+                    if (!record(current, unrecorded, null)) {
+                        return;
+                    }
+                    unrecorded.clear();
+                    recordedAt = System.nanoTime();
+                }
+            }
+            if (!current.lost.get()) {
+                record(current, unrecorded, items.subList(next, items.size()));
+            }
+        } finally {
+            active.remove(run.token());
         }
-        record(item, exchange, System.nanoTime() - start);
     }
 
-    private void record(WorkItem item, Exchange exchange, long nanos) {
-        Exception error = exchange.getException();
-        String outcome;
-        try {
-            // A guarded effect's failure says what happened; the ledger records it first.
-            EffectFailure effect = error == null ? null : exchange.getException(EffectFailure.class);
-            if (effect != null) {
-                effects.settle(exchange, effect);
-            }
-            EffectOutcome effectOutcome = effect == null ? null : effect.outcome();
-            if (error == null) {
-                outcome = queue.done(item, worker) ? "done" : "claim-lost";
-            } else if (effectOutcome == EffectOutcome.UNDELIVERABLE) {
-                outcome = queue.undeliverable(item, worker, describe(error)) ? "undeliverable" : "claim-lost";
-                LOG.info("work: item {} ({} {}) undeliverable, not retried: {}", item.id(), item.kind(), item.sourceKey(), describe(error));
-            } else if (effectOutcome == EffectOutcome.AMBIGUOUS
-                    || exchange.getException(EffectGuard.UnconfirmedEffectException.class) != null) {
-                outcome = queue.parked(item, worker, describe(error)) ? "parked" : "claim-lost";
-                LOG.warn("work: item {} ({} {}) parked for reconciliation: {}", item.id(), item.kind(), item.sourceKey(), describe(error));
-            } else if (item.attempts() >= options.maxAttempts()) {
-                outcome = queue.parked(item, worker, describe(error)) ? "parked" : "claim-lost";
-                LOG.warn("work: item {} ({} {}) parked after {} attempts: {}", item.id(), item.kind(), item.sourceKey(), item.attempts(), describe(error));
-            } else {
-                Instant next = Instant.now().plus(backoff.delayAfter(item.attempts()));
-                if (effect != null && effect.notBefore() != null && effect.notBefore().isAfter(next)) {
-                    next = effect.notBefore(); // e.g. a 429's retry_after
-                }
-                outcome = queue.failed(item, worker, describe(error), next) ? "failed" : "claim-lost";
-                LOG.info("work: item {} ({} {}) failed attempt {} of {}, next at {}: {}", item.id(), item.kind(),
-                        item.sourceKey(), item.attempts(), options.maxAttempts(), next, describe(error));
-            }
+    private int loadTogether(String kind) {
+        WorkSource source = source(kind);
+        return source == null ? 1 : Math.max(1, source.loadTogether());
+    }
+
+    /** One exchange per item, filled from the items' rows (read together where the kind can). */
+    private List<Exchange> load(String kind, List<WorkItem> items) {
+        List<Exchange> exchanges = new ArrayList<>(items.size());
+        for (WorkItem item : items) {
+            Exchange exchange = new DefaultExchange(camel);
+            setWorkHeaders(exchange.getMessage(), item);
+            exchanges.add(exchange);
+        }
+        WorkSource source = source(kind);
+        if (source == null) {
+            exchanges.forEach(e -> e.setException(new IllegalStateException("no handler is configured for work of kind " + kind)));
+            return exchanges;
+        }
+        try (Connection c = queue.dataSource().getConnection()) {
+            source.loadRun(c, items, exchanges);
         } catch (SQLException e) {
-            // The claim expires and the item runs again: handlers are guarded for that.
-            LOG.warn("work: outcome of item {} not recorded ({}); it runs again after its claim expires", item.id(), e.getMessage());
-            outcome = "unrecorded";
+            exchanges.forEach(exchange -> exchange.setException(e));
         }
-        if ("claim-lost".equals(outcome)) {
-            LOG.warn("work: item {} ran longer than its claim ({} s) and was taken by another worker; outcome not recorded",
-                    item.id(), options.claim().toSeconds());
+        return exchanges;
+    }
+
+    /** @param notRun null: the run goes on; else it ends here and these items go back */
+    private boolean record(ActiveRun current, List<WorkQueue.Outcome> outcomes, List<WorkItem> notRun) {
+        WorkRun run = current.run;
+        // A database blip should not leave the chat claimed until the claim expires: try a few times.
+        for (int attempt = 1; ; attempt++) {
+            try {
+                boolean held = notRun == null ? queue.record(run, outcomes) : queue.finish(run, outcomes, notRun);
+                if (!held) {
+                    claimLost(current, outcomes.size());
+                }
+                return held;
+            } catch (SQLException e) {
+                if (attempt == RECORD_ATTEMPTS) {
+                    // The claim expires and the items run again: handlers are guarded for that.
+                    LOG.warn("work: outcomes of {} item(s) of {} not recorded ({}); they run again once the claim expires",
+                            outcomes.size(), run.kind(), e.getMessage());
+                    return false;
+                }
+                pauseBeforeRecording(attempt);
+            }
         }
-        Timer.builder("chat_intake_work_handler_seconds").tag("kind", item.kind()).tag("outcome", outcome)
-                .register(registry).record(nanos, TimeUnit.NANOSECONDS);
-        Counter.builder("chat_intake_work_attempts").tag("kind", item.kind()).register(registry).increment();
+    }
+
+    private static void pauseBeforeRecording(int attempt) {
+        try {
+            Thread.sleep(500L * attempt);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    private void claimLost(ActiveRun current, int dropped) {
+        if (current.lost.compareAndSet(false, true)) {
+            WorkRun run = current.run;
+            LOG.warn("work: the claim on {} item(s) of {}{} (from item {}) was released or taken over; {} outcome(s) of this"
+                            + " worker dropped, the items are another claim's now", run.items().size(), run.kind(),
+                    run.laned() ? " chat " + run.chatKey() : "", run.items().get(0).id(), dropped);
+        }
+        Counter.builder("chat_intake_work_outcomes_dropped").tag("kind", current.run.kind()).register(registry).increment(dropped);
+    }
+
+    private WorkQueue.Outcome runItem(WorkItem item, Exchange exchange) {
+        long start = System.nanoTime();
+        if (exchange.getException() == null) {
+            try {
+                producer.send(source(item.kind()).endpointUri(), exchange);
+            } catch (RuntimeException e) {
+                exchange.setException(e);
+            }
+        }
+        WorkQueue.Outcome outcome = outcomeOf(item, exchange);
+        handlerTimers.computeIfAbsent(item.kind() + "|" + outcome.state(), k -> Timer.builder("chat_intake_work_handler_seconds")
+                        .tag("kind", item.kind()).tag("outcome", outcome.state()).register(registry))
+                .record(System.nanoTime() - start, TimeUnit.NANOSECONDS);
+        attemptCounters.computeIfAbsent(item.kind(), k -> Counter.builder("chat_intake_work_attempts").tag("kind", k).register(registry))
+                .increment();
+        return outcome;
+    }
+
+    private WorkQueue.Outcome outcomeOf(WorkItem item, Exchange exchange) {
+        Exception error = exchange.getException();
+        if (error == null) {
+            return WorkQueue.Outcome.done(item);
+        }
+        // A guarded effect's failure says what happened; the ledger records it first.
+        EffectFailure effect = exchange.getException(EffectFailure.class);
+        if (effect != null) {
+            try {
+                effects.settle(exchange, effect);
+            } catch (SQLException e) {
+                LOG.warn("work: effect outcome of item {} not recorded ({}); the effect stays started", item.id(), e.getMessage());
+            }
+        }
+        EffectOutcome effectOutcome = effect == null ? null : effect.outcome();
+        if (effectOutcome == EffectOutcome.UNDELIVERABLE) {
+            LOG.info("work: item {} ({} {}) undeliverable, not retried: {}", item.id(), item.kind(), item.sourceKey(), describe(error));
+            return WorkQueue.Outcome.undeliverable(item, describe(error));
+        }
+        if (effectOutcome == EffectOutcome.AMBIGUOUS || exchange.getException(EffectGuard.UnconfirmedEffectException.class) != null) {
+            LOG.warn("work: item {} ({} {}) parked for reconciliation: {}", item.id(), item.kind(), item.sourceKey(), describe(error));
+            return WorkQueue.Outcome.parked(item, describe(error));
+        }
+        if (item.attempts() >= options.maxAttempts()) {
+            LOG.warn("work: item {} ({} {}) parked after {} attempts: {}", item.id(), item.kind(), item.sourceKey(), item.attempts(), describe(error));
+            return WorkQueue.Outcome.parked(item, describe(error));
+        }
+        Instant next = Instant.now().plus(backoff.delayAfter(item.attempts()));
+        if (effect != null && effect.notBefore() != null && effect.notBefore().isAfter(next)) {
+            next = effect.notBefore(); // e.g. a 429's retry_after
+        }
+        LOG.info("work: item {} ({} {}) failed attempt {} of {}, next at {}: {}", item.id(), item.kind(),
+                item.sourceKey(), item.attempts(), options.maxAttempts(), next, describe(error));
+        return WorkQueue.Outcome.failed(item, describe(error), next);
+    }
+
+    /**
+     * Beats, extends the claims of runs still running here, and releases the claims of processes
+     * that stopped beating. Runs until the last worker has stopped.
+     */
+    private void heartbeatLoop() {
+        Duration extendEvery = options.claim().dividedBy(3);
+        Duration tick = extendEvery.compareTo(options.heartbeat()) < 0 ? extendEvery : options.heartbeat();
+        long lastBeat = System.nanoTime();
+        long lastExtension = System.nanoTime();
+        boolean failing = false;
+        while (beating) {
+            synchronized (beatPause) {
+                try {
+                    beatPause.wait(Math.max(1, tick.toMillis()));
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    return;
+                }
+            }
+            if (!beating) {
+                return;
+            }
+            try {
+                if (System.nanoTime() - lastBeat >= options.heartbeat().toNanos() - tick.toNanos() / 2) {
+                    heartbeat.beat();
+                    lastBeat = System.nanoTime();
+                    int released = queue.releaseClaimsOfDeadProcesses(worker, options.silence());
+                    if (released > 0) {
+                        LOG.warn("work: released {} claimed item(s) of process(es) silent for more than {} s; they run again now",
+                                released, options.silence().toSeconds());
+                        nudge();
+                    }
+                }
+                if (System.nanoTime() - lastExtension >= extendEvery.toNanos() - tick.toNanos() / 2) {
+                    extendClaims();
+                    lastExtension = System.nanoTime();
+                }
+                failing = false;
+            } catch (SQLException e) {
+                if (!failing) {
+                    LOG.warn("work: heartbeat failed ({}); after {} s without one, other processes take this one's claims"
+                            + " and its outcomes are dropped", e.getMessage(), options.silence().toSeconds());
+                }
+                failing = true;
+            }
+        }
+    }
+
+    private void extendClaims() throws SQLException {
+        List<Long> tokens = List.copyOf(active.keySet());
+        if (tokens.isEmpty()) {
+            return;
+        }
+        Set<Long> held = Set.copyOf(queue.extend(worker, tokens, options.claim()));
+        for (Long token : tokens) {
+            ActiveRun run = active.get(token);
+            if (!held.contains(token) && run != null) {
+                claimLost(run, 0);
+            }
+        }
     }
 
     private static void setWorkHeaders(Message message, WorkItem item) {

@@ -7,7 +7,6 @@ import ch.qos.logback.classic.Logger;
 import ch.qos.logback.classic.spi.ILoggingEvent;
 import ch.qos.logback.core.read.ListAppender;
 import io.chatintake.config.Secret;
-import io.chatintake.config.Settings;
 import io.chatintake.support.MeterRegistryLookup;
 import io.chatintake.sim.BotApiSimulator;
 import io.chatintake.sim.MediaHost;
@@ -21,7 +20,6 @@ import io.chatintake.testkit.Sql;
 import io.chatintake.testkit.TestDatabase;
 import io.chatintake.testkit.WebhookServer;
 import io.chatintake.work.WorkDispatcher;
-import io.chatintake.work.WorkQueue;
 import io.micrometer.core.instrument.Counter;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -31,8 +29,7 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
-import java.util.Set;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.stream.Stream;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.AfterAll;
@@ -62,7 +59,6 @@ class AttachmentFetcherTest {
     private static String token;
     private static Path dataDir;
     private static WebhookServer server;
-    private static WorkDispatcher dispatcher;
     private static SignedDeliverySender sender;
 
     private final DataSource db = TestDatabase.dataSource();
@@ -74,28 +70,25 @@ class AttachmentFetcherTest {
         telegram = BotApiSimulator.start();
         token = telegram.addBot(BOT_ID, "FAKE-attachment-test-token", "files_bot");
         dataDir = Files.createTempDirectory("chat-intake-attachments");
-        Settings settings = Settings.of(Map.of("chat-intake.data-dir", dataDir.toString(),
-                "attachments.max-bytes", Integer.toString(MAX_BYTES),
-                "attachments.download-timeout-seconds", "2",
-                "telegram.api-url", telegram.url()));
-        AttachmentFetcher fetcher = new AttachmentFetcher(TestDatabase.dataSource(), AttachmentFetcher.Options.from(settings, MAX_ATTEMPTS),
-                botName -> "files".equals(botName) ? Optional.of(Secret.of(token)) : Optional.empty());
-        server = WebhookServer.start(TestDatabase.dataSource(),
-                Map.of("unifyport.signing-secrets", SECRET, "unifyport.workspace", "ws-att"),
-                "file:routes/unifyport-*.yaml,file:routes/attachments.yaml", Map.of("attachmentFetcher", fetcher));
-        dispatcher = new WorkDispatcher(server.context(), new WorkQueue(TestDatabase.dataSource()),
-                List.of(new AttachmentWorkSource("direct:attachment-fetch")),
-                new WorkDispatcher.Options(2, MAX_ATTEMPTS, Duration.ofMillis(100), Duration.ofMillis(400), Duration.ofSeconds(30),
-                        Duration.ofMillis(50), Set.of()));
-        // Intake wakes the dispatcher it finds in the registry, as in the runner.
-        server.context().getRegistry().bind("workDispatcher", dispatcher);
-        dispatcher.start();
+        server = WebhookServer.builder(TestDatabase.dataSource())
+                .routeFiles("file:routes/unifyport-*.yaml,file:routes/attachments.yaml")
+                .settings(Map.of("unifyport.signing-secrets", SECRET, "unifyport.workspace", "ws-att",
+                        "chat-intake.data-dir", dataDir.toString(),
+                        "attachments.max-bytes", Integer.toString(MAX_BYTES),
+                        "attachments.download-timeout-seconds", "2",
+                        "telegram.api-url", telegram.url(),
+                        "telegram.bots.files.token", token))
+                .settings(Map.of("work.concurrency", "2", "work.max-attempts", Integer.toString(MAX_ATTEMPTS),
+                        "work.backoff-base-millis", "100", "work.backoff-cap-millis", "400",
+                        "work.claim-seconds", "30", "work.poll-interval-millis", "50",
+                        "work.handlers.unifyport-event", "direct:unifyport-event",
+                        "work.handlers.attachment", "direct:attachment-fetch"))
+                .start();
         sender = new SignedDeliverySender(server.uri("/webhooks/unifyport"), Secret.of(SECRET));
     }
 
     @AfterAll
     static void stop() {
-        dispatcher.stop();
         server.close();
         telegram.close();
         media.close();
@@ -316,7 +309,7 @@ class AttachmentFetcherTest {
             AttachmentStore.recordFor(c, childId);
             c.commit();
         }
-        dispatcher.nudge();
+        WorkDispatcher.nudge(server.context());
     }
 
     private static Response receive(String eventId, String messageId, String attachmentsJson, String extra) {

@@ -186,30 +186,23 @@ class S3MediaStoreTest {
         byte[] content = Content.random(12_345);
         try (MediaHost host = MediaHost.start()) {
             String url = host.publish(content, "image/png", Duration.ofMinutes(5));
-            Settings settings = settings(Map.of("chat-intake.data-dir", dataDir.toString()));
-            AttachmentFetcher.Options options = AttachmentFetcher.Options.from(settings, 3);
-            AttachmentFetcher fetcher = new AttachmentFetcher(db, options, bot -> Optional.empty());
-            try (WebhookServer server = WebhookServer.start(db, Map.of(), "file:routes/attachments.yaml", Map.of("attachmentFetcher", fetcher))) {
-                WorkDispatcher dispatcher = new WorkDispatcher(server.context(), new WorkQueue(db),
-                        List.of(new AttachmentWorkSource("direct:attachment-fetch")),
-                        new WorkDispatcher.Options(1, 3, Duration.ofMillis(100), Duration.ofMillis(400), Duration.ofSeconds(30),
-                                Duration.ofMillis(50), Set.of()));
-                dispatcher.start();
-                try {
-                    long child = Sql.count(db, "INSERT INTO channel_message (workspace, provider, account_id, conversation_id, message_id,"
-                            + " attachments, first_event_id) VALUES ('ws', 'whatsapp', 'acc', 'c1', 'm1', '[{\"url\":\"" + url + "\"}]', 'e1')"
-                            + " RETURNING id");
-                    try (Connection c = db.getConnection()) {
-                        c.setAutoCommit(false);
-                        AttachmentStore.recordFor(c, child);
-                        c.commit();
-                    }
-                    dispatcher.nudge();
-                    Await.until("the attachment stored", Duration.ofSeconds(30),
-                            () -> "stored".equals(Sql.string(db, "SELECT status FROM message_attachment")));
-                } finally {
-                    dispatcher.stop();
+            Map<String, String> values = new HashMap<>(Map.of("media.store", "s3", "media.s3.bucket", BUCKET,
+                    "media.s3.endpoint", s3.endpoint(), "media.s3.path-style-access", "true",
+                    "media.s3.access-key-id", KEY_ID, "media.s3.secret-access-key", SECRET_KEY));
+            values.putAll(Map.of("chat-intake.data-dir", dataDir.toString(), "work.concurrency", "1",
+                    "work.poll-interval-millis", "50", "work.handlers.attachment", "direct:attachment-fetch"));
+            try (WebhookServer server = WebhookServer.builder(db).routeFiles("file:routes/attachments.yaml").settings(values).start()) {
+                long child = Sql.count(db, "INSERT INTO channel_message (workspace, provider, account_id, conversation_id, message_id,"
+                        + " attachments, first_event_id) VALUES ('ws', 'whatsapp', 'acc', 'c1', 'm1', '[{\"url\":\"" + url + "\"}]', 'e1')"
+                        + " RETURNING id");
+                try (Connection c = db.getConnection()) {
+                    c.setAutoCommit(false);
+                    AttachmentStore.recordFor(c, child);
+                    c.commit();
                 }
+                WorkDispatcher.nudge(server.context());
+                Await.until("the attachment stored", Duration.ofSeconds(30),
+                        () -> "stored".equals(Sql.string(db, "SELECT status FROM message_attachment")));
             }
             String key = Sql.string(db, "SELECT media_path FROM message_attachment");
             assertThat(key).isEqualTo(Content.sha256(content).substring(0, 2) + "/" + Content.sha256(content));
@@ -220,7 +213,6 @@ class S3MediaStoreTest {
             assertThat(logs.list).extracting(ILoggingEvent::getFormattedMessage)
                     .contains("attachments: files kept in S3 bucket 'media' at " + s3.endpoint())
                     .noneMatch(line -> line.contains(url));
-            options.media().close();
         }
     }
 

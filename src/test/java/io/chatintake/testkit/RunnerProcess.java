@@ -68,7 +68,9 @@ public final class RunnerProcess implements AutoCloseable {
     }
 
     public static RunnerProcess start(Path workDir, Map<String, String> env, String... args) {
-        return start(List.of(), workDir, env, args);
+        List<String> command = new ArrayList<>(List.of(javaBinary(), "-Xmx512m", "-jar", jar().toString()));
+        command.addAll(List.of(args));
+        return start(workDir, env, command);
     }
 
     /**
@@ -76,16 +78,25 @@ public final class RunnerProcess implements AutoCloseable {
      * data directory must belong to that user.
      */
     public static RunnerProcess startAs(long uid, long gid, Path workDir, Map<String, String> env) {
-        return start(List.of("setpriv", "--reuid=" + uid, "--regid=" + gid, "--clear-groups", "--"), workDir, env);
+        return start(workDir, env, List.of("setpriv", "--reuid=" + uid, "--regid=" + gid, "--clear-groups", "--",
+                javaBinary(), "-Xmx512m", "-jar", jar().toString()));
     }
 
-    private static RunnerProcess start(List<String> prefix, Path workDir, Map<String, String> env, String... args) {
+    /**
+     * camel-main's own {@code org.apache.camel.main.Main} with the jar on the classpath and only
+     * system properties: no chat-intake launcher on the call path.
+     */
+    public static RunnerProcess startCamelMain(Path workDir, Map<String, String> env, String... systemProperties) {
+        List<String> command = new ArrayList<>(List.of(javaBinary(), "-Xmx512m"));
+        command.addAll(List.of(systemProperties));
+        command.addAll(List.of("-cp", jar().toString(), "org.apache.camel.main.Main"));
+        return start(workDir, env, command);
+    }
+
+    private static RunnerProcess start(Path workDir, Map<String, String> env, List<String> command) {
         try {
             Files.createDirectories(workDir);
             Path log = Files.createTempFile(workDir, "runner-", ".log");
-            List<String> command = new ArrayList<>(prefix);
-            command.addAll(List.of(javaBinary(), "-Xmx512m", "-jar", jar().toString()));
-            command.addAll(List.of(args));
             ProcessBuilder builder = new ProcessBuilder(command)
                     .redirectErrorStream(true)
                     .redirectOutput(log.toFile());

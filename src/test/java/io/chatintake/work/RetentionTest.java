@@ -1,5 +1,7 @@
 package io.chatintake.work;
 
+import io.chatintake.app.CamelConfiguration;
+
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.chatintake.app.Runner;
@@ -105,7 +107,7 @@ class RetentionTest {
         assertThat(tableCounts()).as("a dry run changes nothing").isEqualTo(before);
 
         // intake keeps storing events (each with its work item) for as long as the purge runs
-        WebhookEventStore intake = new WebhookEventStore(db, Duration.ofSeconds(5), "default", "unifyport", "unifyport-event", Runner.childMessageListener());
+        WebhookEventStore intake = new WebhookEventStore(db, Duration.ofSeconds(5), "default", "unifyport", "unifyport-event", CamelConfiguration.childMessages());
         AtomicBoolean purging = new AtomicBoolean(true);
         AtomicInteger stored = new AtomicInteger();
         CompletableFuture<Void> deliveries = CompletableFuture.runAsync(() -> {

@@ -8,8 +8,12 @@ import io.chatintake.testkit.Await;
 import io.chatintake.testkit.RunnerProcess;
 import io.chatintake.testkit.Sql;
 import java.nio.file.Files;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -42,7 +46,9 @@ class WorkDispatchIT {
     private Map<String, String> env(Path dir, Path routes) {
         Map<String, String> env = RunnerProcess.pollingEnv(dir, simulator.url(), token);
         env.put("CHAT_INTAKE_ROUTES_DIR", routes.toString());
-        env.put("WORK_CLAIM_SECONDS", "3");
+        // A dead runner's claims are released through its silent heartbeat (seconds), not by expiry;
+        // a claim this long is never lost by a live runner on a loaded machine.
+        env.put("WORK_CLAIM_SECONDS", "30");
         env.put("WORK_BACKOFF_BASE_MILLIS", "200");
         return env;
     }
@@ -138,9 +144,7 @@ class WorkDispatchIT {
                     SELECT 1, n, 'message', jsonb_build_object('update_id', n, 'message', jsonb_build_object('chat', jsonb_build_object('id', n % 50)))
                       FROM generate_series(1, 5000) AS n""");
             try (RunnerProcess b = RunnerProcess.start(work.resolve("b"), envB).awaitReady()) {
-                Sql.execute(db, """
-                        INSERT INTO work_item (kind, source_key, source_id, chat_key)
-                        SELECT 'telegram-update', '1:' || update_id, id, '1:' || (update_id % 50) FROM telegram_update""");
+                scheduleStoredUpdates(db, 50);
                 Await.until("condition", WAIT, () -> Sql.count(db, "SELECT count(*) FROM work_item WHERE state = 'done'") == 5000);
                 assertThat(Sql.count(db, "SELECT count(*) FROM handled_log")).isEqualTo(5000);
                 assertThat(Sql.count(db, "SELECT count(DISTINCT work_key) FROM handled_log")).isEqualTo(5000);
@@ -151,8 +155,103 @@ class WorkDispatchIT {
         }
     }
 
+    /** Schedules every stored update as work through the queue (as intake does), chat = update id modulo {@code chats}. */
+    private static void scheduleStoredUpdates(DataSource db, int chats) throws Exception {
+        List<WorkQueue.NewWork> work = new ArrayList<>();
+        try (Connection c = db.getConnection()) {
+            c.setAutoCommit(false);
+            try (PreparedStatement ps = c.prepareStatement("SELECT id, update_id FROM telegram_update ORDER BY id");
+                 ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    work.add(new WorkQueue.NewWork("telegram-update", "1:" + rs.getLong(2), rs.getLong(1), "1:" + rs.getLong(2) % chats));
+                }
+            }
+            WorkQueue.schedule(c, work);
+            c.commit();
+        }
+    }
 
+    private Map<String, String> sharedDatabaseEnv(EmbeddedDatabase database, Path dir, Path routes, String name) {
+        Map<String, String> env = env(dir, routes);
+        env.remove("TELEGRAM_BOT_TOKEN");
+        env.put("CHAT_INTAKE_DB_URL", database.jdbcUrl());
+        env.put("CHAT_INTAKE_DB_USER", database.user());
+        env.put("RUNNER_NAME", name);
+        return env;
+    }
 
+    @Test
+    void afterAKill9TheRunnerAlreadyRunningTakesOverEveryChatWithinSecondsAndNoItemRunsTwice() throws Exception {
+        int dbPort = RunnerProcess.freePort();
+        EmbeddedDatabase database = EmbeddedDatabase.start(work.resolve("shared-pg"), dbPort, false);
+        DataSource db = Sql.dataSource(database.jdbcUrl(), database.user());
+        Path routes = Files.createDirectories(work.resolve("routes"));
+        // The ledger counts each item's handling inside the effect guard: an item run twice would count twice.
+        Files.writeString(routes.resolve("ledger.yaml"), """
+                - route:
+                    id: telegram-update-handler
+                    from:
+                      uri: "direct:telegram-update"
+                      steps:
+                        - bean: { ref: effectGuard, method: begin }
+                        - to: "sql:INSERT INTO handled_log (work_key, runner) VALUES (:#${header.IdempotencyKey}, :#${sysenv.RUNNER_NAME})"
+                        - delay: { constant: "50" }
+                        - bean: { ref: effectGuard, method: complete }
+                """);
+        Map<String, String> envA = sharedDatabaseEnv(database, work.resolve("a"), routes, "a");
+        Map<String, String> envB = sharedDatabaseEnv(database, work.resolve("b"), routes, "b");
+        for (Map<String, String> env : List.of(envA, envB)) {
+            // Takeover must come from the heartbeat: the claim itself would last two minutes.
+            env.put("WORK_CLAIM_SECONDS", "120");
+            env.put("WORK_HEARTBEAT_SECONDS", "1");
+            env.put("WORK_DEAD_AFTER_HEARTBEATS", "3");
+            env.put("WORK_RUN_SIZE", "5");
+        }
+        envA.put("WORK_CONCURRENCY", "10");
+        envB.put("WORK_CONCURRENCY", "2");
+        try (RunnerProcess a = RunnerProcess.start(work.resolve("a"), envA).awaitReady();
+             RunnerProcess b = RunnerProcess.start(work.resolve("b"), envB).awaitReady()) {
+            Sql.execute(db, "CREATE TABLE handled_log (seq bigserial, work_key text NOT NULL, runner text NOT NULL,"
+                    + " handled_at timestamptz NOT NULL DEFAULT clock_timestamp())");
+            Sql.execute(db, """
+                    INSERT INTO telegram_update (bot_id, update_id, update_type, payload)
+                    SELECT 1, n, 'message', jsonb_build_object('update_id', n, 'message', jsonb_build_object('chat', jsonb_build_object('id', n % 10)))
+                      FROM generate_series(1, 600) AS n""");
+            scheduleStoredUpdates(db, 10);
+            Await.until("a mid-work on most chats", WAIT, () -> Sql.count(db, "SELECT count(*) FROM handled_log WHERE runner = 'a'") >= 100
+                    && Sql.count(db, "SELECT count(*) FROM work_lane WHERE claimed_by LIKE '%:" + a.pid() + ":%'") >= 5);
+            String killedAt = Sql.string(db, "SELECT now()");
+            long chatsOfA = Sql.count(db, "SELECT count(*) FROM work_lane WHERE claimed_by LIKE '%:" + a.pid() + ":%'");
+            a.kill9();
 
-
+            Await.until("all 600 items finished", WAIT, () -> Sql.count(db, "SELECT count(*) FROM work_item WHERE state IN ('done', 'parked')") == 600);
+            // Every chat with work left at the kill had an item handled by b within 15 s of it.
+            String slowestTakeover = Sql.string(db, """
+                    SELECT round(extract(epoch FROM max(first_after - timestamptz '%s'))::numeric, 1) FROM (
+                        SELECT w.chat_key, min(h.handled_at) AS first_after
+                          FROM handled_log h JOIN work_item w ON w.source_key = h.work_key
+                         WHERE h.runner = 'b' AND h.handled_at > '%s'
+                         GROUP BY w.chat_key) t""".formatted(killedAt, killedAt));
+            System.out.println("slowest chat taken over " + slowestTakeover + " s after the kill");
+            long chatsTakenOver = Sql.count(db, "SELECT count(DISTINCT w.chat_key) FROM handled_log h JOIN work_item w ON w.source_key = h.work_key"
+                    + " WHERE h.runner = 'b' AND h.handled_at > '" + killedAt + "'");
+            assertThat(chatsOfA).isGreaterThanOrEqualTo(5);
+            assertThat(chatsTakenOver).as("chats b worked on after the kill").isEqualTo(10);
+            assertThat(Double.parseDouble(slowestTakeover)).as("seconds until b handled the last chat it took over").isLessThanOrEqualTo(15.0);
+            assertThat(Sql.count(db, "SELECT count(*) - count(DISTINCT work_key) FROM handled_log")).as("items run twice").isZero();
+            assertThat(Sql.count(db, "SELECT count(*) FROM handled_log")).isBetween(590L, 600L);
+            // Items a was running at the kill are parked for reconciliation (their effect started, never recorded done).
+            assertThat(Sql.count(db, "SELECT count(*) FROM work_item WHERE state = 'parked'")).isBetween(0L, 10L);
+            assertThat(Sql.count(db, "SELECT count(*) FROM work_item WHERE state = 'parked' AND last_error NOT LIKE '%never recorded done%'")).isZero();
+            String outOfOrder = Sql.string(db, """
+                    SELECT count(*) FROM (
+                        SELECT w.id, lag(w.id) OVER (PARTITION BY w.chat_key ORDER BY h.seq) AS previous
+                          FROM handled_log h JOIN work_item w ON w.source_key = h.work_key) t
+                     WHERE previous > id""");
+            assertThat(outOfOrder).as("items handled out of their chat's order").isEqualTo("0");
+            assertThat(b.output()).contains("claimed item(s) of process(es) silent for more than 3 s");
+        } finally {
+            database.close();
+        }
+    }
 }

@@ -1,17 +1,16 @@
 package io.chatintake.work;
 
-import io.chatintake.app.Runner;
-
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.chatintake.channel.telegram.BotApiClient;
 import io.chatintake.channel.telegram.OffsetCheckpoint;
 import io.chatintake.channel.telegram.PollLease;
 import io.chatintake.channel.telegram.TelegramInbox;
-import io.chatintake.channel.telegram.TelegramWorkSource;
 import io.chatintake.testkit.Await;
 import io.chatintake.testkit.Sql;
 import io.chatintake.testkit.TestDatabase;
+import io.chatintake.testkit.WebhookServer;
+import io.chatintake.app.CamelConfiguration;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -24,7 +23,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import javax.sql.DataSource;
 import org.apache.camel.CamelContext;
 import org.apache.camel.builder.RouteBuilder;
-import org.apache.camel.impl.DefaultCamelContext;
+import org.apache.camel.RoutesBuilder;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -36,23 +35,56 @@ class WorkDispatcherTest {
     private static final long BOT = 31;
 
     private final DataSource dataSource = TestDatabase.dataSource();
-    private final CamelContext camel = new DefaultCamelContext();
     private final List<String> handled = new CopyOnWriteArrayList<>();
     private final Map<String, AtomicInteger> failuresLeft = new ConcurrentHashMap<>();
     private final AtomicInteger effectsPerformed = new AtomicInteger();
     private final List<Instant> attemptTimes = new CopyOnWriteArrayList<>();
-    private WorkDispatcher dispatcher;
+    private final List<WebhookServer> products = new ArrayList<>();
+    private final Set<String> slow = ConcurrentHashMap.newKeySet();
+    private CamelContext camel;
     private PollLease.Held lease;
 
     @BeforeEach
     void start() throws Exception {
-        camel.getRegistry().bind("effectGuard", new EffectGuard(dataSource));
-        camel.addRoutes(new RouteBuilder() {
+        new OffsetCheckpoint(dataSource).load(BOT, "work-test");
+        lease = new PollLease(dataSource).tryAcquire(BOT, "work-test", Duration.ofMinutes(5)).orElseThrow();
+    }
+
+    @AfterEach
+    void stop() {
+        products.forEach(WebhookServer::close);
+    }
+
+    /** The product with this test's handler routes, its dispatcher handling telegram-update with test-speed backoff. */
+    private void startDispatcher(int maxAttempts) {
+        camel = startProduct(maxAttempts, "direct:telegram-update").context();
+    }
+
+    private WebhookServer startProduct(int maxAttempts, String telegramHandler) {
+        WebhookServer product = WebhookServer.builder(dataSource).withoutHttp().routes(handlerRoutes())
+                .setting("work.concurrency", "2")
+                .setting("work.max-attempts", Integer.toString(maxAttempts))
+                .setting("work.backoff-base-millis", "200")
+                .setting("work.backoff-cap-millis", "800")
+                .setting("work.claim-seconds", "30")
+                .setting("work.poll-interval-millis", "50")
+                .setting("work.ordered-kinds", "telegram-update")
+                .setting("work.handlers.telegram-update", telegramHandler)
+                .start();
+        products.add(product);
+        return product;
+    }
+
+    private RoutesBuilder handlerRoutes() {
+        return new RouteBuilder() {
             @Override
             public void configure() {
                 from("direct:telegram-update").process(exchange -> {
                     String key = exchange.getMessage().getHeader(WorkDispatcher.IDEMPOTENCY_KEY, String.class);
                     attemptTimes.add(Instant.now());
+                    if (slow.contains(key)) {
+                        Thread.sleep(2500);
+                    }
                     AtomicInteger left = failuresLeft.get(key);
                     if (left != null && left.getAndDecrement() > 0) {
                         throw new IllegalStateException("handler failure for " + key);
@@ -67,25 +99,7 @@ class WorkDispatcherTest {
                         })
                         .bean("effectGuard", "complete");
             }
-        });
-        camel.start();
-        new OffsetCheckpoint(dataSource).load(BOT, "work-test");
-        lease = new PollLease(dataSource).tryAcquire(BOT, "work-test", Duration.ofMinutes(5)).orElseThrow();
-    }
-
-    @AfterEach
-    void stop() {
-        if (dispatcher != null) {
-            dispatcher.stop();
-        }
-        camel.stop();
-    }
-
-    private void startDispatcher(int maxAttempts) {
-        dispatcher = new WorkDispatcher(camel, new WorkQueue(dataSource), List.of(new TelegramWorkSource("direct:telegram-update")),
-                new WorkDispatcher.Options(2, maxAttempts, Duration.ofMillis(200), Duration.ofMillis(800), Duration.ofSeconds(30),
-                        Duration.ofMillis(50), Set.of("telegram-update")));
-        dispatcher.start();
+        };
     }
 
     private TelegramInbox.StoredBatch store(long chatId, long... updateIds) throws Exception {
@@ -94,7 +108,7 @@ class WorkDispatcherTest {
             batch.add(new BotApiClient.RawUpdate(id, "message",
                     "{\"update_id\":" + id + ",\"message\":{\"chat\":{\"id\":" + chatId + "},\"text\":\"u" + id + "\"}}"));
         }
-        return new TelegramInbox(dataSource, Runner.childMessageListener()).store(lease, Duration.ofMinutes(5), batch);
+        return new TelegramInbox(dataSource, CamelConfiguration.childMessages()).store(lease, Duration.ofMinutes(5), batch);
     }
 
     @Test
@@ -199,6 +213,37 @@ class WorkDispatcherTest {
         assertThat(handled).containsExactlyInAnyOrder(BOT + ":1", BOT + ":2", BOT + ":1", BOT + ":2");
     }
 
+    @Test
+    void aHandlerSlowerThanTheClaimRunsOnceBecauseItsClaimIsExtendedAndItsOutcomeCounts() throws Exception {
+        slow.add(BOT + ":1");
+        store(1, 1);
+        store(2, 2);
+        // A 1 s claim, extended every third of it; the handler takes 2.5 s while another thread looks for work.
+        WebhookServer product = WebhookServer.builder(dataSource).withoutHttp().routes(handlerRoutes())
+                .setting("work.concurrency", "2")
+                .setting("work.claim-seconds", "1")
+                .setting("work.heartbeat-seconds", "1")
+                .setting("work.poll-interval-millis", "50")
+                .setting("work.handlers.telegram-update", "direct:telegram-update")
+                .start();
+        products.add(product);
 
+        Await.until("the slow item done", WAIT, () -> "done".equals(Sql.string(dataSource, "SELECT state FROM work_item WHERE source_key = '31:1'")));
+        assertThat(handled).containsExactlyInAnyOrder(BOT + ":1", BOT + ":2");
+        assertThat(Sql.count(dataSource, "SELECT attempts FROM work_item WHERE source_key = '31:1'")).isEqualTo(1);
+        assertThat(attemptTimes).as("one attempt per item").hasSize(2);
+    }
 
+    @Test
+    void aKindWithoutAHandlerHereIsNeverClaimedHereAndRunsWhereItHasOne() throws Exception {
+        store(3, 21);
+        startProduct(3, "");
+        Thread.sleep(500); // the dispatcher polls every 50 ms: ten chances to claim what it must not
+        assertThat(Sql.string(dataSource, "SELECT state || ' ' || attempts FROM work_item")).isEqualTo("pending 0");
+        assertThat(attemptTimes).isEmpty();
+
+        startProduct(3, "direct:telegram-update");
+        Await.until("handled where a handler is configured", WAIT, () -> handled.contains(BOT + ":21"));
+        Await.until("done", WAIT, () -> "done 1".equals(Sql.string(dataSource, "SELECT state || ' ' || attempts FROM work_item")));
+    }
 }

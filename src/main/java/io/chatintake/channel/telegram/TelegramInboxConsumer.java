@@ -12,9 +12,7 @@ import java.sql.SQLException;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.RejectedExecutionException;
@@ -63,7 +61,7 @@ public class TelegramInboxConsumer extends DefaultConsumer {
     private static final Duration WEBHOOK_RECHECK = Duration.ofMinutes(1);
     private static final Duration PENDING_COUNT_REFRESH = Duration.ofMinutes(1);
 
-    /** Stored batches waiting for the route; beyond this the dispatcher takes over. */
+    /** Stored batches waiting for the route when no dispatcher runs them. */
     private static final int HANDOFF_BATCHES = 16;
 
     private final TelegramInboxEndpoint endpoint;
@@ -379,31 +377,26 @@ public class TelegramInboxConsumer extends DefaultConsumer {
     }
 
     /**
-     * The route runs on its own thread, so slow handlers never hold up polling (and with it the
-     * confirmation of the next batch). When it falls behind, batches are left to the dispatcher.
+     * With a work dispatcher (the runner has one) the stored updates are its work: it is woken, a
+     * hint that costs the poller nothing, and runs them from storage, recording each outcome and
+     * retrying failures. Without one (the component on its own) the route runs on its own thread,
+     * so slow handlers never hold up polling (and with it the confirmation of the next batch);
+     * batches it cannot take are left in the inbox.
      */
     private void handOff(BotApiClient.BotIdentity identity, List<TelegramInbox.StoredUpdate> stored) {
+        WorkDispatcher dispatcher = WorkDispatcher.of(getEndpoint().getCamelContext());
+        if (dispatcher != null) {
+            dispatcher.nudge();
+            return;
+        }
         try {
             handoff.execute(() -> emit(identity, stored));
         } catch (RejectedExecutionException e) {
-            LOG.debug("telegram bot '{}': handlers are behind; {} stored update(s) left to the work dispatcher", bot, stored.size());
+            LOG.debug("telegram bot '{}': handlers are behind; {} stored update(s) left in the inbox", bot, stored.size());
         }
     }
 
-    /**
-     * Hands the newly stored updates to the route. With a work dispatcher (the runner has one)
-     * they go through it, so the outcome is recorded and a failure is retried from storage;
-     * without one (the component on its own) the route just runs.
-     */
     private void emit(BotApiClient.BotIdentity identity, List<TelegramInbox.StoredUpdate> stored) {
-        Map<Long, TelegramInbox.StoredUpdate> byWorkItem = new HashMap<>();
-        stored.forEach(u -> byWorkItem.put(u.workItemId(), u));
-        WorkDispatcher dispatcher = WorkDispatcher.of(getEndpoint().getCamelContext());
-        if (dispatcher != null) {
-            dispatcher.runNow(List.copyOf(byWorkItem.keySet()).stream().sorted().toList(),
-                    item -> exchangeFor(identity, byWorkItem.get(item.id())), this::runRoute);
-            return;
-        }
         for (TelegramInbox.StoredUpdate update : stored) {
             Exchange exchange = exchangeFor(identity, update);
             exchange.getMessage().setHeader(WorkDispatcher.IDEMPOTENCY_KEY, update.idempotencyKey());

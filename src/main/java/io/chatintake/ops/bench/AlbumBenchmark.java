@@ -81,7 +81,7 @@ public final class AlbumBenchmark {
             }
         });
         WorkDispatcher dispatcher = new WorkDispatcher(camel, new WorkQueue(dataSource),
-                List.of(new AlbumChildSource(), new AlbumDecisionSource()),
+                List.of(new AlbumChildSource("direct:album-child"), new AlbumDecisionSource("direct:album-ready")),
                 WorkDispatcher.Options.from(Settings.of(Map.of("work.poll-interval-millis", "100"))));
         camel.getRegistry().bind("workDispatcher", dispatcher);
         camel.start();

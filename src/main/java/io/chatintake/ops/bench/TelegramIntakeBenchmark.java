@@ -1,26 +1,21 @@
 package io.chatintake.ops.bench;
 
-import io.chatintake.album.AlbumKey;
-import io.chatintake.album.QuietPeriods;
-import io.chatintake.attachment.AttachmentStore;
-import io.chatintake.message.ChildMessageListener;
 import io.chatintake.sim.BotApiSimulator;
 import io.chatintake.store.Database;
 import io.chatintake.store.EmbeddedDatabase;
 import io.chatintake.store.Migrations;
-import io.chatintake.channel.telegram.TelegramInboxComponent;
 import java.io.PrintStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
-import java.util.Properties;
-import org.apache.camel.CamelContext;
 import org.apache.camel.builder.RouteBuilder;
-import org.apache.camel.impl.DefaultCamelContext;
+import org.apache.camel.main.Main;
 
 /**
  * {@code bench telegram}: the stored rate of Telegram intake against the Bot API simulator, as a
@@ -48,7 +43,7 @@ public final class TelegramIntakeBenchmark {
             Migrations.apply(database.dataSource());
             String payloadText = "x".repeat(900);
             double baseline = baseline(database, updates, payloadText);
-            double intake = intake(database, simulator, updates, payloadText);
+            double intake = intake(database, simulator, updates, payloadText, dir);
             double ratio = intake / baseline;
             out.printf("raw JDBC batch insert: %.0f rows/s%n", baseline);
             out.printf("telegram intake:       %.0f updates/s (stored, confirmed, scheduled as work)%n", intake);
@@ -84,29 +79,23 @@ public final class TelegramIntakeBenchmark {
         }
     }
 
-    private double intake(Database database, BotApiSimulator simulator, int updates, String payloadText) throws Exception {
+    private double intake(Database database, BotApiSimulator simulator, int updates, String payloadText, Path dir) throws Exception {
         String token = simulator.addBot(INTAKE_BOT, "BENCH-not-a-real-token", "bench_bot");
         for (int i = 0; i < updates; i++) {
             simulator.enqueueText(token, 1 + i % 50, payloadText);
         }
-        CamelContext camel = new DefaultCamelContext();
-        TelegramInboxComponent component = new TelegramInboxComponent();
-        component.setDataSource(database.dataSource());
-        component.setChildMessageListener(ChildMessageListener.all(List.of(AttachmentStore::recordChildren, AlbumKey.scheduler(QuietPeriods.DEFAULTS))));
-        camel.addComponent("telegram-inbox", component);
-        Properties properties = new Properties();
-        properties.setProperty("telegram.api-url", simulator.url());
-        properties.setProperty("telegram.bot-token", token);
-        camel.getPropertiesComponent().setInitialProperties(properties);
-        camel.addRoutes(new RouteBuilder() {
+        Main camel = product(database, simulator.url(), token, dir);
+        camel.configure().addRoutesBuilder(new RouteBuilder() {
             @Override
             public void configure() {
-                from("telegram-inbox:main?timeout=1&limit=" + BATCH).routeId("bench").log(org.apache.camel.LoggingLevel.DEBUG, "stored");
+                from("telegram-inbox:main?timeout=1&limit=" + BATCH).routeId("bench").autoStartup(false)
+                        .log(org.apache.camel.LoggingLevel.DEBUG, "stored");
             }
         });
-        long start = System.nanoTime();
         camel.start();
         try {
+            long start = System.nanoTime();
+            camel.getCamelContext().getRouteController().startRoute("bench");
             while (nextOffset(database) < updates + 1) {
                 Thread.sleep(5);
             }
@@ -114,6 +103,27 @@ public final class TelegramIntakeBenchmark {
         } finally {
             camel.stop();
         }
+    }
+
+    /**
+     * The product's own wiring (named, not imported: ops sits below app) over the benchmark's
+     * database, without HTTP, route files (its empty directory) or handlers: intake alone is measured.
+     */
+    private static Main product(Database database, String apiUrl, String token, Path dir) {
+        Main camel = new Main();
+        camel.bind("dataSource", database.dataSource());
+        Map<String, String> properties = new HashMap<>(Map.of(
+                "camel.main.configuration-classes", "io.chatintake.app.CamelConfiguration",
+                "chat-intake.routes-dir", dir.toAbsolutePath().toString(),
+                "camel.main.routes-reload-enabled", "false",
+                "camel.server.enabled", "false",
+                "camel.management.enabled", "false",
+                "telegram.api-url", apiUrl,
+                "telegram.bot-token", token));
+        List.of("telegram-update", "unifyport-event", "album-child", "album-decision", "attachment")
+                .forEach(kind -> properties.put("work.handlers." + kind, ""));
+        properties.forEach(camel::addOverrideProperty);
+        return camel;
     }
 
     private static long nextOffset(Database database) throws SQLException {

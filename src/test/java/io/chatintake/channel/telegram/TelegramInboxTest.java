@@ -1,6 +1,6 @@
 package io.chatintake.channel.telegram;
 
-import io.chatintake.app.Runner;
+import io.chatintake.app.CamelConfiguration;
 
 import static io.chatintake.channel.telegram.TelegramIntake.count;
 import static org.assertj.core.api.Assertions.assertThat;
@@ -20,7 +20,7 @@ class TelegramInboxTest {
     @Test
     void aRedeliveredBatchStoresNothingTwice(DataSource dataSource) throws Exception {
         PollLease.Held lease = leaseAndCheckpoint(dataSource, 7);
-        TelegramInbox inbox = new TelegramInbox(dataSource, Runner.childMessageListener());
+        TelegramInbox inbox = new TelegramInbox(dataSource, CamelConfiguration.childMessages());
         List<BotApiClient.RawUpdate> batch = List.of(update(10, "a"), update(11, "b"));
 
         TelegramInbox.StoredBatch first = inbox.store(lease, LEASE, batch);
@@ -37,7 +37,7 @@ class TelegramInboxTest {
     @Test
     void aSameIdWithAnotherPayloadIsANewUpdateInTheNextGeneration(DataSource dataSource) throws Exception {
         PollLease.Held lease = leaseAndCheckpoint(dataSource, 7);
-        TelegramInbox inbox = new TelegramInbox(dataSource, Runner.childMessageListener());
+        TelegramInbox inbox = new TelegramInbox(dataSource, CamelConfiguration.childMessages());
         inbox.store(lease, LEASE, List.of(update(5, "old")));
 
         TelegramInbox.StoredBatch later = inbox.store(lease, LEASE, List.of(update(5, "new after ids restarted")));
@@ -54,7 +54,7 @@ class TelegramInboxTest {
         PollLease.Held current = leases.tryAcquire(7, "newcomer", LEASE).orElseThrow();
         assertThat(current.fencingToken()).isGreaterThan(stale.fencingToken());
 
-        assertThatThrownBy(() -> new TelegramInbox(dataSource, Runner.childMessageListener()).store(stale, LEASE, List.of(update(1, "x"))))
+        assertThatThrownBy(() -> new TelegramInbox(dataSource, CamelConfiguration.childMessages()).store(stale, LEASE, List.of(update(1, "x"))))
                 .isInstanceOf(TelegramInbox.LeaseLostException.class)
                 .hasMessageContaining("checkpoint not advanced");
         assertThat(count("SELECT count(*) FROM telegram_update")).isZero();

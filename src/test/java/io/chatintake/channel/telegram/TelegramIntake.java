@@ -1,36 +1,37 @@
 package io.chatintake.channel.telegram;
 
-import io.chatintake.app.Runner;
-
 import io.chatintake.sim.BotApiSimulator;
 import io.chatintake.sim.InboxAudit;
 import io.chatintake.testkit.Await;
 import io.chatintake.testkit.Sql;
 import io.chatintake.testkit.TestDatabase;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import io.chatintake.testkit.WebhookServer;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.List;
-import java.util.Properties;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.function.BooleanSupplier;
 import org.apache.camel.CamelContext;
 import org.apache.camel.Exchange;
 import org.apache.camel.builder.RouteBuilder;
-import org.apache.camel.impl.DefaultCamelContext;
 
 /**
- * A Camel context running telegram-inbox routes against the Bot API simulator and the test
- * database: the real component, real HTTP on loopback, real PostgreSQL.
+ * The product (its configuration class, over the test database) running telegram-inbox routes
+ * against the Bot API simulator: the real component, real HTTP on loopback, real PostgreSQL.
+ * Stored updates reach the test's route through the work dispatcher's fast path, as in the
+ * runner; its background workers are off (work.concurrency=0), so a failed update stays failed,
+ * and per-chat order is off, so each update of a batch reaches the route at once.
  */
 final class TelegramIntake implements AutoCloseable {
     static final String FAST = "?timeout=1&leaseSeconds=10&backoffBaseMillis=50&backoffCapMillis=400";
 
-    final CamelContext camel = new DefaultCamelContext();
     final List<Exchange> received = new CopyOnWriteArrayList<>();
     /** What the intake's metrics recorded. */
     final SimpleMeterRegistry meters = new SimpleMeterRegistry();
-    private final Properties properties = new Properties();
+    private final WebhookServer.Builder product;
+    private WebhookServer running;
+    CamelContext camel;
 
     TelegramIntake(BotApiSimulator simulator) {
         this(simulator, Clock.systemUTC());
@@ -39,23 +40,24 @@ final class TelegramIntake implements AutoCloseable {
     TelegramIntake(BotApiSimulator simulator, Clock clock) {
         simulator.setAudit(new InboxAudit(TestDatabase.dataSource()));
         TelegramInboxComponent component = new TelegramInboxComponent();
-        component.setDataSource(TestDatabase.dataSource());
-        component.setChildMessageListener(Runner.childMessageListener());
         component.setClock(clock);
-        camel.addComponent("telegram-inbox", component);
-        camel.getRegistry().bind("metricsRegistry", meters);
-        properties.setProperty("telegram.api-url", simulator.url());
-        camel.getPropertiesComponent().setInitialProperties(properties);
+        product = WebhookServer.builder(TestDatabase.dataSource()).withoutHttp()
+                .bean("telegram-inbox", component)
+                .bean("metricsRegistry", meters)
+                .setting("telegram.api-url", simulator.url())
+                .setting("work.concurrency", "0")
+                .setting("work.ordered-kinds", "album-child")
+                .setting("work.handlers.telegram-update", "direct:telegram-update");
     }
 
     TelegramIntake property(String key, String value) {
-        properties.setProperty(key, value);
+        product.setting(key, value);
         return this;
     }
 
     /** A route from telegram-inbox:{bot} that collects what it receives, optionally failing. */
-    TelegramIntake route(String bot, String options, boolean failing) throws Exception {
-        camel.addRoutes(new RouteBuilder() {
+    TelegramIntake route(String bot, String options, boolean failing) {
+        product.routes(new RouteBuilder() {
             @Override
             public void configure() {
                 from("telegram-inbox:" + bot + options).routeId("telegram-" + bot).process(exchange -> {
@@ -70,7 +72,8 @@ final class TelegramIntake implements AutoCloseable {
     }
 
     TelegramIntake start() {
-        camel.start();
+        running = product.start();
+        camel = running.context();
         return this;
     }
 
@@ -84,6 +87,6 @@ final class TelegramIntake implements AutoCloseable {
 
     @Override
     public void close() {
-        camel.stop();
+        running.close();
     }
 }

@@ -1,0 +1,103 @@
+// Operator alerts: a Java DSL route file, compiled when the runner starts and again whenever this
+// file changes (no rebuild). Every minute it looks for what needs a person and sends each NEW
+// finding once to the operator chat through direct:operator-alert-send (routes/operator-alerts.yaml):
+//   - work items parked after their last attempt (work status / work retry)
+//   - albums waiting for a person (albums status)
+//   - Telegram bots whose polling stopped: no successful poll for 5 minutes (a revoked token
+//     answering 401, a webhook set on the bot, ...; telegram status)
+//   - possible loss windows recorded for a bot
+// A finding is new while no alert for it is recorded in outbound_effect; the key names the
+// finding and its occurrence (a work item parked again is a new finding).
+// Off while operator-alerts.telegram-chat-id (OPERATOR_ALERTS_TELEGRAM_CHAT_ID) is empty.
+
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.util.ArrayList;
+import java.util.List;
+import javax.sql.DataSource;
+import org.apache.camel.Exchange;
+import org.apache.camel.LoggingLevel;
+import org.apache.camel.builder.RouteBuilder;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+public class OperatorAlerts extends RouteBuilder {
+    private static final Logger LOG = LoggerFactory.getLogger("io.chatintake.operator-alerts");
+    private static final int MAX_PER_CHECK = 20;
+
+    // Every finding as (key, text); those already alerted (an outbound_effect row) are left out.
+    private static final String NEW_FINDINGS = """
+            SELECT finding, text FROM (
+                SELECT 'work-parked:' || id || ':' || (extract(epoch FROM updated_at) * 1000)::bigint AS finding,
+                       'chat-intake: work item ' || id || ' (' || kind || ' ' || source_key || ') parked after '
+                           || attempts || ' attempt(s): ' || left(coalesce(last_error, ''), 300)
+                           || '. java -jar chat-intake.jar work status / work retry --id ' || id AS text,
+                       updated_at AS seen_at
+                  FROM work_item WHERE state = 'parked'
+                UNION ALL
+                SELECT 'album-needs-person:' || album_key || ':' || decided_version,
+                       'chat-intake: album ' || album_id || ' in conversation ' || conversation_id || ' (' || provider
+                           || ') needs a person: its children disagree on total or index. java -jar chat-intake.jar albums status',
+                       coalesce(decided_at, last_child_at)
+                  FROM album WHERE needs_person
+                UNION ALL
+                SELECT 'bot-polling-stopped:' || bot_id || ':' || coalesce((extract(epoch FROM last_poll_at) * 1000)::bigint, 0),
+                       'chat-intake: telegram bot ''' || bot_name || ''' (' || bot_id || ') has not polled since '
+                           || coalesce(to_char(last_poll_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'it was first seen')
+                           || ' (token revoked? webhook set?). java -jar chat-intake.jar telegram status',
+                       coalesce(last_poll_at, updated_at)
+                  FROM telegram_checkpoint WHERE coalesce(last_poll_at, updated_at) < now() - interval '5 minutes'
+                UNION ALL
+                SELECT 'telegram-loss-window:' || id,
+                       'chat-intake: telegram bot ' || bot_id || ' may have lost updates between '
+                           || to_char(from_time AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' and '
+                           || to_char(to_time AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC (Telegram keeps updates 24 h)',
+                       recorded_at
+                  FROM telegram_loss_window
+            ) f
+             WHERE NOT EXISTS (SELECT 1 FROM outbound_effect e WHERE e.effect_key = f.finding || ':operator-alert')
+             ORDER BY seen_at
+             LIMIT ?""";
+
+    public record Finding(String key, String text) {
+    }
+
+    @Override
+    public void configure() {
+        String chat = getContext().getPropertiesComponent().resolveProperty("operator-alerts.telegram-chat-id").orElse("").trim();
+        if (chat.isEmpty()) {
+            LOG.info("operator alerts: OFF: no operator chat configured; set OPERATOR_ALERTS_TELEGRAM_CHAT_ID (operator-alerts.telegram-chat-id)");
+            return;
+        }
+        LOG.info("operator alerts: new findings are sent to Telegram chat {} every minute", chat);
+
+        // A send that failed may still have arrived: the guard keeps it from being repeated, and
+        // the exception's text is not logged (a Bot API error can quote the token in its URL).
+        onException(Exception.class).handled(true)
+                .log(LoggingLevel.WARN, "io.chatintake.operator-alerts",
+                        "operator alert ${header.IdempotencyKey} not confirmed sent (${exception.class.simpleName}); not repeated: see outbound_effect");
+
+        from("timer:operator-alerts?delay=5000&period=60000").routeId("operator-alerts")
+                .process(this::findNew)
+                .split(body())
+                    .setHeader("IdempotencyKey", simple("${body.key()}"))
+                    .setBody(simple("${body.text()}"))
+                    .to("direct:operator-alert-send")
+                .end();
+    }
+
+    private void findNew(Exchange exchange) throws Exception {
+        DataSource dataSource = exchange.getContext().getRegistry().lookupByNameAndType("dataSource", DataSource.class);
+        List<Finding> findings = new ArrayList<>();
+        try (Connection c = dataSource.getConnection(); PreparedStatement ps = c.prepareStatement(NEW_FINDINGS)) {
+            ps.setInt(1, MAX_PER_CHECK);
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    findings.add(new Finding(rs.getString(1), rs.getString(2)));
+                }
+            }
+        }
+        exchange.getMessage().setBody(findings);
+    }
+}

@@ -1,0 +1,265 @@
+package io.chatintake.app;
+
+import io.chatintake.album.AlbumChildSource;
+import io.chatintake.album.AlbumDecisionSource;
+import io.chatintake.album.AlbumDecisions;
+import io.chatintake.album.AlbumKey;
+import io.chatintake.album.QuietPeriods;
+import io.chatintake.attachment.AttachmentFetcher;
+import io.chatintake.attachment.AttachmentStore;
+import io.chatintake.attachment.AttachmentWorkSource;
+import io.chatintake.channel.telegram.SecondPollerGuard;
+import io.chatintake.channel.telegram.TelegramBots;
+import io.chatintake.channel.telegram.TelegramFileSource;
+import io.chatintake.channel.telegram.TelegramWorkSource;
+import io.chatintake.config.ConfigurationException;
+import io.chatintake.config.Settings;
+import io.chatintake.message.ChildMessageListener;
+import io.chatintake.ops.StatusPage;
+import io.chatintake.store.Database;
+import io.chatintake.store.DatabaseHealthCheck;
+import io.chatintake.store.Migrations;
+import io.chatintake.work.EffectGuard;
+import io.chatintake.work.Retention;
+import io.chatintake.work.WorkDispatcher;
+import io.chatintake.work.WorkQueue;
+import io.chatintake.work.WorkSource;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Properties;
+import java.util.TreeMap;
+import java.util.function.Function;
+import javax.sql.DataSource;
+import org.apache.camel.BindToRegistry;
+import org.apache.camel.CamelContext;
+import org.apache.camel.CamelContextAware;
+import org.apache.camel.builder.RouteBuilder;
+import org.apache.camel.health.HealthCheckHelper;
+import org.apache.camel.health.HealthCheckRegistry;
+import org.apache.camel.spi.PropertiesComponent;
+import org.apache.camel.spi.RoutesLoader;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The one wiring of chat-intake, as a camel-main configuration class: every bean the shipped
+ * routes use, built from the configuration as Camel's properties component reads it
+ * ({@code config/application.properties}, environment variables overriding each key), and the
+ * runner's lifecycle as Camel services. {@code java -jar chat-intake.jar} ({@link Runner}) and
+ * camel-main's own {@code org.apache.camel.main.Main} both start the product through it
+ * ({@code camel.main.configuration-classes}); so do the tests.
+ * <p>
+ * A bean bound before this class runs is kept (a test's own {@code dataSource}): the
+ * configuration only adds what is missing, and closes only what it opened.
+ */
+public class CamelConfiguration implements org.apache.camel.CamelConfiguration, CamelContextAware {
+    private static final Logger LOG = LoggerFactory.getLogger(CamelConfiguration.class);
+
+    public static final String ROUTES_DIR = "chat-intake.routes-dir";
+    public static final String HTTP_PORT = "chat-intake.http.port";
+    public static final String HTTP_MAX_BODY_BYTES = "chat-intake.http.max-body-bytes";
+    public static final String ROUTES_RELOAD = "chat-intake.routes-reload";
+    /** {@code work.handlers.<kind>=direct:...}: the handler route of each work kind this process runs. */
+    public static final String WORK_HANDLERS = "work.handlers.";
+
+    private CamelContext camel;
+    private Settings settings;
+    private DataSource dataSource;
+    private WorkDispatcher dispatcher;
+
+    @Override
+    public void setCamelContext(CamelContext camelContext) {
+        this.camel = camelContext;
+    }
+
+    @Override
+    public CamelContext getCamelContext() {
+        return camel;
+    }
+
+    /**
+     * The product's database, migrated before any route is even loaded. An external one when
+     * {@code chat-intake.db.url} is set, else the embedded one; closed after Camel has stopped.
+     * A {@code dataSource} bound before this class runs is used as it is: its owner migrates it
+     * (and records nothing in {@code runner_start}).
+     */
+    @BindToRegistry("dataSource")
+    public synchronized DataSource dataSource() {
+        if (dataSource != null) {
+            return dataSource;
+        }
+        DataSource given = camel.getRegistry().lookupByNameAndType("dataSource", DataSource.class);
+        if (given != null) {
+            dataSource = given;
+            return dataSource;
+        }
+        Database opened = Database.open(settings());
+        try {
+            LOG.info("migrations: {}", Migrations.apply(opened.dataSource()));
+            DatabaseService.recordStart(opened.dataSource(), Runner.version());
+            // Added before anything else, so Camel stops it last: after every route and the dispatcher.
+            camel.addService(new DatabaseService(opened));
+        } catch (Exception e) {
+            opened.close();
+            throw e instanceof RuntimeException runtime ? runtime : new IllegalStateException(e.getMessage(), e);
+        }
+        dataSource = opened.dataSource();
+        return dataSource;
+    }
+
+    @BindToRegistry("effectGuard")
+    public EffectGuard effectGuard() {
+        return new EffectGuard(dataSource());
+    }
+
+    /** What happens when a channel stores a child message: its attachments are recorded, then its album is scheduled. */
+    @BindToRegistry("childMessageListener")
+    public ChildMessageListener childMessageListener() {
+        return childMessages(QuietPeriods.from(settings()));
+    }
+
+    /** The same listener for code that stores children outside a Camel context (tests, benchmarks). */
+    public static ChildMessageListener childMessages(QuietPeriods quietPeriods) {
+        return ChildMessageListener.all(List.of(AttachmentStore::recordChildren, AlbumKey.scheduler(quietPeriods)));
+    }
+
+    /** {@link #childMessages(QuietPeriods)} with the default quiet periods. */
+    public static ChildMessageListener childMessages() {
+        return childMessages(QuietPeriods.DEFAULTS);
+    }
+
+    @BindToRegistry("albumDecisions")
+    public AlbumDecisions albumDecisions() {
+        return new AlbumDecisions(dataSource());
+    }
+
+    @BindToRegistry("attachmentFetcher")
+    public AttachmentFetcher attachmentFetcher() {
+        Settings s = settings();
+        return new AttachmentFetcher(dataSource(), AttachmentFetcher.Options.from(s, workOptions().maxAttempts()),
+                new TelegramFileSource(TelegramBots.apiUrl(null, s::get), botName -> TelegramBots.token(botName, null, null, s::get)));
+    }
+
+    /** GET /status (off until chat-intake.status.token is set); camel-main adds RouteBuilder beans as routes. */
+    @BindToRegistry("statusPageRoute")
+    public RouteBuilder statusPageRoute() {
+        return StatusPage.route(settings(), dataSource());
+    }
+
+    /** Retention: the background job is routes/retention.yaml (a timer calling this bean). */
+    @BindToRegistry("retention")
+    public Retention retention() {
+        return Retention.from(settings(), dataSource());
+    }
+
+    /** Bound before the routes start, so intake can wake it; its workers start once every route runs. */
+    @BindToRegistry("workDispatcher")
+    public synchronized WorkDispatcher workDispatcher() {
+        if (dispatcher == null) {
+            dispatcher = new WorkDispatcher(camel, new WorkQueue(dataSource()), workSources(), workOptions());
+        }
+        return dispatcher;
+    }
+
+    @Override
+    public void configure(CamelContext context) throws Exception {
+        Path routesDir = routesDirectory(settings());
+        HealthCheckRegistry health = HealthCheckHelper.getHealthCheckRegistry(context);
+        if (health != null) {
+            health.register(new DatabaseHealthCheck(dataSource()));
+        }
+        // A camel-telegram consumer of a bot telegram-inbox polls would confirm updates outside storage.
+        SecondPollerGuard.install(context);
+        // One file that does not load is one line in the log, not a runner that does not start.
+        context.getCamelContextExtension().addContextPlugin(RoutesLoader.class, new RouteFilesLoader(context));
+        RunnerLifecycle lifecycle = new RunnerLifecycle(workDispatcher(), dataSource(), routesDir);
+        context.addLifecycleStrategy(lifecycle);
+    }
+
+    /** The effective configuration: each key Camel knows, resolved (placeholders, system and environment overrides). */
+    synchronized Settings settings() {
+        if (settings == null) {
+            PropertiesComponent properties = camel.getPropertiesComponent();
+            Properties all = properties.loadProperties();
+            Map<String, String> values = new TreeMap<>();
+            for (String key : all.stringPropertyNames()) {
+                try {
+                    properties.resolveProperty(key).ifPresent(value -> values.put(key, value));
+                } catch (RuntimeException e) {
+                    // A placeholder this key names is not set: Camel reports it where the key is used.
+                }
+            }
+            settings = Settings.resolved(null, values, System.getenv());
+            LOG.info("chat-intake {} starting; configuration from {}", Runner.version(),
+                    properties.getLocations().isEmpty() ? "built-in defaults" : String.join(", ", properties.getLocations()));
+            checkHttpSettings(settings);
+        }
+        return settings;
+    }
+
+    /**
+     * camel-main reads these through placeholders ({@code camel.server.port={{chat-intake.http.port}}}):
+     * checked here as well so that a typo is named by its key.
+     */
+    static void checkHttpSettings(Settings settings) {
+        settings.getInt(HTTP_PORT, 8080);
+        settings.getLong(HTTP_MAX_BODY_BYTES, 8L * 1024 * 1024);
+        settings.getBoolean(ROUTES_RELOAD, true);
+    }
+
+    private WorkDispatcher.Options workOptions() {
+        return WorkDispatcher.Options.from(settings());
+    }
+
+    /** A source per kind with a handler configured here; kinds without one are left for the processes that have one. */
+    private List<WorkSource> workSources() {
+        Settings s = settings();
+        Map<String, Function<String, WorkSource>> kinds = new LinkedHashMap<>();
+        kinds.put(TelegramWorkSource.KIND, TelegramWorkSource::new);
+        kinds.put(AlbumChildSource.KIND, AlbumChildSource::new);
+        kinds.put(AlbumDecisionSource.KIND, AlbumDecisionSource::new);
+        kinds.put(AttachmentStore.KIND, AttachmentWorkSource::new);
+        // <channel>-event kinds belong to webhook-inbox routes, which register their sources themselves.
+        s.describe().keySet().stream().filter(k -> k.startsWith(WORK_HANDLERS))
+                .filter(k -> !kinds.containsKey(k.substring(WORK_HANDLERS.length())) && !k.endsWith("-event")).findFirst().ifPresent(k -> {
+                    throw new ConfigurationException(Settings.envName(k) + " (" + k + "): no work of kind '"
+                            + k.substring(WORK_HANDLERS.length()) + "' exists; kinds: " + String.join(", ", kinds.keySet())
+                            + ", and <channel>-event for each webhook-inbox channel");
+                });
+        List<WorkSource> sources = new ArrayList<>();
+        List<String> elsewhere = new ArrayList<>();
+        kinds.forEach((kind, source) -> {
+            Optional<String> uri = s.get(WORK_HANDLERS + kind);
+            uri.ifPresentOrElse(u -> sources.add(source.apply(u)), () -> elsewhere.add(kind));
+        });
+        if (!elsewhere.isEmpty()) {
+            LOG.info("work: no handler configured here for {} ({}...); such items are left for a process that has one",
+                    elsewhere, WORK_HANDLERS);
+        }
+        return sources;
+    }
+
+    static Path routesDirectory(Settings settings) {
+        return Path.of(settings.get(ROUTES_DIR, "routes")).toAbsolutePath().normalize();
+    }
+
+    /** camel-main watches the routes directory from its first step: it must exist before Camel starts. */
+    static void createRoutesDirectory(Settings settings) {
+        Path dir = routesDirectory(settings);
+        if (!Files.isDirectory(dir)) {
+            try {
+                Files.createDirectories(dir);
+                LOG.warn("routes: directory {} did not exist ({}); created it empty; no route runs until one is added there",
+                        dir, Settings.envName(ROUTES_DIR));
+            } catch (IOException e) {
+                throw new ConfigurationException(Settings.envName(ROUTES_DIR) + ": cannot create routes directory " + dir + ": " + e.getMessage());
+            }
+        }
+    }
+}

@@ -1,0 +1,57 @@
+package io.chatintake.app;
+
+import io.chatintake.album.AlbumMetrics;
+import io.chatintake.support.MeterRegistryLookup;
+import io.chatintake.work.WorkDispatcher;
+import java.nio.file.Path;
+import java.util.stream.Collectors;
+import javax.sql.DataSource;
+import org.apache.camel.CamelContext;
+import org.apache.camel.Route;
+import org.apache.camel.support.LifecycleStrategySupport;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The runner's steps in Camel's lifecycle: the work dispatcher's workers start once every route
+ * runs (they call handler routes) and stop before the routes do, so no handler meets a stopped
+ * route; the ready and stopped lines say when the runner takes and has left traffic.
+ */
+final class RunnerLifecycle extends LifecycleStrategySupport {
+    private static final Logger LOG = LoggerFactory.getLogger(RunnerLifecycle.class);
+
+    private final WorkDispatcher dispatcher;
+    private final DataSource dataSource;
+    private final Path routesDir;
+
+    RunnerLifecycle(WorkDispatcher dispatcher, DataSource dataSource, Path routesDir) {
+        this.dispatcher = dispatcher;
+        this.dataSource = dataSource;
+        this.routesDir = routesDir;
+    }
+
+    /** Called once the context has started, routes included. */
+    @Override
+    public void onContextStarted(CamelContext context) {
+        dispatcher.start();
+        AlbumMetrics.register(MeterRegistryLookup.of(context), dataSource);
+        // Camel's own file watcher misses a ConfigMap update (a ..data symlink swap).
+        ConfigMapRoutesReload.start(context, routesDir);
+        LOG.info("routes: {} running from {}: {}", context.getRoutes().size(), routesDir,
+                context.getRoutes().stream().map(Route::getRouteId).sorted().collect(Collectors.joining(", ")));
+        LOG.info("http: listening on port {}; health at /observe/health, metrics at /observe/metrics",
+                context.getPropertiesComponent().resolveProperty("camel.server.port").orElse("8080"));
+        LOG.info("chat-intake ready");
+    }
+
+    @Override
+    public void onContextStopping(CamelContext context) {
+        LOG.info("chat-intake stopping: finishing in-flight work, then closing the database");
+        dispatcher.stop();
+    }
+
+    @Override
+    public void onContextStopped(CamelContext context) {
+        LOG.info("chat-intake stopped");
+    }
+}

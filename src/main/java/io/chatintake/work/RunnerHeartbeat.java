@@ -1,0 +1,47 @@
+package io.chatintake.work;
+
+import io.chatintake.support.ProcessIdentity;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.SQLException;
+import javax.sql.DataSource;
+
+/**
+ * This process's row in {@code runner_heartbeat} (the only writer of that table): beaten every
+ * {@code work.heartbeat-seconds} while the dispatcher runs, removed on a clean stop. A row older
+ * than a few intervals marks a process as dead: any live one releases its claims
+ * ({@link WorkQueue#releaseClaimsOfDeadProcesses}). Times are the database's, so hosts with
+ * skewed clocks agree.
+ */
+public final class RunnerHeartbeat {
+    /** Rows of processes gone this long are deleted; until then a status page can show them as dead. */
+    private static final String FORGET_AFTER = "1 day";
+
+    private final DataSource dataSource;
+    private final String processId;
+
+    public RunnerHeartbeat(DataSource dataSource, String processId) {
+        this.dataSource = dataSource;
+        this.processId = processId;
+    }
+
+    public void beat() throws SQLException {
+        try (Connection c = dataSource.getConnection(); PreparedStatement ps = c.prepareStatement("""
+                INSERT INTO runner_heartbeat (process_id, host, pid) VALUES (?, ?, ?)
+                ON CONFLICT (process_id) DO UPDATE SET beat_at = now()""")) {
+            ps.setString(1, processId);
+            ps.setString(2, ProcessIdentity.host());
+            ps.setLong(3, ProcessHandle.current().pid());
+            ps.executeUpdate();
+        }
+    }
+
+    /** On a clean stop (no claims left), and the rows of processes long gone. */
+    public void remove() throws SQLException {
+        try (Connection c = dataSource.getConnection(); PreparedStatement ps = c.prepareStatement(
+                "DELETE FROM runner_heartbeat WHERE process_id = ? OR beat_at < now() - interval '" + FORGET_AFTER + "'")) {
+            ps.setString(1, processId);
+            ps.executeUpdate();
+        }
+    }
+}

@@ -1,0 +1,133 @@
+package io.chatintake.work;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.chatintake.testkit.Sql;
+import io.chatintake.testkit.TestDatabase;
+import java.sql.Connection;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import javax.sql.DataSource;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+/** The queue's claims, fencing and lanes, statement by statement against a real PostgreSQL. */
+@ExtendWith(TestDatabase.class)
+class WorkQueueTest {
+    private static final Duration CLAIM = Duration.ofSeconds(60);
+    private static final Set<String> ORDERED = Set.of("chat-work");
+    private static final Set<String> KINDS = Set.of("chat-work", "loose", "unordered");
+
+    private final DataSource dataSource = TestDatabase.dataSource();
+    private final WorkQueue queue = new WorkQueue(dataSource);
+
+    private void schedule(String kind, String chat, int... ids) throws Exception {
+        List<WorkQueue.NewWork> work = new ArrayList<>();
+        for (int id : ids) {
+            work.add(new WorkQueue.NewWork(kind, kind + ":" + id, id, chat));
+        }
+        try (Connection c = dataSource.getConnection()) {
+            c.setAutoCommit(false);
+            WorkQueue.schedule(c, work);
+            c.commit();
+        }
+    }
+
+    private static List<WorkQueue.Outcome> allDone(WorkRun run) {
+        return run.items().stream().map(WorkQueue.Outcome::done).toList();
+    }
+
+    @Test
+    void anOutcomeWithAStaleTokenIsDroppedAndTheNewClaimsOutcomeCounts() throws Exception {
+        schedule("chat-work", "c1", 1, 2, 3);
+        WorkRun first = queue.claimLane("process-a", CLAIM, 100, ORDERED, KINDS);
+        assertThat(first.items()).extracting(WorkItem::sourceId).containsExactly(1L, 2L, 3L);
+
+        // process-a never beat: process-b releases its claims, then claims the chat itself.
+        assertThat(queue.releaseClaimsOfDeadProcesses("process-b", Duration.ofSeconds(8))).isEqualTo(3);
+        WorkRun second = queue.claimLane("process-b", CLAIM, 100, ORDERED, KINDS);
+        assertThat(second.token()).isNotEqualTo(first.token());
+        assertThat(second.items()).extracting(WorkItem::id).isEqualTo(first.items().stream().map(WorkItem::id).toList());
+
+        assertThat(queue.finish(first, allDone(first), List.of())).as("the stale claim's outcome").isFalse();
+        assertThat(queue.extend("process-a", List.of(first.token()), CLAIM)).isEmpty();
+        assertThat(Sql.count(dataSource, "SELECT count(*) FROM work_item WHERE state = 'running' AND claim_token = " + second.token()))
+                .isEqualTo(3);
+
+        assertThat(queue.extend("process-b", List.of(second.token()), CLAIM)).containsExactly(second.token());
+        assertThat(queue.finish(second, allDone(second), List.of())).isTrue();
+        assertThat(Sql.count(dataSource, "SELECT count(*) FROM work_item WHERE state = 'done' AND claim_token IS NULL")).isEqualTo(3);
+        assertThat(Sql.string(dataSource, "SELECT claimed_by IS NULL AND due_at <= now() FROM work_lane")).isEqualTo("t");
+        assertThat(queue.claimLane("process-b", CLAIM, 100, ORDERED, KINDS)).as("nothing left").isNull();
+        assertThat(Sql.string(dataSource, "SELECT due_at IS NULL FROM work_lane")).as("the empty lane is idle").isEqualTo("t");
+    }
+
+    @Test
+    void aProcessThatBeatsKeepsItsClaims() throws Exception {
+        schedule("chat-work", "c1", 1);
+        new RunnerHeartbeat(dataSource, "process-a").beat();
+        WorkRun run = queue.claimLane("process-a", CLAIM, 100, ORDERED, KINDS);
+
+        assertThat(queue.releaseClaimsOfDeadProcesses("process-b", Duration.ofSeconds(8))).isZero();
+        assertThat(queue.claimLane("process-b", CLAIM, 100, ORDERED, KINDS)).isNull();
+        assertThat(queue.finish(run, allDone(run), List.of())).isTrue();
+    }
+
+    @Test
+    void anOrderedRunStoppedByAFailureHoldsItsChatUntilTheRetryAndOtherChatsGoOn() throws Exception {
+        schedule("chat-work", "c1", 1, 2, 3);
+        schedule("chat-work", "c2", 4);
+        WorkRun run = queue.claimLane("process-a", CLAIM, 100, ORDERED, KINDS);
+        WorkRun other = queue.claimLane("process-a", CLAIM, 100, ORDERED, KINDS);
+        assertThat(other.chatKey()).isNotEqualTo(run.chatKey());
+        WorkRun c1 = "c1".equals(run.chatKey()) ? run : other;
+        List<WorkItem> items = c1.items();
+
+        Instant retryAt = Instant.now().plusSeconds(3600);
+        assertThat(queue.finish(c1, List.of(WorkQueue.Outcome.done(items.get(0)),
+                WorkQueue.Outcome.failed(items.get(1), "boom", retryAt)), List.of(items.get(2)))).isTrue();
+
+        assertThat(Sql.string(dataSource, "SELECT string_agg(state || '/' || attempts, ',' ORDER BY id) FROM work_item WHERE chat_key = 'c1'"))
+                .isEqualTo("done/1,failed/1,pending/0");
+        schedule("chat-work", "c1", 5);
+        assertThat(queue.claimLane("process-a", CLAIM, 100, ORDERED, KINDS)).as("c1 waits for item 2's retry").isNull();
+        assertThat(Sql.string(dataSource, "SELECT head_id = " + items.get(1).id() + " AND due_at > now() + interval '50 minutes'"
+                + " FROM work_lane WHERE chat_key = 'c1'")).isEqualTo("t");
+
+        assertThat(queue.retry(items.get(1).id())).isEqualTo(1);
+        WorkRun again = queue.claimLane("process-a", CLAIM, 100, ORDERED, KINDS);
+        assertThat(again.items()).extracting(WorkItem::sourceId).containsExactly(2L, 3L, 5L);
+    }
+
+    @Test
+    void aRetriedItemBelowTheHeadMovesTheHeadBack() throws Exception {
+        schedule("chat-work", "c1", 1, 2);
+        WorkRun run = queue.claimLane("process-a", CLAIM, 100, ORDERED, KINDS);
+        assertThat(queue.finish(run, List.of(WorkQueue.Outcome.parked(run.items().get(0), "bad"),
+                WorkQueue.Outcome.done(run.items().get(1))), List.of())).isTrue();
+        assertThat(queue.claimLane("process-a", CLAIM, 100, ORDERED, KINDS)).isNull();
+
+        assertThat(queue.retry(null)).isEqualTo(1);
+        assertThat(queue.claimLane("process-a", CLAIM, 100, ORDERED, KINDS).items()).extracting(WorkItem::sourceId).containsExactly(1L);
+    }
+
+    @Test
+    void itemsWithoutAChatAreClaimedOneByOneAndAnUnorderedChatIsNotHeldByAFailure() throws Exception {
+        schedule("loose", null, 1, 2);
+        WorkRun a = queue.claimUnlaned("process-a", CLAIM, KINDS);
+        WorkRun b = queue.claimUnlaned("process-a", CLAIM, KINDS);
+        assertThat(List.of(a.items().size(), b.items().size())).containsExactly(1, 1);
+        assertThat(a.token()).isNotEqualTo(b.token());
+        assertThat(queue.claimUnlaned("process-a", CLAIM, KINDS)).isNull();
+
+        schedule("unordered", "c9", 3, 4);
+        WorkRun run = queue.claimLane("process-a", CLAIM, 100, ORDERED, KINDS);
+        assertThat(queue.finish(run, List.of(WorkQueue.Outcome.failed(run.items().get(0), "boom", Instant.now().plusSeconds(3600)),
+                WorkQueue.Outcome.done(run.items().get(1))), List.of())).isTrue();
+        schedule("unordered", "c9", 5);
+        assertThat(queue.claimLane("process-a", CLAIM, 100, ORDERED, KINDS).items()).extracting(WorkItem::sourceId).containsExactly(5L);
+    }
+}
