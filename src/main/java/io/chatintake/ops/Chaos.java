@@ -54,10 +54,16 @@ public final class Chaos {
     private static final long BOT_ID = 7_100_001;
     private static final int ALBUM_SIZE = 3;
     private static final Duration READY_WAIT = Duration.ofSeconds(120);
-    private static final Duration SETTLE_WAIT = Duration.ofSeconds(180);
+    /**
+     * Shorter than work.claim-seconds (two minutes, left as shipped): a killed runner's claims must be
+     * released through its missing heartbeats, not by their expiry.
+     */
+    private static final Duration SETTLE_WAIT = Duration.ofSeconds(90);
     private static final String WORKSPACE = "default";
     /** EffectGuard's words for an effect a kill interrupted between the action and its record. */
     private static final String STARTED_NEVER_RECORDED = "started but never recorded";
+    /** Longest a guarded sendMessage takes from its begin to its record here (one slow or refused send, no retry in between). */
+    private static final Duration KILL_WINDOW = Duration.ofSeconds(5);
 
     private final PrintStream out;
     private final List<Replica> replicas = new ArrayList<>();
@@ -77,6 +83,7 @@ public final class Chaos {
     private final AtomicInteger unifyportAlbums = new AtomicInteger();
     private final AtomicInteger redeliveries = new AtomicInteger();
     private final AtomicInteger faultsInjected = new AtomicInteger();
+    private final List<Instant> killedAt = Collections.synchronizedList(new ArrayList<>());
 
     public Chaos(PrintStream out) {
         this.out = out;
@@ -138,8 +145,6 @@ public final class Chaos {
         env.put("ALBUMS_QUIET_PERIOD_SECONDS", "10");
         env.put("WORK_POLL_INTERVAL_MILLIS", "200");
         env.put("WORK_CONCURRENCY", "2");
-        // A killed runner's claims hold its chats until they expire: seconds here, not the default two minutes.
-        env.put("WORK_CLAIM_SECONDS", "10");
         for (int i = 1; i <= REPLICAS; i++) {
             replicas.add(new Replica(i, workDir, env));
         }
@@ -180,6 +185,7 @@ public final class Chaos {
             if (victim == pollLeaseHolder()) {
                 pollerKills++;
             }
+            killedAt.add(Instant.now());
             victim.kill9();
             victim.start();
             kills++;
@@ -207,7 +213,8 @@ public final class Chaos {
         boolean settled = await(SETTLE_WAIT, this::settled);
         say((settled ? "Settled" : "NOT settled") + " after " + Duration.ofNanos(System.nanoTime() - settleStart).toSeconds()
                 + " s with all " + REPLICAS + " runners up: " + count("SELECT count(*) FROM work_item WHERE state NOT IN ('done', 'parked')")
-                + " work items unfinished, " + simulator.queued(token) + " updates still queued at the simulator.");
+                + " work items unfinished, " + simulator.queued(token) + " updates still queued at the simulator; "
+                + count("SELECT count(*) FROM runner_heartbeat") + " processes beat in runner_heartbeat during the run.");
         if (!settled) {
             problems.add("the run did not settle within " + SETTLE_WAIT.toSeconds() + " s");
         }
@@ -301,13 +308,21 @@ public final class Chaos {
             answers.remove(reply);
         }
         wrong.addAll(answers.keySet().stream().map(r -> r + " (never asked for)").toList());
+        // Started but never recorded is a kill's doing only: one fell within seconds after the effect began.
+        List<Instant> started = texts("SELECT to_char(started_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')"
+                + " FROM outbound_effect WHERE state = 'started'").stream().map(Instant::parse).toList();
+        List<Instant> unexplained = started.stream().filter(at -> killedAt.stream().noneMatch(k -> !k.isBefore(at)
+                && k.isBefore(at.plus(KILL_WINDOW)))).toList();
+        wrong.addAll(unexplained.stream().map(at -> "effect started at " + at + " left unrecorded with no kill within "
+                + KILL_WINDOW.toSeconds() + " s").toList());
         long effectsDone = count("SELECT count(*) FROM outbound_effect WHERE state = 'done'");
         long effectsStarted = count("SELECT count(*) FROM outbound_effect WHERE state = 'started'");
         check(wrong.isEmpty() && effectsDone == texts.get() - parked.size() && effectsStarted == parked.size(),
                 "Every text answered exactly once: " + texts.get() + " texts, " + simulator.sentMessages(token).size() + " replies, "
                         + simulator.sendAttempts(token).size() + " sendMessage calls (429s retried); the ledger has " + effectsDone
                         + " effects done and " + effectsStarted + " started but never recorded, which are exactly the "
-                        + parked.size() + " items parked for reconciliation (" + parkedAnswered + " of them did reach the chat).",
+                        + parked.size() + " items parked for reconciliation (" + parkedAnswered + " of them did reach the chat), each"
+                        + " begun less than " + KILL_WINDOW.toSeconds() + " s before a kill.",
                 "replies: " + limit(wrong) + "; ledger " + effectsDone + " done, " + effectsStarted + " started, " + parked.size()
                         + " parked");
     }
