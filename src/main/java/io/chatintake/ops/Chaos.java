@@ -124,6 +124,7 @@ public final class Chaos {
     private int chaos(int seconds, Path routes, EmbeddedDatabase embedded) throws InterruptedException {
         token = simulator.addBot(BOT_ID, "CHAOS" + Long.toHexString(ThreadLocalRandom.current().nextLong()), "chaos_bot");
         simulator.setAudit(new InboxAudit(db));
+        simulator.setClientResolver(new SocketOwners(URI.create(simulator.url()).getPort(), this::runningProcesses)::owner);
         simulator.rateLimitSends(token, 0.1, 1);
         String signingSecret = "chaos-signing-" + Long.toHexString(ThreadLocalRandom.current().nextLong());
         Map<String, String> env = new HashMap<>();
@@ -140,6 +141,7 @@ public final class Chaos {
         // A killed poller's lease passes on after this; its last long poll (1 s, a slow answer 1.5 s more) ended long before.
         env.put("TELEGRAM_LEASE_SECONDS", "8");
         env.put("TELEGRAM_ECHO_REPLIES", "true");
+        env.put("TELEGRAM_BACKOFF_CAP_MILLIS", "2000");
         env.put("UNIFYPORT_SIGNING_SECRETS", signingSecret);
         env.put("ALBUMS_TELEGRAM_QUIET_PERIOD_SECONDS", "2");
         env.put("ALBUMS_QUIET_PERIOD_SECONDS", "10");
@@ -229,6 +231,34 @@ public final class Chaos {
         return passed ? 0 : 1;
     }
 
+    /** pid to name of the runner processes alive now. */
+    private Map<Long, String> runningProcesses() {
+        Map<Long, String> running = new HashMap<>();
+        for (Replica replica : replicas) {
+            Process process = replica.process;
+            if (process != null && process.isAlive()) {
+                running.put(process.pid(), "runner " + replica.index + " (pid " + process.pid() + ")");
+            }
+        }
+        return running;
+    }
+
+    /** Polls of two processes in flight at one instant (a poll lasts from its arrival to its answer). */
+    private static List<String> overlappingPolls(List<BotApiSimulator.Poll> polls) {
+        List<BotApiSimulator.Poll> byStart = polls.stream().sorted(Comparator.comparing(BotApiSimulator.Poll::start)).toList();
+        List<String> overlaps = new ArrayList<>();
+        for (int i = 0; i < byStart.size(); i++) {
+            BotApiSimulator.Poll a = byStart.get(i);
+            for (int j = i + 1; j < byStart.size() && byStart.get(j).start().isBefore(a.end()); j++) {
+                BotApiSimulator.Poll b = byStart.get(j);
+                if (!a.client().equals(b.client())) {
+                    overlaps.add(a.client() + " " + a.start() + ".." + a.end() + " and " + b.client() + " " + b.start() + ".." + b.end());
+                }
+            }
+        }
+        return overlaps;
+    }
+
     /** The replica whose process holds the bot's poll lease now (its holder name carries the pid), or null. */
     private Replica pollLeaseHolder() {
         List<String> holder = texts("SELECT holder FROM telegram_poll_lease WHERE bot_id = " + BOT_ID + " AND expires_at > now()");
@@ -248,12 +278,19 @@ public final class Chaos {
 
     private void checks() {
         int maxPolls = simulator.maxConcurrentPolls(token);
-        List<Instant> overlaps = simulator.concurrentPolls(token);
-        check(maxPolls <= 1 && overlaps.isEmpty() && simulator.conflicts(token) == 0,
-                "One poller per bot: at most " + maxPolls + " getUpdates waiting at once, " + overlaps.size() + " overlaps, "
-                        + simulator.conflicts(token) + " polls displaced (409); the poll lease changed hands "
+        List<Instant> waitingTogether = simulator.concurrentPolls(token);
+        List<BotApiSimulator.Poll> polls = simulator.polls(token);
+        List<String> overlaps = overlappingPolls(polls);
+        long pollers = polls.stream().map(BotApiSimulator.Poll::client).filter(c -> c.startsWith("runner ")).distinct().count();
+        long unnamed = polls.stream().filter(p -> !p.client().startsWith("runner ")).count();
+        check(overlaps.isEmpty() && maxPolls <= 1 && waitingTogether.isEmpty() && simulator.conflicts(token) == 0,
+                "One poller per bot at every instant: " + polls.size() + " getUpdates (besides the faulted ones) from " + pollers + " processes (each named"
+                        + " by the connection's owner; " + unnamed + " unnamed, from a runner killed as it asked), no two processes'"
+                        + " polls in flight at once, at most " + maxPolls + " waiting at once, " + simulator.conflicts(token)
+                        + " polls displaced (409); the poll lease changed hands "
                         + (count("SELECT fencing_token FROM telegram_poll_lease WHERE bot_id = " + BOT_ID) - 1) + " times.",
-                "two pollers of the bot at once at " + overlaps);
+                "two pollers of the bot at once: " + limit(overlaps) + (waitingTogether.isEmpty() ? "" : ", waiting together at "
+                        + limit(waitingTogether.stream().map(Instant::toString).toList())));
 
         long stored = count("SELECT count(*) FROM telegram_update WHERE bot_id = " + BOT_ID);
         long distinct = count("SELECT count(DISTINCT update_id) FROM telegram_update WHERE bot_id = " + BOT_ID);
@@ -402,7 +439,8 @@ public final class Chaos {
             };
             simulator.injectFault(token, fault);
             faultsInjected.incrementAndGet();
-            pause(ThreadLocalRandom.current().nextLong(500, 1_500));
+            // Queued faults meet the next polls: a few per second would keep the poller in backoff all the time.
+            pause(ThreadLocalRandom.current().nextLong(1_500, 4_000));
         }
     }
 
@@ -529,7 +567,7 @@ public final class Chaos {
         final int port = ChildRunner.freePort();
         final Path log;
         final Map<String, String> env;
-        Process process;
+        volatile Process process;
         int kills;
 
         Replica(int index, Path workDir, Map<String, String> shared) {
