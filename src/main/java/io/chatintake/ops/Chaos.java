@@ -244,7 +244,7 @@ public final class Chaos {
     }
 
     /** Polls of two processes in flight at one instant (a poll lasts from its arrival to its answer). */
-    private static List<String> overlappingPolls(List<BotApiSimulator.Poll> polls) {
+    static List<String> overlappingPolls(List<BotApiSimulator.Poll> polls) {
         List<BotApiSimulator.Poll> byStart = polls.stream().sorted(Comparator.comparing(BotApiSimulator.Poll::start)).toList();
         List<String> overlaps = new ArrayList<>();
         for (int i = 0; i < byStart.size(); i++) {
