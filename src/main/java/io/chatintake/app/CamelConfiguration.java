@@ -39,7 +39,6 @@ import javax.sql.DataSource;
 import org.apache.camel.BindToRegistry;
 import org.apache.camel.CamelContext;
 import org.apache.camel.CamelContextAware;
-import org.apache.camel.builder.RouteBuilder;
 import org.apache.camel.health.HealthCheckHelper;
 import org.apache.camel.health.HealthCheckRegistry;
 import org.apache.camel.spi.PropertiesComponent;
@@ -146,12 +145,6 @@ public class CamelConfiguration implements org.apache.camel.CamelConfiguration, 
                 new TelegramFileSource(TelegramBots.apiUrl(null, s::get), botName -> TelegramBots.token(botName, null, null, s::get)));
     }
 
-    /** GET /status (off until chat-intake.status.token is set); camel-main adds RouteBuilder beans as routes. */
-    @BindToRegistry("statusPageRoute")
-    public RouteBuilder statusPageRoute() {
-        return StatusPage.route(settings(), dataSource());
-    }
-
     /** Retention: the background job is routes/retention.yaml (a timer calling this bean). */
     @BindToRegistry("retention")
     public Retention retention() {
@@ -173,6 +166,10 @@ public class CamelConfiguration implements org.apache.camel.CamelConfiguration, 
         HealthCheckRegistry health = HealthCheckHelper.getHealthCheckRegistry(context);
         if (health != null) {
             health.register(new DatabaseHealthCheck(dataSource()));
+        }
+        // GET /status (off until chat-intake.status.token is set), where this process serves HTTP.
+        if (settings().getBoolean("camel.server.enabled", true)) {
+            context.addRoutes(StatusPage.route(settings(), dataSource()));
         }
         // A camel-telegram consumer of a bot telegram-inbox polls would confirm updates outside storage.
         SecondPollerGuard.install(context);

@@ -262,6 +262,11 @@ public final class WorkDispatcher {
         return queue.claimLane(worker, options.claim(), options.runSize(), options.orderedKinds(), handledKinds());
     }
 
+    /** Whether this process runs work of this kind (a handler is configured or registered here). */
+    public boolean handles(String kind) {
+        return handledKinds().contains(kind);
+    }
+
     /** The kinds given at construction and those route files registered since (webhook-inbox channels). */
     private Set<String> handledKinds() {
         Set<String> kinds = new TreeSet<>(sources.keySet());

@@ -199,6 +199,9 @@ class StatusPageTest {
                        'url', CASE WHEN i <= 4 THEN 'pending' WHEN i <= 9 THEN 'stored' WHEN i = 10 THEN 'failed' ELSE 'expired' END
                   FROM generate_series(1, 12) i;
                 INSERT INTO runner_start (host, pid, version) VALUES ('host-c', 44, 'dev'), ('host-d', 45, 'dev');
+                INSERT INTO runner_heartbeat (process_id, host, pid, beat_at) VALUES ('host-c:44:ab12', 'host-c', 44, now()),
+                                                                          ('host-a', 'host-a', 42, now() + interval '1 hour'),
+                                                                          ('host-d:45:cd34', 'host-d', 45, now());
                 """);
     }
 }

@@ -23,12 +23,17 @@ public final class S3Server implements AutoCloseable {
         System.setProperty("org.springframework.boot.logging.LoggingSystem", "none");
         try {
             Path root = Files.createTempDirectory("chat-intake-s3");
-            return new S3Server(S3MockApplication.start(new HashMap<>(Map.of(
+            Map<String, Object> properties = new HashMap<>(Map.of(
                     S3MockApplication.PROP_HTTP_PORT, RunnerProcess.freePort(),
                     S3MockApplication.PROP_HTTPS_PORT, RunnerProcess.freePort(),
                     S3MockApplication.PROP_INITIAL_BUCKETS, String.join(",", buckets),
                     S3MockApplication.PROP_ROOT_DIRECTORY, root.toString(),
-                    S3MockApplication.PROP_SILENT, true))));
+                    S3MockApplication.PROP_SILENT, true));
+            // Spring reads the first classpath:application.properties, which on the test classpath is
+            // chat-intake's own (the jar's built-in defaults), not S3Mock's: its defaults are given here.
+            properties.putAll(Map.of("com.adobe.testing.s3mock.region", "us-east-1", "spring.jmx.enabled", false,
+                    "spring.main.lazy-initialization", true, "server.tomcat.max-swallow-size", "10MB"));
+            return new S3Server(S3MockApplication.start(properties));
         } catch (IOException e) {
             throw new IllegalStateException(e);
         }

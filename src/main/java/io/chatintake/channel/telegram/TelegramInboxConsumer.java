@@ -385,7 +385,7 @@ public class TelegramInboxConsumer extends DefaultConsumer {
      */
     private void handOff(BotApiClient.BotIdentity identity, List<TelegramInbox.StoredUpdate> stored) {
         WorkDispatcher dispatcher = WorkDispatcher.of(getEndpoint().getCamelContext());
-        if (dispatcher != null) {
+        if (dispatcher != null && dispatcher.handles(TelegramWorkSource.KIND)) {
             dispatcher.nudge();
             return;
         }

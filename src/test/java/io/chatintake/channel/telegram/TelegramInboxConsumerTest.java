@@ -317,11 +317,10 @@ class TelegramInboxConsumerTest {
         }
         // A forgotten poller (or a manual call) asks with a higher offset: 4..6 are confirmed, unseen by us.
         new BotApiClient(simulator.url(), io.chatintake.config.Secret.of(token)).getUpdates(7, 100, 0, List.of());
-        MeterRegistry registry = new SimpleMeterRegistry();
+        MeterRegistry registry;
         try (TelegramIntake intake = new TelegramIntake(simulator).property("telegram.bot-token", token)
-                .route("main", FAST, false)) {
-            intake.camel.getRegistry().bind("metricsRegistry", registry);
-            intake.start();
+                .route("main", FAST, false).start()) {
+            registry = intake.meters;
             await("7 and 8 stored", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 5);
             simulator.enqueueText(token, 6, "and on"); // id 9: no further gap
             await("9 stored", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 6);

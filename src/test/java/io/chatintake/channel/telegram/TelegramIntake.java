@@ -5,7 +5,8 @@ import io.chatintake.sim.InboxAudit;
 import io.chatintake.testkit.Await;
 import io.chatintake.testkit.Sql;
 import io.chatintake.testkit.TestDatabase;
-import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import io.micrometer.prometheusmetrics.PrometheusConfig;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import io.chatintake.testkit.WebhookServer;
 import java.time.Clock;
 import java.time.Duration;
@@ -19,16 +20,16 @@ import org.apache.camel.builder.RouteBuilder;
 /**
  * The product (its configuration class, over the test database) running telegram-inbox routes
  * against the Bot API simulator: the real component, real HTTP on loopback, real PostgreSQL.
- * Stored updates reach the test's route through the work dispatcher's fast path, as in the
- * runner; its background workers are off (work.concurrency=0), so a failed update stays failed,
- * and per-chat order is off, so each update of a batch reaches the route at once.
+ * No process handles telegram-update work here (no work.handlers.telegram-update), so stored
+ * updates go straight to the test's route on the consumer's hand-off thread: a failed update
+ * stays failed, and each update of a batch reaches the route at once.
  */
 final class TelegramIntake implements AutoCloseable {
     static final String FAST = "?timeout=1&leaseSeconds=10&backoffBaseMillis=50&backoffCapMillis=400";
 
     final List<Exchange> received = new CopyOnWriteArrayList<>();
     /** What the intake's metrics recorded. */
-    final SimpleMeterRegistry meters = new SimpleMeterRegistry();
+    final PrometheusMeterRegistry meters = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
     private final WebhookServer.Builder product;
     private WebhookServer running;
     CamelContext camel;
@@ -45,9 +46,7 @@ final class TelegramIntake implements AutoCloseable {
                 .bean("telegram-inbox", component)
                 .bean("metricsRegistry", meters)
                 .setting("telegram.api-url", simulator.url())
-                .setting("work.concurrency", "0")
-                .setting("work.ordered-kinds", "album-child")
-                .setting("work.handlers.telegram-update", "direct:telegram-update");
+                .setting("work.ordered-kinds", "album-child");
     }
 
     TelegramIntake property(String key, String value) {
