@@ -285,7 +285,8 @@ public final class Chaos {
         long unnamed = polls.stream().filter(p -> !p.client().startsWith("runner ")).count();
         check(overlaps.isEmpty() && maxPolls <= 1 && waitingTogether.isEmpty() && simulator.conflicts(token) == 0,
                 "One poller per bot at every instant: " + polls.size() + " getUpdates (besides the faulted ones) from " + pollers + " processes (each named"
-                        + " by the connection's owner; " + unnamed + " unnamed, from a runner killed as it asked), no two processes'"
+                        + " by the connection's owner; " + unnamed + " unnamed: their process was gone before it could be looked up, killed as it asked; each counts as a"
+                        + " process of its own), no two processes'"
                         + " polls in flight at once, at most " + maxPolls + " waiting at once, " + simulator.conflicts(token)
                         + " polls displaced (409); the poll lease changed hands "
                         + (count("SELECT fencing_token FROM telegram_poll_lease WHERE bot_id = " + BOT_ID) - 1) + " times.",

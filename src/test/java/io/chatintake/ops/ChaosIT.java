@@ -28,7 +28,8 @@ class ChaosIT {
         String output = chaos.output();
         assertThat(exit).as(output).isZero();
         assertThat(output).contains("chaos verdict: PASSED")
-                .contains("[ok] One poller per bot: at most 1 getUpdates waiting at once, 0 overlaps, 0 polls displaced (409)")
+                .contains("[ok] One poller per bot at every instant: ")
+                .contains("no two processes' polls in flight at once, at most 1 waiting at once, 0 polls displaced (409)")
                 .contains("[ok] Every Telegram update stored exactly once")
                 .contains("[ok] Every UnifyPort event stored exactly once")
                 .contains("[ok] Every text answered exactly once")
@@ -41,6 +42,9 @@ class ChaosIT {
         assertThat(kills.find()).as(output).isTrue();
         assertThat(Integer.parseInt(kills.group(1))).as("runners killed").isGreaterThanOrEqualTo(6);
         assertThat(Integer.parseInt(kills.group(2))).as("kills of the poller").isGreaterThanOrEqualTo(1);
+        Matcher pollers = Pattern.compile("getUpdates \\(besides the faulted ones\\) from (\\d+) processes").matcher(output);
+        assertThat(pollers.find()).as(output).isTrue();
+        assertThat(Integer.parseInt(pollers.group(1))).as("processes that polled, one after another").isGreaterThanOrEqualTo(2);
         Matcher sent = Pattern.compile("Sent (\\d+) texts .*?, (\\d+) UnifyPort events \\((\\d+) albums").matcher(output);
         assertThat(sent.find()).as(output).isTrue();
         assertThat(Integer.parseInt(sent.group(1))).as("texts sent").isGreaterThan(100);
