@@ -102,6 +102,13 @@ public final class Chaos {
         out.println("chat-intake chaos: " + REPLICAS + " runners on one PostgreSQL, a random one killed with kill -9 every few"
                 + " seconds for " + seconds + " s, then checks");
         EmbeddedDatabase embedded = EmbeddedDatabase.start(workDir.resolve("pg"), 0, false);
+        // Ctrl-C: the runners and PostgreSQL are processes of their own and would outlive this one.
+        Thread interrupted = new Thread(() -> {
+            stopReplicas();
+            embedded.close();
+            deleteWorkDir();
+        }, "chaos-cleanup");
+        Runtime.getRuntime().addShutdownHook(interrupted);
         try (Database database = Database.embedded(embedded, 4); BotApiSimulator sim = BotApiSimulator.start()) {
             db = database.dataSource();
             simulator = sim;
@@ -109,6 +116,7 @@ public final class Chaos {
             try {
                 return chaos(seconds, routes, embedded);
             } finally {
+                Runtime.getRuntime().removeShutdownHook(interrupted);
                 // Before the database goes: a runner without it would take long to stop.
                 stopReplicas();
             }
@@ -549,12 +557,15 @@ public final class Chaos {
         return values.size() <= 10 ? values.toString() : values.subList(0, 10) + " and " + (values.size() - 10) + " more";
     }
 
-    private void stopReplicas() {
+    private synchronized void stopReplicas() {
         replicas.stream().filter(r -> r.process != null).forEach(r -> r.process.destroy());
         replicas.stream().filter(r -> r.process != null).forEach(r -> ChildRunner.waitFor(r.process));
     }
 
     private void deleteWorkDir() {
+        if (!Files.isDirectory(workDir)) {
+            return;
+        }
         try (Stream<Path> files = Files.walk(workDir)) {
             files.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
         } catch (IOException e) {
