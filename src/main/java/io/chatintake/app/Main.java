@@ -2,7 +2,10 @@ package io.chatintake.app;
 
 import io.chatintake.ops.bench.AlbumBenchmark;
 import io.chatintake.ops.bench.DispatchBenchmark;
+import io.chatintake.ops.bench.MemoryBenchmark;
+import io.chatintake.ops.bench.StartBenchmark;
 import io.chatintake.ops.bench.TelegramIntakeBenchmark;
+import io.chatintake.ops.bench.WebhookIntakeBenchmark;
 import io.chatintake.config.ConfigurationException;
 import io.chatintake.config.Settings;
 import io.chatintake.ops.AlbumCommands;
@@ -71,7 +74,10 @@ public final class Main {
                             case "telegram" -> new TelegramIntakeBenchmark(out).run(n);
                             case "dispatch" -> new DispatchBenchmark(out).run(n);
                             case "albums" -> new AlbumBenchmark(out).run(n);
-                            default -> throw new ConfigurationException("usage: bench telegram|dispatch|albums [N]");
+                            case "webhook" -> new WebhookIntakeBenchmark(out).run(n);
+                            case "memory" -> new MemoryBenchmark(out).run(args.size() > 2 ? n : 1_000_000);
+                            case "start" -> new StartBenchmark(out).run();
+                            default -> throw new ConfigurationException("usage: bench telegram|dispatch|albums|webhook|memory|start [N]");
                         };
                     } catch (ConfigurationException e) {
                         throw e;
@@ -150,7 +156,10 @@ public final class Main {
                 "                                           SECONDS (default 120), then checks nothing was lost or done twice",
                 "  k8s configmap                            k8s/configmap.yaml from config/ and routes/ (run in the repository root)",
                 "  purge [--dry-run]                        one retention pass now (retention.*), or what it would remove",
-                "  bench telegram [N]                       Telegram intake rate as a ratio to raw JDBC (simulator, embedded db)",
+                "  bench telegram [N]                       Telegram intake of the runner (handlers on) as a ratio to a hand-written loop",
+                "  bench webhook [N]                        UnifyPort deliveries at 16 and 1 clients as ratios to single-row commits",
+                "  bench memory [N]                         runner heap with N stored updates pending (default 1,000,000) vs 10,000",
+                "  bench start                              time to ready on a warm data dir, by phase",
                 "  bench albums [N]                         album decision latency with N albums open (default 20,000), heap flat",
                 "  bench dispatch [N]                       ordered work handled as a ratio to the intake rate; claim cost vs backlog",
                 "  config    print the effective configuration, secrets redacted",

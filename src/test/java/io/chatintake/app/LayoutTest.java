@@ -23,16 +23,6 @@ class LayoutTest {
             .withImportOption(ImportOption.Predefined.DO_NOT_INCLUDE_TESTS)
             .importPackages("io.chatintake");
 
-    /*
-     * Known when this test was written, and left to the generic webhook channels work:
-     * channel.webhook.WebhookEventStore still imports channel.unifyport.UnifyPortEvent.
-     * Remove these two predicates and their uses with that fix.
-     */
-    private static final DescribedPredicate<JavaClass> PENDING_ORIGIN = describe("channel.webhook.WebhookEventStore (pending fix)",
-            c -> c.getName().equals(BASE + "channel.webhook.WebhookEventStore"));
-    private static final DescribedPredicate<JavaClass> PENDING_TARGET = describe("channel.unifyport.UnifyPortEvent",
-            c -> c.getName().startsWith(BASE + "channel.unifyport.UnifyPortEvent"));
-
     @Test
     void dependenciesPointDownTheLayers() {
         layeredArchitecture().consideringOnlyDependenciesInLayers()
@@ -54,7 +44,6 @@ class LayoutTest {
     @Test
     void noPackageCycles() {
         slices().matching(BASE + "(**)").should().beFreeOfCycles()
-                .ignoreDependency(PENDING_ORIGIN, PENDING_TARGET)
                 .check(MAIN);
     }
 
@@ -63,7 +52,6 @@ class LayoutTest {
         slices().matching(BASE + "channel.(*)..").should().notDependOnEachOther()
                 .ignoreDependency(describe("a channel", c -> c.getPackageName().startsWith(BASE + "channel.")),
                         describe("the generic webhook intake", c -> c.getPackageName().startsWith(BASE + "channel.webhook")))
-                .ignoreDependency(PENDING_ORIGIN, PENDING_TARGET)
                 .check(MAIN);
     }
 }

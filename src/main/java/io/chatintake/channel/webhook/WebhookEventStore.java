@@ -7,7 +7,6 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
-import java.sql.Statement;
 import java.sql.Types;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -37,8 +36,14 @@ public final class WebhookEventStore implements WebhookEventSink {
             RETURNING id, (xmax = 0) AS inserted
             """;
 
-    private final DataSource dataSource;
-    private final Duration statementTimeout;
+    /**
+     * Transactions in flight at once, each holding the deliveries that arrived while the others ran;
+     * 8 leaves half of the default pool (chat-intake.db.pool-size=16) to polling and the dispatcher.
+     */
+    private static final int COMMITTERS = 8;
+    private static final int MAX_GROUP = 32;
+
+    private final GroupCommit commits;
     private final String workspace;
     private final String channel;
     private final String workKind;
@@ -47,8 +52,7 @@ public final class WebhookEventStore implements WebhookEventSink {
     /** @param workKind the kind of work item each new event becomes */
     public WebhookEventStore(DataSource dataSource, Duration statementTimeout, String workspace, String channel, String workKind,
                              ChildMessageListener childListener) {
-        this.dataSource = dataSource;
-        this.statementTimeout = statementTimeout;
+        this.commits = new GroupCommit(dataSource, statementTimeout, COMMITTERS, MAX_GROUP);
         this.workspace = workspace;
         this.channel = channel;
         this.workKind = workKind;
@@ -60,44 +64,37 @@ public final class WebhookEventStore implements WebhookEventSink {
         return store(events);
     }
 
-    /** The one transaction of a delivery: every event, its child, the child's listeners, its work item. */
+    /**
+     * The one transaction of a delivery: every event, its child, the child's listeners, its work
+     * item. Deliveries arriving together share it ({@link GroupCommit}); returning means committed.
+     */
     public List<Stored> store(List<WebhookEvent> events) throws SQLException {
-        try (Connection connection = dataSource.getConnection()) {
-            // Client side too: statement_timeout cannot fire when the server is gone mid-request.
-            connection.setNetworkTimeout(Runnable::run, (int) statementTimeout.multipliedBy(2).plusSeconds(1).toMillis());
-            connection.setAutoCommit(false);
-            try {
-                try (Statement s = connection.createStatement()) {
-                    s.execute("SET LOCAL statement_timeout = " + statementTimeout.toMillis());
+        return commits.submit(connection -> store(connection, events));
+    }
+
+    private List<Stored> store(Connection connection, List<WebhookEvent> events) throws SQLException {
+        List<Stored> result = new ArrayList<>(events.size());
+        List<ChildMessageListener.StoredChild> children = new ArrayList<>();
+        List<WorkQueue.NewWork> work = new ArrayList<>();
+        for (WebhookEvent event : events) {
+            Stored stored = insertEvent(connection, event);
+            result.add(stored);
+            // A redelivery was applied and scheduled when it was first stored; applying it again
+            // could undo a newer change, scheduling it again would run its business work twice.
+            if (stored.firstDelivery()) {
+                if (event.message() != null) {
+                    ChannelMessageStore.Applied child = ChannelMessageStore.apply(connection, workspace, event.eventId(),
+                            event.occurredAt(), event.message(), event.change());
+                    children.add(new ChildMessageListener.StoredChild(child.id(), child.inserted(), child.albumAssigned()));
                 }
-                List<Stored> result = new ArrayList<>(events.size());
-                List<ChildMessageListener.StoredChild> children = new ArrayList<>();
-                List<WorkQueue.NewWork> work = new ArrayList<>();
-                for (WebhookEvent event : events) {
-                    Stored stored = insertEvent(connection, event);
-                    result.add(stored);
-                    // A redelivery was applied and scheduled when it was first stored; applying it again
-                    // could undo a newer change, scheduling it again would run its business work twice.
-                    if (stored.firstDelivery()) {
-                        if (event.message() != null) {
-                            ChannelMessageStore.Applied child = ChannelMessageStore.apply(connection, workspace, event.eventId(),
-                                    event.occurredAt(), event.message(), event.change());
-                            children.add(new ChildMessageListener.StoredChild(child.id(), child.inserted(), child.albumAssigned()));
-                        }
-                        work.add(new WorkQueue.NewWork(workKind, String.join(":", workspace, channel, event.eventId()),
-                                stored.id(), event.chatKey(workspace)));
-                    }
-                }
-                // Attachments, downloads and albums commit with their children (albums rule 8).
-                childListener.stored(connection, children);
-                WorkQueue.schedule(connection, work);
-                connection.commit();
-                return result;
-            } catch (SQLException | RuntimeException e) {
-                rollbackQuietly(connection);
-                throw e;
+                work.add(new WorkQueue.NewWork(workKind, String.join(":", workspace, channel, event.eventId()),
+                        stored.id(), event.chatKey(workspace)));
             }
         }
+        // Attachments, downloads and albums commit with their children (albums rule 8).
+        childListener.stored(connection, children);
+        WorkQueue.schedule(connection, work);
+        return result;
     }
 
     private Stored insertEvent(Connection connection, WebhookEvent event) throws SQLException {
@@ -119,14 +116,6 @@ public final class WebhookEventStore implements WebhookEventSink {
                 rs.next();
                 return new Stored(rs.getLong("id"), rs.getBoolean("inserted"));
             }
-        }
-    }
-
-    private static void rollbackQuietly(Connection connection) {
-        try {
-            connection.rollback();
-        } catch (SQLException e) {
-            // The connection is broken; the transaction died with it, nothing was committed.
         }
     }
 }

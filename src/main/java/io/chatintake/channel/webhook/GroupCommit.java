@@ -1,0 +1,218 @@
+package io.chatintake.channel.webhook;
+
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.sql.SQLTimeoutException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Queue;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicInteger;
+import javax.sql.DataSource;
+
+/**
+ * Group commit: units of work submitted at about the same time run in one transaction, so a
+ * burst of N deliveries costs one commit (one WAL flush) instead of N. {@link #submit} returns
+ * only after the transaction holding its unit committed, so a caller may answer 2xx on return.
+ * <p>
+ * A unit that fails is the only one that fails: the transaction is rolled back and the rest of
+ * its group runs again without it (units are plain database work, safe to run again in a new
+ * transaction). A failure of the transaction itself (connection, commit) fails exactly the
+ * units it held, none of which is then stored.
+ * <p>
+ * No thread of its own: a submitter that finds a free slot (at most {@code committers} groups run
+ * at once) leads, i.e. runs whatever is queued, its own unit included, on its own thread; the
+ * others wait for a leader to commit theirs. So a lone request pays no hand-over between threads
+ * (on a busy machine each one costs a scheduling delay), and a burst shares commits.
+ */
+public final class GroupCommit {
+    /** A unit of work in the caller's transaction; it must not commit, roll back or keep the connection. */
+    @FunctionalInterface
+    public interface Unit<T> {
+        T run(Connection transaction) throws SQLException;
+    }
+
+    /** How long a waiting submitter trusts the leaders before it looks whether its unit needs one. */
+    private static final Duration LEADER_CHECK = Duration.ofMillis(10);
+
+    private final DataSource dataSource;
+    private final Duration statementTimeout;
+    private final Duration answerTimeout;
+    private final int committers;
+    private final int maxGroup;
+    private final Queue<Pending<?>> queue = new ConcurrentLinkedQueue<>();
+    private final AtomicInteger leading = new AtomicInteger();
+
+    private static final class Pending<T> {
+        final Unit<T> unit;
+        final CompletableFuture<T> outcome = new CompletableFuture<>();
+        T result;
+
+        Pending(Unit<T> unit) {
+            this.unit = unit;
+        }
+
+        void runIn(Connection c) throws SQLException {
+            result = unit.run(c);
+        }
+
+        void committed() {
+            outcome.complete(result);
+        }
+    }
+
+    /**
+     * @param statementTimeout bound on each statement; a submitter waits at most twice this (plus a second) for its answer
+     * @param committers groups that may run at once (each holds one connection while it runs)
+     * @param maxGroup units at most in one transaction
+     */
+    public GroupCommit(DataSource dataSource, Duration statementTimeout, int committers, int maxGroup) {
+        this.dataSource = dataSource;
+        this.statementTimeout = statementTimeout;
+        this.answerTimeout = statementTimeout.multipliedBy(2).plusSeconds(1);
+        this.committers = committers;
+        this.maxGroup = maxGroup;
+    }
+
+    /**
+     * Runs the unit in a shared transaction and returns its result once that transaction has
+     * committed. Throws when the unit failed, the transaction failed, or no answer came in time
+     * (then the unit may still commit later: callers answer "retry", and a retry finds it stored).
+     */
+    public <T> T submit(Unit<T> unit) throws SQLException {
+        Pending<T> pending = new Pending<>(unit);
+        queue.add(pending);
+        long deadline = System.nanoTime() + answerTimeout.toNanos();
+        while (true) {
+            lead(pending);
+            try {
+                return pending.outcome.get(Math.min(LEADER_CHECK.toNanos(), Math.max(0, deadline - System.nanoTime())), TimeUnit.NANOSECONDS);
+            } catch (ExecutionException e) {
+                if (e.getCause() instanceof SQLException sql) {
+                    throw sql;
+                }
+                if (e.getCause() instanceof RuntimeException runtime) {
+                    throw runtime;
+                }
+                throw new IllegalStateException(e.getCause());
+            } catch (TimeoutException e) {
+                if (System.nanoTime() - deadline >= 0) {
+                    throw new SQLTimeoutException("no commit within " + answerTimeout.toMillis() + " ms; outcome unknown", "57014");
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new SQLException("interrupted while waiting for the commit; outcome unknown", "57014");
+            }
+        }
+    }
+
+    /**
+     * With a free slot, runs queued groups until the caller's own unit is answered. A leader then
+     * returns, so a steady stream never holds one request; a unit it leaves queued is taken by the
+     * next submitter, or by its own submitter when it looks again ({@link #LEADER_CHECK}).
+     */
+    private void lead(Pending<?> own) {
+        if (queue.isEmpty() || !tryTakeSlot()) {
+            return;
+        }
+        try {
+            while (!own.outcome.isDone()) {
+                List<Pending<?>> group = nextGroup();
+                if (group.isEmpty()) {
+                    return;
+                }
+                runGuarded(group);
+            }
+        } finally {
+            leading.decrementAndGet();
+        }
+    }
+
+    private boolean tryTakeSlot() {
+        for (int now = leading.get(); now < committers; now = leading.get()) {
+            if (leading.compareAndSet(now, now + 1)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private List<Pending<?>> nextGroup() {
+        List<Pending<?>> group = new ArrayList<>();
+        for (Pending<?> next = queue.poll(); next != null; next = group.size() < maxGroup ? queue.poll() : null) {
+            group.add(next);
+        }
+        return group;
+    }
+
+    private void runGuarded(List<Pending<?>> group) {
+        try {
+            runGroup(group);
+        } catch (RuntimeException | Error e) {
+            // Never leave a submitter waiting: whatever is not answered yet fails with this.
+            group.forEach(p -> p.outcome.completeExceptionally(e));
+            if (e instanceof Error error) {
+                throw error;
+            }
+        }
+    }
+
+    private void runGroup(List<Pending<?>> group) {
+        List<Pending<?>> remaining = new ArrayList<>(group);
+        while (!remaining.isEmpty()) {
+            try (Connection c = dataSource.getConnection()) {
+                // Client side too: statement_timeout cannot fire when the server is gone mid-request.
+                c.setNetworkTimeout(Runnable::run, (int) answerTimeout.toMillis());
+                c.setAutoCommit(false);
+                try {
+                    try (Statement s = c.createStatement()) {
+                        s.execute("SET LOCAL statement_timeout = " + statementTimeout.toMillis());
+                    }
+                    Pending<?> failed = runUntilFailure(c, remaining);
+                    if (failed != null) {
+                        rollbackQuietly(c);
+                        remaining.remove(failed);
+                        continue;
+                    }
+                    c.commit();
+                } catch (SQLException | RuntimeException e) {
+                    rollbackQuietly(c);
+                    throw e;
+                }
+                remaining.forEach(Pending::committed);
+                remaining.clear();
+            } catch (SQLException e) {
+                // The transaction itself failed (connection, setup or commit): it held all of these, none is stored.
+                remaining.forEach(p -> p.outcome.completeExceptionally(e));
+                remaining.clear();
+            }
+        }
+    }
+
+    /** @return the unit that failed (its submitter has the failure), or null when all ran */
+    private static Pending<?> runUntilFailure(Connection c, List<Pending<?>> units) {
+        for (Pending<?> pending : units) {
+            try {
+                pending.runIn(c);
+            } catch (SQLException | RuntimeException e) {
+                pending.outcome.completeExceptionally(e);
+                return pending;
+            }
+        }
+        return null;
+    }
+
+    private static void rollbackQuietly(Connection c) {
+        try {
+            c.rollback();
+        } catch (SQLException e) {
+            // The connection is broken; the transaction died with it, nothing was committed.
+        }
+    }
+}

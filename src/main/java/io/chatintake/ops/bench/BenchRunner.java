@@ -1,0 +1,153 @@
+package io.chatintake.ops.bench;
+
+import io.chatintake.config.ConfigurationException;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.lang.management.MemoryMXBean;
+import java.lang.management.ManagementFactory;
+import java.net.ServerSocket;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import javax.management.MBeanServerConnection;
+import javax.management.remote.JMXConnector;
+import javax.management.remote.JMXConnectorFactory;
+import javax.management.remote.JMXServiceURL;
+
+/**
+ * The product as the benchmarks measure it: this very jar run as a child process ({@code run},
+ * shipped {@code routes/}, the work dispatcher), so a rate is the one an operator gets, handlers
+ * and all. Its output goes to a log file whose timestamps the start benchmark reads; its heap is
+ * read over JMX on loopback.
+ */
+final class BenchRunner implements AutoCloseable {
+    private static final Duration READY_WAIT = Duration.ofSeconds(120);
+
+    private final Process process;
+    private final Path log;
+    private final int httpPort;
+    private final int jmxPort;
+
+    private BenchRunner(Process process, Path log, int httpPort, int jmxPort) {
+        this.process = process;
+        this.log = log;
+        this.httpPort = httpPort;
+        this.jmxPort = jmxPort;
+    }
+
+    /**
+     * Starts the runner with the given settings (the environment's own CHAT_INTAKE_*, TELEGRAM_*
+     * and UNIFYPORT_* are removed) and waits for "chat-intake ready".
+     */
+    static BenchRunner start(Path workDir, Map<String, String> env) throws IOException, InterruptedException {
+        BenchRunner runner = launch(workDir, env);
+        runner.awaitReady();
+        return runner;
+    }
+
+    static BenchRunner launch(Path workDir, Map<String, String> env) throws IOException {
+        if (!Files.isDirectory(Path.of("routes")) || !Files.isRegularFile(Path.of("config/application.properties"))) {
+            throw new ConfigurationException("benchmarks run the shipped routes/ and config/application.properties:"
+                    + " start them in the directory that holds both (the repository root)");
+        }
+        Files.createDirectories(workDir);
+        Path log = Files.createTempFile(workDir, "runner-", ".log");
+        int httpPort = freePort();
+        int jmxPort = freePort();
+        List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "-Xmx512m",
+                "-Dcom.sun.management.jmxremote.port=" + jmxPort,
+                "-Dcom.sun.management.jmxremote.rmi.port=" + jmxPort,
+                "-Dcom.sun.management.jmxremote.host=127.0.0.1",
+                "-Djava.rmi.server.hostname=127.0.0.1",
+                "-Dcom.sun.management.jmxremote.authenticate=false",
+                "-Dcom.sun.management.jmxremote.ssl=false",
+                "-cp", jar().toString(), "io.chatintake.app.Main", "run"));
+        ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile());
+        // The caller's WORK_* settings pass through: WORK_CONCURRENCY=0 measures intake with no handlers running.
+        builder.environment().keySet().removeIf(k -> k.startsWith("CHAT_INTAKE_") || k.startsWith("TELEGRAM_")
+                || k.startsWith("UNIFYPORT_"));
+        builder.environment().put("CHAT_INTAKE_CONFIG", Path.of("config/application.properties").toAbsolutePath().toString());
+        builder.environment().put("CHAT_INTAKE_HTTP_PORT", Integer.toString(httpPort));
+        builder.environment().put("CHAT_INTAKE_HTTP_HOST", "127.0.0.1");
+        builder.environment().put("CHAT_INTAKE_ROUTES_DIR", Path.of("routes").toAbsolutePath().toString());
+        builder.environment().put("CHAT_INTAKE_ROUTES_RELOAD", "false");
+        builder.environment().putAll(env);
+        return new BenchRunner(builder.start(), log, httpPort, jmxPort);
+    }
+
+    void awaitReady() throws IOException, InterruptedException {
+        long deadline = System.nanoTime() + READY_WAIT.toNanos();
+        while (!logText().contains("chat-intake ready")) {
+            if (!process.isAlive()) {
+                throw new ConfigurationException("the runner under test exited with " + process.exitValue() + "; its log: " + log);
+            }
+            if (System.nanoTime() > deadline) {
+                throw new ConfigurationException("the runner under test was not ready within " + READY_WAIT.toSeconds() + " s; its log: " + log);
+            }
+            Thread.sleep(20);
+        }
+    }
+
+    String logText() throws IOException {
+        return Files.readString(log);
+    }
+
+    Path log() {
+        return log;
+    }
+
+    int httpPort() {
+        return httpPort;
+    }
+
+    ProcessHandle handle() {
+        return process.toHandle();
+    }
+
+    /** Heap in use right after a full collection in the runner, in bytes. */
+    long heapAfterGc() throws IOException {
+        JMXServiceURL url = new JMXServiceURL("service:jmx:rmi:///jndi/rmi://127.0.0.1:" + jmxPort + "/jmxrmi");
+        try (JMXConnector connector = JMXConnectorFactory.connect(url)) {
+            MBeanServerConnection server = connector.getMBeanServerConnection();
+            MemoryMXBean memory = ManagementFactory.newPlatformMXBeanProxy(server, ManagementFactory.MEMORY_MXBEAN_NAME, MemoryMXBean.class);
+            memory.gc();
+            memory.gc();
+            return memory.getHeapMemoryUsage().getUsed();
+        }
+    }
+
+    /** SIGTERM and wait: the runner's own clean stop. */
+    @Override
+    public void close() throws InterruptedException {
+        process.destroy();
+        if (!process.waitFor(90, TimeUnit.SECONDS)) {
+            process.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+        }
+    }
+
+    private static Path jar() {
+        try {
+            Path jar = Path.of(BenchRunner.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+            if (!Files.isRegularFile(jar)) {
+                throw new ConfigurationException("benchmarks run the product as a child process: start them from the jar"
+                        + " (java -jar target/chat-intake.jar bench ...), not from " + jar);
+            }
+            return jar;
+        } catch (java.net.URISyntaxException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    static int freePort() {
+        try (ServerSocket socket = new ServerSocket(0)) {
+            return socket.getLocalPort();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+}

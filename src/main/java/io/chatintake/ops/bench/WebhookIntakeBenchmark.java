@@ -1,0 +1,159 @@
+package io.chatintake.ops.bench;
+
+import io.chatintake.config.Secret;
+import io.chatintake.sim.SignedDeliverySender;
+import io.chatintake.sim.SignedDeliverySender.TimestampForm;
+import java.io.PrintStream;
+import java.net.URI;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * {@code bench webhook [N]}: signed UnifyPort deliveries over HTTP to the runner's shipped
+ * route (child process) against the single-row commit limit of the same database: one
+ * {@code INSERT} + {@code COMMIT} per row from as many JDBC clients. At 16 clients ours must
+ * reach 0.5x with p99 < 50 ms, at 1 client 0.3x. Every delivery must be answered 200.
+ */
+public final class WebhookIntakeBenchmark {
+    private static final String SECRET = "bench-signing-secret-not-a-real-one";
+    private static final int WARM_UP = 1_000;
+
+    private final PrintStream out;
+
+    public WebhookIntakeBenchmark(PrintStream out) {
+        this.out = out;
+    }
+
+    record Result(double rate, double p50Millis, double p99Millis) {
+    }
+
+    /** @return 0 when every target is met */
+    public int run(int deliveries) throws Exception {
+        try (BenchDatabase database = BenchDatabase.start("webhook", 17)) {
+            database.execute("CREATE TABLE public.bench_delivery (id bigserial PRIMARY KEY, body jsonb NOT NULL)");
+            Map<String, String> env = new HashMap<>(database.runnerEnv());
+            env.put("UNIFYPORT_SIGNING_SECRETS", SECRET);
+            try (BenchRunner runner = BenchRunner.start(database.dir().resolve("runner"), env)) {
+                URI endpoint = URI.create("http://127.0.0.1:" + runner.httpPort() + "/webhooks/unifyport");
+                AtomicLong ids = new AtomicLong();
+                commitLimit(database, 16, WARM_UP);
+                deliver(endpoint, ids, 16, WARM_UP);
+                Result limit16 = commitLimit(database, 16, deliveries);
+                Result ours16 = deliver(endpoint, ids, 16, deliveries);
+                int single = Math.max(1, deliveries / 4);
+                Result limit1 = commitLimit(database, 1, single);
+                Result ours1 = deliver(endpoint, ids, 1, single);
+                double ratio16 = ours16.rate() / limit16.rate();
+                double ratio1 = ours1.rate() / limit1.rate();
+                boolean met16 = ratio16 >= 0.5 && ours16.p99Millis() < 50;
+                boolean met1 = ratio1 >= 0.3;
+                out.printf("deliveries: %d at 16 clients, %d at 1 client, ~1 KB signed UnifyPort message events, fsync on%n",
+                        deliveries, single);
+                print("16 clients", limit16, ours16, ratio16, "ratio >= 0.50 and p99 < 50 ms", met16);
+                print("1 client", limit1, ours1, ratio1, "ratio >= 0.30", met1);
+                return met16 && met1 ? 0 : 1;
+            }
+        }
+    }
+
+    private void print(String clients, Result limit, Result ours, double ratio, String target, boolean met) {
+        out.printf("%-10s single-row INSERT + COMMIT: %.0f/s (p50 %.1f ms, p99 %.1f ms)%n", clients, limit.rate(), limit.p50Millis(), limit.p99Millis());
+        out.printf("%-10s POST /webhooks/unifyport:   %.0f/s (p50 %.1f ms, p99 %.1f ms)%n", clients, ours.rate(), ours.p50Millis(), ours.p99Millis());
+        out.printf("%-10s ratio %.2f (target %s): %s%n", clients, ratio, target, met ? "met" : "NOT met");
+    }
+
+    @FunctionalInterface
+    private interface Client {
+        /** Does the {@code i}th operation of this client. */
+        void call(int i) throws Exception;
+    }
+
+    private static Result commitLimit(BenchDatabase database, int clients, int rows) throws Exception {
+        String body = new String(body("evt_limit"), java.nio.charset.StandardCharsets.UTF_8);
+        return measure(clients, rows, () -> {
+            Connection c = database.dataSource().getConnection();
+            PreparedStatement insert = c.prepareStatement("INSERT INTO public.bench_delivery (body) VALUES (?::jsonb)");
+            return i -> {
+                if (i < 0) {
+                    insert.close();
+                    c.close();
+                    return;
+                }
+                insert.setString(1, body);
+                insert.executeUpdate();
+            };
+        });
+    }
+
+    private static Result deliver(URI endpoint, AtomicLong ids, int clients, int deliveries) throws Exception {
+        return measure(clients, deliveries, () -> {
+            SignedDeliverySender sender = new SignedDeliverySender(endpoint, Secret.of(SECRET));
+            return i -> {
+                if (i < 0) {
+                    return;
+                }
+                String eventId = "evt_bench_" + ids.incrementAndGet();
+                SignedDeliverySender.Response response = sender.post(sender.sign(eventId, body(eventId), TimestampForm.UNIX_SECONDS));
+                if (response.status() != 200) {
+                    throw new IllegalStateException("delivery " + eventId + " answered " + response.status() + ": " + response.body());
+                }
+            };
+        });
+    }
+
+    @FunctionalInterface
+    private interface ClientFactory {
+        Client open() throws Exception;
+    }
+
+    /** Runs {@code total} operations spread over {@code clients} threads; a negative index closes a client. */
+    private static Result measure(int clients, int total, ClientFactory factory) throws Exception {
+        ExecutorService pool = Executors.newFixedThreadPool(clients);
+        try {
+            List<Client> opened = new ArrayList<>();
+            for (int t = 0; t < clients; t++) {
+                opened.add(factory.open());
+            }
+            long[] latencies = new long[total];
+            AtomicLong next = new AtomicLong();
+            long start = System.nanoTime();
+            List<Future<?>> running = new ArrayList<>();
+            for (Client client : opened) {
+                running.add(pool.submit(() -> {
+                    for (long i = next.getAndIncrement(); i < total; i = next.getAndIncrement()) {
+                        long t0 = System.nanoTime();
+                        client.call((int) i);
+                        latencies[(int) i] = System.nanoTime() - t0;
+                    }
+                    client.call(-1);
+                    return null;
+                }));
+            }
+            for (Future<?> f : running) {
+                f.get();
+            }
+            double seconds = (System.nanoTime() - start) / 1e9;
+            Arrays.sort(latencies);
+            return new Result(total / seconds, latencies[(int) (total * 0.50)] / 1e6, latencies[Math.min(total - 1, (int) (total * 0.99))] / 1e6);
+        } finally {
+            pool.shutdownNow();
+        }
+    }
+
+    /** A ~1 KB message event, as a chat app would deliver one. */
+    private static byte[] body(String eventId) {
+        return SignedDeliverySender.envelope(eventId, "message.received", "whatsapp", "acc_bench", Instant.now(),
+                "{\"conversation\":{\"id\":\"c" + Math.abs(eventId.hashCode() % 50) + "\",\"type\":\"user\"},\"message\":{\"id\":\""
+                        + eventId + "\",\"type\":\"text\",\"text\":\"" + "y".repeat(800) + "\"}}");
+    }
+}

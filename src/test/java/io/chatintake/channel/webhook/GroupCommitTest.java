@@ -1,0 +1,152 @@
+package io.chatintake.channel.webhook;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.chatintake.testkit.Await;
+import io.chatintake.testkit.TestDatabase;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import javax.sql.DataSource;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+/**
+ * Group commit against a real PostgreSQL: units that arrive while a transaction is running share
+ * the next one; each submitter returns only once its row is committed; a failing unit fails
+ * alone and the rest of its group is stored.
+ */
+@ExtendWith(TestDatabase.class)
+class GroupCommitTest {
+    /** One committer, so what queues while it is busy is one group. */
+    private GroupCommit commits;
+    private ExecutorService submitters;
+    private DataSource dataSource;
+
+    @BeforeEach
+    void setUp(DataSource dataSource) throws SQLException {
+        this.dataSource = dataSource;
+        try (Connection c = dataSource.getConnection(); Statement s = c.createStatement()) {
+            s.execute("CREATE TABLE IF NOT EXISTS public.group_commit_probe (name text PRIMARY KEY, txid bigint NOT NULL)");
+            s.execute("TRUNCATE public.group_commit_probe");
+        }
+        commits = new GroupCommit(dataSource, Duration.ofSeconds(5), 1, 32);
+        submitters = Executors.newFixedThreadPool(16);
+    }
+
+    @AfterEach
+    void tearDown() {
+        submitters.shutdownNow();
+    }
+
+    @Test
+    void unitsArrivingTogetherShareOneCommitAndEachReturnsOnlyWhenItsRowIsCommitted() throws Exception {
+        Future<Long> blocker = submitters.submit(() -> commits.submit(c -> {
+            sleep(c, 0.5);
+            return insert(c, "blocker");
+        }));
+        awaitRunning("blocker");
+        List<Future<Boolean>> units = new ArrayList<>();
+        for (int i = 0; i < 15; i++) {
+            String name = "unit-" + i;
+            units.add(submitters.submit(() -> {
+                commits.submit(c -> insert(c, name));
+                // Seen from another connection the moment submit returns: committed, not just written.
+                return committedTxid(name) != null;
+            }));
+        }
+        blocker.get();
+        Set<Long> transactions = new HashSet<>();
+        for (int i = 0; i < units.size(); i++) {
+            assertThat(units.get(i).get()).as("unit %d committed when its submit returned", i).isTrue();
+            transactions.add(committedTxid("unit-" + i));
+        }
+        assertThat(transactions).as("the 15 units queued behind the blocker share one transaction").hasSize(1);
+        assertThat(transactions).doesNotContain(committedTxid("blocker"));
+    }
+
+    @Test
+    void aFailingUnitFailsAloneAndTheRestOfItsGroupIsStored() throws Exception {
+        Future<Long> blocker = submitters.submit(() -> commits.submit(c -> {
+            sleep(c, 0.5);
+            return insert(c, "blocker");
+        }));
+        awaitRunning("blocker");
+        List<Future<Long>> good = new ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            String name = "good-" + i;
+            good.add(submitters.submit(() -> commits.submit(c -> insert(c, name))));
+        }
+        Future<Long> bad = submitters.submit(() -> commits.submit(c -> {
+            insert(c, "bad");
+            try (Statement s = c.createStatement()) {
+                s.execute("SELECT 1 / 0");
+            }
+            return 0L;
+        }));
+        for (int i = 3; i < 6; i++) {
+            String name = "good-" + i;
+            good.add(submitters.submit(() -> commits.submit(c -> insert(c, name))));
+        }
+        blocker.get();
+        assertThatThrownBy(bad::get).hasRootCauseInstanceOf(SQLException.class).hasMessageContaining("division by zero");
+        for (int i = 0; i < good.size(); i++) {
+            good.get(i).get();
+            assertThat(committedTxid("good-" + i)).as("good-%d stored", i).isNotNull();
+        }
+        assertThat(committedTxid("bad")).as("the failing unit's own write is rolled back").isNull();
+    }
+
+    private static long insert(Connection c, String name) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(
+                "INSERT INTO public.group_commit_probe (name, txid) VALUES (?, txid_current()) RETURNING txid")) {
+            ps.setString(1, name);
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                return rs.getLong(1);
+            }
+        }
+    }
+
+    private static void sleep(Connection c, double seconds) throws SQLException {
+        try (Statement s = c.createStatement()) {
+            s.execute("SELECT pg_sleep(" + seconds + ")");
+        }
+    }
+
+    /** Waits until the committer is inside the unit's transaction (its sleep shows in pg_stat_activity). */
+    private void awaitRunning(String what) {
+        Await.until(what + " running", Duration.ofSeconds(10), () -> {
+            try (Connection c = dataSource.getConnection(); Statement s = c.createStatement();
+                 ResultSet rs = s.executeQuery("SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query LIKE 'SELECT pg_sleep%'")) {
+                rs.next();
+                return rs.getLong(1) > 0;
+            } catch (SQLException e) {
+                throw new IllegalStateException(e);
+            }
+        });
+    }
+
+    private Long committedTxid(String name) throws SQLException {
+        try (Connection c = dataSource.getConnection();
+             PreparedStatement ps = c.prepareStatement("SELECT txid FROM public.group_commit_probe WHERE name = ?")) {
+            ps.setString(1, name);
+            try (ResultSet rs = ps.executeQuery()) {
+                return rs.next() ? rs.getLong(1) : null;
+            }
+        }
+    }
+}
