@@ -93,6 +93,9 @@ public final class Main {
                     return 0;
                 }
                 case "chaos" -> {
+                    if (args.size() > 1 && !args.get(1).matches("[1-9]\\d{0,4}")) {
+                        throw new ConfigurationException("usage: chaos [SECONDS] (a whole number of seconds, default 120)");
+                    }
                     return new Chaos(out).run(args.size() > 1 ? Integer.parseInt(args.get(1)) : 120);
                 }
                 case "demo" -> {
