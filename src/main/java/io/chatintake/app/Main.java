@@ -10,6 +10,7 @@ import io.chatintake.config.ConfigurationException;
 import io.chatintake.config.Settings;
 import io.chatintake.ops.AlbumCommands;
 import io.chatintake.ops.KubernetesConfigMap;
+import io.chatintake.ops.Chaos;
 import io.chatintake.ops.Demo;
 import io.chatintake.ops.PurgeCommand;
 import io.chatintake.ops.TelegramCommands;
@@ -91,6 +92,12 @@ public final class Main {
                     out.print(KubernetesConfigMap.render(Path.of("config/application.properties"), Path.of("routes")));
                     return 0;
                 }
+                case "chaos" -> {
+                    if (args.size() > 1 && !args.get(1).matches("[1-9]\\d{0,4}")) {
+                        throw new ConfigurationException("usage: chaos [SECONDS] (a whole number of seconds, default 120)");
+                    }
+                    return new Chaos(out).run(args.size() > 1 ? Integer.parseInt(args.get(1)) : 120);
+                }
                 case "demo" -> {
                     return new Demo(out).run(args.subList(1, args.size()));
                 }
@@ -148,6 +155,8 @@ public final class Main {
                 "  albums resolve ALBUM_KEY [--by NAME]     a person settled the album: clears needs_person, records who",
                 "  demo [--exit]                            a one-minute story on a fresh embedded database with the simulators;",
                 "                                           then the status page until Ctrl-C (--exit: end after the story)",
+                "  chaos [SECONDS]                          3 runners on one database, one killed (kill -9) every few seconds for",
+                "                                           SECONDS (default 120), then checks nothing was lost or done twice",
                 "  k8s configmap                            k8s/configmap.yaml from config/ and routes/ (run in the repository root)",
                 "  purge [--dry-run]                        one retention pass now (retention.*), or what it would remove",
                 "  bench telegram [N]                       Telegram intake of the runner (handlers on) as a ratio to a hand-written loop",

@@ -7,11 +7,7 @@ import io.chatintake.sim.SignedDeliverySender;
 import io.chatintake.sim.SignedDeliverySender.TimestampForm;
 import java.io.IOException;
 import java.io.PrintStream;
-import java.net.ServerSocket;
 import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -48,7 +44,6 @@ public final class Demo {
     private static final int STREAM = 300;
 
     private final PrintStream out;
-    private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
     private final List<Process> runners = new ArrayList<>();
     private Path workDir;
     private BotApiSimulator simulator;
@@ -113,8 +108,8 @@ public final class Demo {
         String botToken = simulator.addBot(BOT_ID, "DEMO" + hex(12), "demo_bot");
         String signingSecret = "demo-" + hex(16);
         String statusToken = hex(16);
-        int httpPort = freePort();
-        int dbPort = freePort();
+        int httpPort = ChildRunner.freePort();
+        int dbPort = ChildRunner.freePort();
         jdbcUrl = "jdbc:postgresql://127.0.0.1:" + dbPort + "/chat_intake?currentSchema=chat_intake,public";
         Map<String, String> env = new HashMap<>();
         env.put("CHAT_INTAKE_DATA_DIR", workDir.resolve("data").toString());
@@ -190,7 +185,7 @@ public final class Demo {
         }
         await("part of the stream stored", () -> count("SELECT count(*) FROM telegram_update") >= before + STREAM / 4);
         runner.destroyForcibly();
-        waitFor(runner);
+        ChildRunner.waitFor(runner);
         long storedAtKill = count("SELECT count(*) FROM telegram_update WHERE update_type = 'channel_post'");
         say(STREAM + " channel posts started streaming in. After " + storedAtKill + " were stored, the runner was killed"
                 + " (kill -9) in the middle of it.");
@@ -226,50 +221,23 @@ public final class Demo {
 
     private Process startRunner(Map<String, String> env, String base) throws DemoFailed {
         Path log = workDir.resolve("runner-" + (runners.size() + 1) + ".log");
-        List<String> command = List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(), "-Xmx512m",
-                "-cp", System.getProperty("java.class.path"), "io.chatintake.app.Main");
-        ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile());
-        // Only the demo's settings: a CHAT_INTAKE_DB_URL or a real bot token of the shell must not leak in.
-        builder.environment().keySet().removeIf(k -> Stream.of("CHAT_INTAKE_", "TELEGRAM_", "UNIFYPORT_", "MEDIA_", "ALBUMS_",
-                "WORK_", "ATTACHMENTS_").anyMatch(k::startsWith));
-        builder.environment().putAll(env);
         Process process;
         try {
-            process = builder.start();
-        } catch (IOException e) {
-            throw new DemoFailed("cannot start the runner: " + e.getMessage());
+            process = ChildRunner.start(env, log, "-Xmx512m");
+        } catch (ConfigurationException e) {
+            throw new DemoFailed(e.getMessage());
         }
         runners.add(process);
-        await("the runner ready (log: " + log + ")", () -> {
-            if (!process.isAlive()) {
-                return true;
-            }
-            try {
-                return http.send(HttpRequest.newBuilder(URI.create(base + "/observe/health/ready")).GET().build(),
-                        HttpResponse.BodyHandlers.discarding()).statusCode() == 200;
-            } catch (IOException e) {
-                return false;
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                return true;
-            }
-        });
+        int port = Integer.parseInt(env.get("CHAT_INTAKE_HTTP_PORT"));
+        await("the runner ready on " + base + " (log: " + log + ")", () -> !process.isAlive() || ChildRunner.ready(port));
         check(process.isAlive(), "the runner exited at start; see " + log);
         return process;
     }
 
     /** The end of the latest runner's log: the demo's temp directory goes away with the demo. */
     private void printRunnerLogTail() {
-        Path log = workDir == null ? null : workDir.resolve("runner-" + runners.size() + ".log");
-        if (log == null || !Files.isRegularFile(log)) {
-            return;
-        }
-        try {
-            List<String> lines = Files.readAllLines(log, StandardCharsets.UTF_8);
-            out.println("last lines of the runner's log:");
-            lines.subList(Math.max(0, lines.size() - 30), lines.size()).forEach(l -> out.println("  " + l));
-        } catch (IOException e) {
-            out.println("(cannot read " + log + ": " + e.getMessage() + ")");
+        if (workDir != null) {
+            ChildRunner.printTail(workDir.resolve("runner-" + runners.size() + ".log"), out);
         }
     }
 
@@ -326,7 +294,7 @@ public final class Demo {
     private synchronized void cleanUp() {
         for (Process runner : runners) {
             runner.destroy();
-            waitFor(runner);
+            ChildRunner.waitFor(runner);
         }
         runners.clear();
         stopLeftoverPostgres();
@@ -357,24 +325,6 @@ public final class Demo {
             });
         } catch (IOException | RuntimeException e) {
             out.println("demo: could not stop the leftover PostgreSQL of " + workDir + ": " + e.getMessage());
-        }
-    }
-
-    private static void waitFor(Process process) {
-        try {
-            if (!process.waitFor(40, TimeUnit.SECONDS)) {
-                process.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
-    }
-
-    private static int freePort() {
-        try (ServerSocket socket = new ServerSocket(0)) {
-            return socket.getLocalPort();
-        } catch (IOException e) {
-            throw new ConfigurationException("demo: no free port: " + e.getMessage());
         }
     }
 

@@ -58,6 +58,16 @@ public final class BotApiSimulator implements AutoCloseable {
     public record Request(String method, long botId, Long offset, List<String> allowedUpdates, Instant at) {
     }
 
+    /** Names the process behind a request's connection; the simulator itself only sees its address. */
+    public interface ClientResolver {
+        /** @return a name for the client process, or null when it cannot tell */
+        String client(InetSocketAddress remote);
+    }
+
+    /** One getUpdates from the moment it arrived to its answer (or its 409, or its dropped connection). */
+    public record Poll(String client, Instant start, Instant end) {
+    }
+
     /** Sent only when asked for: Telegram's default {@code allowed_updates} leaves these out. */
     public static final List<String> OPT_IN_TYPES = List.of("chat_member", "message_reaction", "message_reaction_count");
 
@@ -93,6 +103,9 @@ public final class BotApiSimulator implements AutoCloseable {
         int waitingPolls;
         int pollGeneration;
         int maxConcurrentPolls;
+        /** When a getUpdates began waiting while another was still waiting: two pollers at one instant. */
+        final List<Instant> concurrentPolls = new ArrayList<>();
+        final List<Poll> polls = new ArrayList<>();
         int conflicts;
         /** The last allowed_updates a getUpdates sent; null: never set, Telegram's default. */
         List<String> allowedUpdates;
@@ -127,6 +140,7 @@ public final class BotApiSimulator implements AutoCloseable {
     private final AtomicInteger messageIds = new AtomicInteger(1);
     private volatile Clock clock = Clock.systemUTC();
     private volatile ConfirmationAudit audit;
+    private volatile ClientResolver clientResolver;
 
     private BotApiSimulator(HttpServer server) {
         this.server = server;
@@ -160,6 +174,11 @@ public final class BotApiSimulator implements AutoCloseable {
 
     public void setAudit(ConfirmationAudit audit) {
         this.audit = audit;
+    }
+
+    /** From now on every getUpdates is recorded as a {@link Poll} of the client this names ({@link #polls}). */
+    public void setClientResolver(ClientResolver resolver) {
+        this.clientResolver = resolver;
     }
 
     /** Registers a bot; its token is {@code <id>:<secret>} as Telegram's are. */
@@ -340,6 +359,22 @@ public final class BotApiSimulator implements AutoCloseable {
         }
     }
 
+    /** Every getUpdates of this bot since a client resolver was set, in the order they ended. */
+    public List<Poll> polls(String token) {
+        Bot bot = bot(token);
+        synchronized (bot) {
+            return List.copyOf(bot.polls);
+        }
+    }
+
+    /** The instants at which a getUpdates for this bot began while another was still waiting. */
+    public List<Instant> concurrentPolls(String token) {
+        Bot bot = bot(token);
+        synchronized (bot) {
+            return List.copyOf(bot.concurrentPolls);
+        }
+    }
+
     /** What the bot sent with sendMessage (chat_id, text, ...), in order. */
     public List<JsonNode> sentMessages(String token) {
         Bot bot = bot(token);
@@ -400,7 +435,8 @@ public final class BotApiSimulator implements AutoCloseable {
             JsonNode params = params(exchange);
             Long offset = params.has("offset") ? params.get("offset").asLong() : null;
             List<String> allowedUpdates = allowedUpdates(params);
-            requests.add(new Request(method, bot.id, offset, allowedUpdates, clock.instant()));
+            Instant arrived = clock.instant();
+            requests.add(new Request(method, bot.id, offset, allowedUpdates, arrived));
             if (method.equals("getUpdates") && allowedUpdates != null) {
                 synchronized (bot) {
                     bot.allowedUpdates = allowedUpdates; // sticky, as Telegram's
@@ -421,7 +457,14 @@ public final class BotApiSimulator implements AutoCloseable {
             switch (method) {
                 case "getMe" -> answer(exchange, 200, ok(JSON.createObjectNode().put("id", bot.id).put("is_bot", true)
                         .put("first_name", bot.username).put("username", bot.username)));
-                case "getUpdates" -> getUpdates(exchange, bot, params, fault);
+                case "getUpdates" -> {
+                    ClientResolver resolver = clientResolver;
+                    if (resolver == null) {
+                        getUpdates(exchange, bot, params, fault);
+                    } else {
+                        pollRecorded(exchange, bot, params, fault, resolver, arrived);
+                    }
+                }
                 case "getWebhookInfo" -> {
                     ObjectNode info = JSON.createObjectNode();
                     synchronized (bot) {
@@ -491,6 +534,20 @@ public final class BotApiSimulator implements AutoCloseable {
         }
     }
 
+    /** @param arrived before a slow fault's delay: that delay counts as polling */
+    private void pollRecorded(HttpExchange exchange, Bot bot, JsonNode params, Fault fault, ClientResolver resolver, Instant arrived)
+            throws IOException {
+        InetSocketAddress remote = exchange.getRemoteAddress();
+        String client = resolver.client(remote);
+        try {
+            getUpdates(exchange, bot, params, fault);
+        } finally {
+            synchronized (bot) {
+                bot.polls.add(new Poll(client != null ? client : "port " + remote.getPort(), arrived, clock.instant()));
+            }
+        }
+    }
+
     private void getUpdates(HttpExchange exchange, Bot bot, JsonNode params, Fault fault) throws IOException {
         int limit = Math.max(1, Math.min(100, params.path("limit").asInt(100)));
         int timeout = Math.max(0, Math.min(50, params.path("timeout").asInt(0)));
@@ -511,6 +568,9 @@ public final class BotApiSimulator implements AutoCloseable {
             int generation = ++bot.pollGeneration;
             bot.waitingPolls++;
             bot.maxConcurrentPolls = Math.max(bot.maxConcurrentPolls, bot.waitingPolls);
+            if (bot.waitingPolls > 1) {
+                bot.concurrentPolls.add(clock.instant());
+            }
             bot.notifyAll();
             long deadline = System.nanoTime() + Duration.ofSeconds(timeout).toNanos();
             try {
