@@ -72,6 +72,7 @@ public class CamelConfiguration implements org.apache.camel.CamelConfiguration, 
     private Settings settings;
     private DataSource dataSource;
     private WorkDispatcher dispatcher;
+    private AttachmentFetcher fetcher;
 
     @Override
     public void setCamelContext(CamelContext camelContext) {
@@ -139,11 +140,15 @@ public class CamelConfiguration implements org.apache.camel.CamelConfiguration, 
         return new AlbumDecisions(dataSource());
     }
 
+    /** One per process: it opens the media store (an S3 client, checked at start). */
     @BindToRegistry("attachmentFetcher")
-    public AttachmentFetcher attachmentFetcher() {
-        Settings s = settings();
-        return new AttachmentFetcher(dataSource(), AttachmentFetcher.Options.from(s, workOptions().maxAttempts()),
-                new TelegramFileSource(TelegramBots.apiUrl(null, s::get), botName -> TelegramBots.token(botName, null, null, s::get)));
+    public synchronized AttachmentFetcher attachmentFetcher() {
+        if (fetcher == null) {
+            Settings s = settings();
+            fetcher = new AttachmentFetcher(dataSource(), AttachmentFetcher.Options.from(s, workOptions().maxAttempts()),
+                    new TelegramFileSource(TelegramBots.apiUrl(null, s::get), botName -> TelegramBots.token(botName, null, null, s::get)));
+        }
+        return fetcher;
     }
 
     /** Retention: the background job is routes/retention.yaml (a timer calling this bean). */
