@@ -6,6 +6,7 @@
 //   - Telegram bots whose polling stopped: no successful poll for 5 minutes (a revoked token
 //     answering 401, a webhook set on the bot, ...; telegram status)
 //   - possible loss windows recorded for a bot
+//   - updates confirmed outside this store (a forgotten poller or a manual getUpdates)
 // A finding is new while no alert for it is recorded in outbound_effect; the key names the
 // finding and its occurrence (a work item parked again is a new finding).
 // Off while operator-alerts.telegram-chat-id (OPERATOR_ALERTS_TELEGRAM_CHAT_ID) is empty.
@@ -55,6 +56,12 @@ public class OperatorAlerts extends RouteBuilder {
                            || to_char(to_time AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC (Telegram keeps updates 24 h)',
                        recorded_at
                   FROM telegram_loss_window
+                UNION ALL
+                SELECT 'telegram-gap:' || id,
+                       'chat-intake: telegram bot ' || bot_id || ': updates ' || from_update_id || '..' || to_update_id
+                           || ' were confirmed outside this store (another getUpdates caller: find and stop it)',
+                       detected_at
+                  FROM telegram_gap
             ) f
              WHERE NOT EXISTS (SELECT 1 FROM outbound_effect e WHERE e.effect_key = f.finding || ':operator-alert')
              ORDER BY seen_at

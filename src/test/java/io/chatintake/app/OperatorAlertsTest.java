@@ -44,12 +44,16 @@ class OperatorAlertsTest {
             assertThat(first).anySatisfy(m -> assertThat(m.path("text").asText()).contains("may have lost updates"));
 
             Sql.execute(db, "INSERT INTO telegram_loss_window (bot_id, from_time, to_time) VALUES (2, now() - interval '2 days', now() - interval '1 day')");
+            Sql.execute(db, "INSERT INTO telegram_gap (bot_id, from_update_id, to_update_id) VALUES (2, 4990, 4994)");
             try (WebhookServer restarted = WebhookServer.builder(db).withoutHttp().routeFiles(ROUTES).settings(settings).start()) {
-                Await.until("the new finding", WAIT, () -> telegram.sentMessages(token).size() >= 3);
+                Await.until("the new findings", WAIT, () -> telegram.sentMessages(token).size() >= 4);
             }
-            assertThat(telegram.sentMessages(token)).as("the two earlier alerts were not sent again").hasSize(3);
-            assertThat(telegram.sentMessages(token).get(2).path("text").asText()).contains("telegram bot 2 may have lost updates");
-            assertThat(Sql.count(db, "SELECT count(*) FROM outbound_effect WHERE state = 'done' AND effect_key LIKE '%:operator-alert'")).isEqualTo(3);
+            List<JsonNode> all = telegram.sentMessages(token);
+            assertThat(all).as("the two earlier alerts were not sent again").hasSize(4);
+            assertThat(all.subList(2, 4)).extracting(m -> m.path("text").asText()).anySatisfy(text -> assertThat(text)
+                    .contains("telegram bot 2 may have lost updates")).anySatisfy(text -> assertThat(text)
+                    .contains("telegram bot 2: updates 4990..4994 were confirmed outside this store"));
+            assertThat(Sql.count(db, "SELECT count(*) FROM outbound_effect WHERE state = 'done' AND effect_key LIKE '%:operator-alert'")).isEqualTo(4);
         }
     }
 
