@@ -25,6 +25,10 @@ public final class Migrations {
                     .schemas(schema)
                     .defaultSchema(schema)
                     .createSchemas(true)
+                    // All pending migrations and their history rows in one transaction: a process
+                    // killed while migrating (a first start under kill -9) leaves all or nothing,
+                    // never a table whose migration is not recorded (PostgreSQL's DDL is transactional).
+                    .group(true)
                     .locations("classpath:db/migration")
                     .loggers("slf4j")
                     .load()
