@@ -16,6 +16,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashMap;
 import java.util.List;
 import java.util.TreeSet;
 import java.util.Map;
@@ -38,9 +39,10 @@ import org.slf4j.LoggerFactory;
  * done, or failed with exponential backoff and jitter, or parked after the last attempt. Any number
  * of processes can run one; claims keep an item with one worker at a time.
  * <p>
- * A worker claims a run: consecutive due items of one chat (its lane), or one item without a
- * chat, and records the run's outcomes in one commit (or one per {@link #FLUSH_EVERY} of a long
- * run). For an ordered kind a failed item ends the run and holds its chat until its retry.
+ * A worker claims the runs of many chats at once (a run: consecutive due items of one chat, its
+ * lane), or one item without a chat, and records the outcomes in one commit (or one per
+ * {@link #FLUSH_EVERY} of a long claim). For an ordered kind a failed item ends its run and holds
+ * its chat until its retry.
  * <p>
  * Every process beats in {@code runner_heartbeat}; claims of a process that stopped beating for
  * {@code work.dead-after-heartbeats} intervals are released by any live one, and claims of runs
@@ -62,6 +64,8 @@ public final class WorkDispatcher {
     /** A long run records what it has done at least this often, so a crash repeats little. */
     static final Duration FLUSH_EVERY = Duration.ofMillis(250);
     private static final int RECORD_ATTEMPTS = 4;
+    /** Lanes one claim takes at most: a burst over many chats costs a few claims and commits, not one per chat. */
+    static final int LANES_PER_CLAIM = 64;
 
     public record Options(int concurrency, int maxAttempts, Duration backoffBase, Duration backoffCap, Duration claim,
                           Duration pollInterval, Set<String> orderedKinds, Duration heartbeat, int deadAfterHeartbeats, int runSize) {
@@ -172,7 +176,9 @@ public final class WorkDispatcher {
     /** Lets running handlers finish; their outcomes are recorded before this returns. */
     public synchronized void stop() {
         running = false;
-        nudge();
+        synchronized (idle) {
+            idle.notifyAll();
+        }
         for (Thread thread : threads) {
             join(thread);
         }
@@ -214,34 +220,37 @@ public final class WorkDispatcher {
         }
     }
 
-    /** Wakes idle workers: new items were stored. Never waits for a worker. */
+    /**
+     * Wakes an idle worker: new items were stored. Never waits for a worker. One claim takes the
+     * runs of many chats, and a worker whose claim was full wakes the next one.
+     */
     public void nudge() {
         synchronized (idle) {
             nudged = true;
-            idle.notifyAll();
+            idle.notify();
         }
     }
 
     private void workLoop() {
         boolean lanesFirst = Thread.currentThread().getName().hashCode() % 2 == 0;
         while (running) {
-            WorkRun run = null;
+            List<WorkRun> runs = List.of();
             synchronized (idle) {
                 nudged = false;
             }
             try {
                 refreshDepth();
                 // Alternating, so that neither chats nor items without a chat can starve the other.
-                run = lanesFirst ? claimLane() : queue.claimUnlaned(worker, options.claim(), handledKinds());
-                if (run == null) {
-                    run = lanesFirst ? queue.claimUnlaned(worker, options.claim(), handledKinds()) : claimLane();
+                runs = lanesFirst ? claimLanes() : claimUnlaned();
+                if (runs.isEmpty()) {
+                    runs = lanesFirst ? claimUnlaned() : claimLanes();
                 }
                 lanesFirst = !lanesFirst;
             } catch (SQLException e) {
                 LOG.warn("work: cannot claim work ({}); retrying", e.getMessage());
             }
-            if (run != null) {
-                handle(run);
+            if (!runs.isEmpty()) {
+                handle(runs);
                 continue;
             }
             synchronized (idle) {
@@ -258,8 +267,27 @@ public final class WorkDispatcher {
         }
     }
 
-    private WorkRun claimLane() throws SQLException {
-        return queue.claimLane(worker, options.claim(), options.runSize(), options.orderedKinds(), handledKinds());
+    /**
+     * The runs of up to {@link #LANES_PER_CLAIM} due lanes, in one claim. A full claim may have
+     * left more due lanes behind: it wakes another worker for them.
+     */
+    private List<WorkRun> claimLanes() throws SQLException {
+        for (int attempt = 0; attempt < 16; attempt++) {
+            WorkQueue.Claimed claimed = queue.claimLanes(worker, options.claim(), options.runSize(), LANES_PER_CLAIM,
+                    options.orderedKinds(), handledKinds());
+            if (claimed.lanesLooked() == LANES_PER_CLAIM || claimed.items() >= options.runSize()) {
+                nudge();
+            }
+            if (!claimed.runs().isEmpty() || claimed.lanesLooked() == 0) {
+                return claimed.runs();
+            }
+        }
+        return List.of();
+    }
+
+    private List<WorkRun> claimUnlaned() throws SQLException {
+        WorkRun run = queue.claimUnlaned(worker, options.claim(), handledKinds());
+        return run == null ? List.of() : List.of(run);
     }
 
     /** Whether this process runs work of this kind (a handler is configured or registered here). */
@@ -284,41 +312,88 @@ public final class WorkDispatcher {
                 .filter(s -> s.kind().equals(kind)).findFirst().orElse(null);
     }
 
-    private void handle(WorkRun run) {
-        ActiveRun current = new ActiveRun(run);
-        active.put(run.token(), current);
+    /**
+     * Runs the claimed runs one after the other, each in its order, and records their outcomes
+     * together: at the end, or every {@link #FLUSH_EVERY} of a long claim.
+     */
+    private void handle(List<WorkRun> runs) {
+        List<ActiveRun> current = runs.stream().map(ActiveRun::new).toList();
+        current.forEach(run -> active.put(run.run.token(), run));
         try {
-            List<WorkItem> items = run.items();
-            List<Exchange> loaded = List.of();
-            int loadedFrom = 0;
-            List<WorkQueue.Outcome> unrecorded = new ArrayList<>();
+            ClaimItems items = new ClaimItems(runs);
+            List<WorkQueue.Finished> unrecorded = new ArrayList<>();
             long recordedAt = System.nanoTime();
-            int next = 0;
-            while (next < items.size() && running && !current.lost.get()) {
-                if (next == loadedFrom + loaded.size()) {
-                    // A few rows at a time: a run's items are never all in memory at once.
-                    loadedFrom = next;
-                    loaded = load(run.kind(), items.subList(next, Math.min(items.size(), next + loadTogether(run.kind()))));
-                }
-                WorkQueue.Outcome outcome = runItem(items.get(next), loaded.get(next - loadedFrom));
-                next++;
-                unrecorded.add(outcome);
-                if (run.ordered() && "failed".equals(outcome.state())) {
-                    break;
-                }
-                if (next < items.size() && System.nanoTime() - recordedAt >= FLUSH_EVERY.toNanos()) {
-                    if (!record(current, unrecorded, null)) {
-                        return;
+            for (ActiveRun run : current) {
+                List<WorkItem> runItems = run.run.items();
+                List<WorkQueue.Outcome> outcomes = new ArrayList<>();
+                int next = 0;
+                while (next < runItems.size() && running && !run.lost.get()) {
+                    WorkQueue.Outcome outcome = runItem(runItems.get(next), items.exchange(run.run, next));
+                    next++;
+                    outcomes.add(outcome);
+                    if (run.run.ordered() && "failed".equals(outcome.state())) {
+                        break;
                     }
+                    if (next < runItems.size() && System.nanoTime() - recordedAt >= FLUSH_EVERY.toNanos()) {
+                        unrecorded.add(new WorkQueue.Finished(run.run, List.copyOf(outcomes), null));
+                        outcomes.clear();
+                        record(unrecorded);
+                        unrecorded.clear();
+                        recordedAt = System.nanoTime();
+                    }
+                }
+                if (!run.lost.get()) {
+                    unrecorded.add(new WorkQueue.Finished(run.run, outcomes, runItems.subList(next, runItems.size())));
+                }
+                if (System.nanoTime() - recordedAt >= FLUSH_EVERY.toNanos()) {
+                    record(unrecorded);
                     unrecorded.clear();
                     recordedAt = System.nanoTime();
                 }
             }
-            if (!current.lost.get()) {
-                record(current, unrecorded, items.subList(next, items.size()));
-            }
+            record(unrecorded);
         } finally {
-            active.remove(run.token());
+            current.forEach(run -> active.remove(run.run.token()));
+        }
+    }
+
+    /**
+     * The exchanges of a claim's items, filled from their rows a few at a time (the items of
+     * several runs together where the kind reads rows together), so a claim's items are never all
+     * in memory at once.
+     */
+    private final class ClaimItems {
+        private final List<WorkItem> all;
+        private final Map<Long, Integer> runStarts = new HashMap<>();
+        private final Exchange[] loaded;
+
+        ClaimItems(List<WorkRun> runs) {
+            List<WorkItem> items = new ArrayList<>();
+            for (WorkRun run : runs) {
+                runStarts.put(run.token(), items.size());
+                items.addAll(run.items());
+            }
+            this.all = items;
+            this.loaded = new Exchange[items.size()];
+        }
+
+        Exchange exchange(WorkRun run, int index) {
+            int at = runStarts.get(run.token()) + index;
+            if (loaded[at] == null) {
+                String kind = all.get(at).kind();
+                int end = at;
+                int limit = Math.min(all.size(), at + loadTogether(kind));
+                while (end < limit && all.get(end).kind().equals(kind)) {
+                    end++;
+                }
+                List<Exchange> exchanges = load(kind, all.subList(at, end));
+                for (int i = 0; i < exchanges.size(); i++) {
+                    loaded[at + i] = exchanges.get(i);
+                }
+            }
+            Exchange exchange = loaded[at];
+            loaded[at] = null;
+            return exchange;
         }
     }
 
@@ -348,23 +423,34 @@ public final class WorkDispatcher {
         return exchanges;
     }
 
-    /** @param notRun null: the run goes on; else it ends here and these items go back */
-    private boolean record(ActiveRun current, List<WorkQueue.Outcome> outcomes, List<WorkItem> notRun) {
-        WorkRun run = current.run;
-        // A database blip should not leave the chat claimed until the claim expires: try a few times.
+    /** Records what was done with these runs in one commit; runs whose claim was lost are marked so and go no further. */
+    private void record(List<WorkQueue.Finished> finished) {
+        if (finished.isEmpty()) {
+            return;
+        }
+        // A database blip should not leave chats claimed until the claim expires: try a few times.
         for (int attempt = 1; ; attempt++) {
             try {
-                boolean held = notRun == null ? queue.record(run, outcomes) : queue.finish(run, outcomes, notRun);
-                if (!held) {
-                    claimLost(current, outcomes.size());
+                for (Long token : queue.finish(finished)) {
+                    ActiveRun run = active.get(token);
+                    int dropped = finished.stream().filter(f -> f.run().token() == token).mapToInt(f -> f.outcomes().size()).sum();
+                    if (run != null) {
+                        claimLost(run, dropped);
+                    }
                 }
-                return held;
+                return;
             } catch (SQLException e) {
                 if (attempt == RECORD_ATTEMPTS) {
-                    // The claim expires and the items run again: handlers are guarded for that.
-                    LOG.warn("work: outcomes of {} item(s) of {} not recorded ({}); they run again once the claim expires",
-                            outcomes.size(), run.kind(), e.getMessage());
-                    return false;
+                    // The claims expire and the items run again: handlers are guarded for that.
+                    for (WorkQueue.Finished f : finished) {
+                        ActiveRun run = active.get(f.run().token());
+                        if (run != null) {
+                            run.lost.set(true);
+                        }
+                    }
+                    LOG.warn("work: outcomes of {} item(s) not recorded ({}); they run again once their claims expire",
+                            finished.stream().mapToInt(f -> f.outcomes().size()).sum(), e.getMessage());
+                    return;
                 }
                 pauseBeforeRecording(attempt);
             }

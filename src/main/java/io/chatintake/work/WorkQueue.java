@@ -9,10 +9,14 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
+import java.util.Set;
 import java.util.TreeSet;
-import java.util.function.Predicate;
 import javax.sql.DataSource;
 
 /**
@@ -182,169 +186,205 @@ public final class WorkQueue {
         }
     }
 
-    private static final String DUE_LANE = """
-            SELECT kind, chat_key, head_id, nextval('work_claim_token') FROM work_lane
-             WHERE due_at <= now() AND kind = ANY (?::text[]) ORDER BY due_at LIMIT 1 FOR UPDATE SKIP LOCKED""";
-    // From the head, in id order: the partial index on unfinished items of a chat serves it. An
-    // ordered run is the due prefix, so the first item not due ends it; otherwise only due items count.
-    private static final String LANE_ITEMS = """
-            SELECT id, source_key, source_id, attempts, next_attempt_at <= now(), next_attempt_at FROM work_item
-             WHERE kind = ? AND chat_key = ? AND id >= ? AND state NOT IN ('done', 'parked') %s
-             ORDER BY id LIMIT ?""";
+    private static final String DUE_LANES = """
+            SELECT kind, chat_key, head_id FROM work_lane
+             WHERE due_at <= now() AND kind = ANY (?::text[]) ORDER BY due_at LIMIT ? FOR UPDATE SKIP LOCKED""";
+    // Each lane's first unfinished items from its head, in id order (the partial index on unfinished
+    // items of a chat serves each lane): for an ordered kind all of them, so the first one not due
+    // ends the run; otherwise only the due ones.
+    private static final String LANES_ITEMS = """
+            SELECT l.o, i.id, i.source_key, i.source_id, i.attempts, i.next_attempt_at <= now(), i.next_attempt_at
+              FROM unnest(?::text[], ?::text[], ?::bigint[], ?::boolean[]) WITH ORDINALITY AS l(kind, chat_key, head, ordered, o)
+             CROSS JOIN LATERAL (SELECT w.id, w.source_key, w.source_id, w.attempts, w.next_attempt_at FROM work_item w
+                     WHERE w.kind = l.kind AND w.chat_key = l.chat_key AND w.id >= l.head AND w.state NOT IN ('done', 'parked')
+                       AND (l.ordered OR w.next_attempt_at <= now())
+                     ORDER BY w.id LIMIT ?) i
+             ORDER BY l.o, i.id""";
     private static final String LANE_NEXT_DUE = """
             SELECT min(next_attempt_at), min(id) FROM work_item WHERE kind = ? AND chat_key = ? AND id >= ? AND state NOT IN ('done', 'parked')""";
-    private static final String CLAIM_ITEMS = "UPDATE work_item w SET " + CLAIM_SET.formatted("?") + """
-             WHERE w.id = ANY (?::bigint[])
-               AND EXISTS (SELECT 1 FROM work_lane l WHERE l.kind = ? AND l.chat_key = ? AND l.claim_token = ?)""";
+    private static final String SET_LANES_ASIDE = """
+            UPDATE work_lane l SET due_at = u.due, head_id = u.head
+              FROM unnest(?::text[], ?::text[], ?::timestamptz[], ?::bigint[]) AS u(kind, chat_key, due, head)
+             WHERE l.kind = u.kind AND l.chat_key = u.chat_key""";
+    private static final String CLAIM_LANES = """
+            UPDATE work_lane l SET due_at = now() + make_interval(secs => ?), claimed_by = ?, head_id = u.head,
+                   claim_token = nextval('work_claim_token')
+              FROM unnest(?::text[], ?::text[], ?::bigint[]) WITH ORDINALITY AS u(kind, chat_key, head, o)
+             WHERE l.kind = u.kind AND l.chat_key = u.chat_key
+            RETURNING u.o, l.claim_token""";
+    private static final String CLAIM_ITEMS = "UPDATE work_item w SET " + CLAIM_SET.formatted("u.token")
+            + " FROM unnest(?::bigint[], ?::bigint[]) AS u(id, token) WHERE w.id = u.id";
 
-    /**
-     * Claims the run of the lane that has been due longest: up to {@code runSize} consecutive
-     * items of one chat from its head. For an ordered kind the run is the due prefix (an item
-     * waiting for its retry holds the items after it); otherwise every due item among them. A lane
-     * with nothing due is set to when it will be (or idle) and the next lane is tried; null when no
-     * lane has a run.
-     */
-    public WorkRun claimLane(String worker, Duration claim, int runSize, Collection<String> orderedKinds,
-                             Collection<String> kinds) throws SQLException {
-        for (int lanes = 0; lanes < 16; lanes++) {
-            WorkRun lane = inTransaction(c -> claimDueLane(c, worker, claim, orderedKinds, kinds));
-            if (lane == null) {
-                return null;
-            }
-            if (lane.token() == 0) {
-                continue;
-            }
-            WorkRun run = claimRun(lane, worker, claim, runSize);
-            if (run != null && !run.items().isEmpty()) {
-                return run;
-            }
-            if (run != null) {
-                finish(run, List.of(), List.of());
-            }
-        }
-        return null;
-    }
-
-    /**
-     * Under the lane's lock, only what needs it: is its head due? Then the lane is claimed (and
-     * the lock let go at once, so intake never waits behind a run being read); if not, it is set to
-     * when it will be due, or idle: intake, which locks the lane too, cannot slip items past that.
-     * @return null: no due lane; token 0: this lane had nothing due; else the claimed lane, no items yet
-     */
-    private static WorkRun claimDueLane(Connection c, String worker, Duration claim, Collection<String> orderedKinds,
-                                        Collection<String> kinds) throws SQLException {
-        String kind;
-        String chatKey;
-        long head;
-        long token;
-        try (PreparedStatement ps = c.prepareStatement(DUE_LANE)) {
-            ps.setArray(1, c.createArrayOf("text", kinds.toArray()));
-            try (ResultSet rs = ps.executeQuery()) {
-                if (!rs.next()) {
-                    return null;
-                }
-                kind = rs.getString(1);
-                chatKey = rs.getString(2);
-                head = rs.getLong(3);
-                token = rs.getLong(4);
-            }
-        }
-        boolean ordered = orderedKinds.contains(kind);
-        List<LaneItem> first = laneItems(c, kind, chatKey, head, ordered, 1);
-        if (first.isEmpty() || !first.get(0).due()) {
-            long newHead = first.isEmpty() ? head : first.get(0).item().id();
-            Timestamp due = first.isEmpty() ? null : first.get(0).dueAt();
-            if (!ordered) {
-                // The first due item need not be the first unfinished one: look at all of them.
-                try (PreparedStatement ps = c.prepareStatement(LANE_NEXT_DUE)) {
-                    ps.setString(1, kind);
-                    ps.setString(2, chatKey);
-                    ps.setLong(3, head);
-                    try (ResultSet rs = ps.executeQuery()) {
-                        rs.next();
-                        due = rs.getTimestamp(1);
-                        newHead = rs.getObject(2) == null ? head : rs.getLong(2);
-                    }
-                }
-            }
-            try (PreparedStatement ps = c.prepareStatement("UPDATE work_lane SET due_at = ?, head_id = ? WHERE kind = ? AND chat_key = ?")) {
-                ps.setTimestamp(1, due);
-                ps.setLong(2, newHead);
-                ps.setString(3, kind);
-                ps.setString(4, chatKey);
-                ps.executeUpdate();
-            }
-            return new WorkRun(0, kind, chatKey, newHead, ordered, List.of());
-        }
-        long newHead = ordered ? first.get(0).item().id() : head;
-        try (PreparedStatement ps = c.prepareStatement("""
-                UPDATE work_lane SET due_at = now() + make_interval(secs => ?), head_id = ?, claimed_by = ?, claim_token = ?
-                 WHERE kind = ? AND chat_key = ?""")) {
-            setSeconds(ps, 1, claim);
-            ps.setLong(2, newHead);
-            ps.setString(3, worker);
-            ps.setLong(4, token);
-            ps.setString(5, kind);
-            ps.setString(6, chatKey);
-            ps.executeUpdate();
-        }
-        return new WorkRun(token, kind, chatKey, newHead, ordered, List.of());
+    /** A due lane locked by a claim: what the lane row says, and its first items. */
+    private record DueLane(String kind, String chatKey, long head, boolean ordered, List<LaneItem> items) {
     }
 
     private record LaneItem(WorkItem item, boolean due, Timestamp dueAt) {
     }
 
-    /** The first {@code limit} unfinished (for an unordered kind: due) items of a lane from its head, in id order. */
-    private static List<LaneItem> laneItems(Connection c, String kind, String chatKey, long head, boolean ordered, int limit) throws SQLException {
-        List<LaneItem> items = new ArrayList<>();
-        try (PreparedStatement ps = c.prepareStatement(LANE_ITEMS.formatted(ordered ? "" : "AND next_attempt_at <= now()"))) {
-            ps.setString(1, kind);
-            ps.setString(2, chatKey);
-            ps.setLong(3, head);
-            ps.setInt(4, limit);
-            try (ResultSet rs = ps.executeQuery()) {
-                while (rs.next()) {
-                    items.add(new LaneItem(new WorkItem(rs.getLong(1), kind, rs.getString(2), rs.getLong(3), chatKey, rs.getInt(4) + 1, 0),
-                            rs.getBoolean(5), rs.getTimestamp(6)));
-                }
+    /**
+     * The runs of the lane that has been due longest: up to {@code runSize} consecutive items of
+     * one chat from its head ({@link #claimLanes} with one lane). Null when no lane has a run.
+     */
+    public WorkRun claimLane(String worker, Duration claim, int runSize, Collection<String> orderedKinds,
+                             Collection<String> kinds) throws SQLException {
+        for (int attempt = 0; attempt < 16; attempt++) {
+            Claimed claimed = inTransaction(c -> claimLanes(c, worker, claim, runSize, 1, orderedKinds, kinds));
+            if (!claimed.runs().isEmpty()) {
+                return claimed.runs().get(0);
+            }
+            if (claimed.lanesLooked() == 0) {
+                return null;
             }
         }
-        return items;
+        return null;
+    }
+
+    /** What one claim took: its runs, and how many due lanes it looked at (some may have had nothing due). */
+    public record Claimed(List<WorkRun> runs, int lanesLooked) {
+        public int items() {
+            return runs.stream().mapToInt(r -> r.items().size()).sum();
+        }
     }
 
     /**
-     * Reads and claims the run of a lane this worker holds, outside the lane's lock. Only while
-     * the lane still carries the token, so a worker that lost it meanwhile claims nothing.
-     * @return null when the lane was lost
+     * Claims, in one transaction, the runs of up to {@code maxLanes} lanes that have been due
+     * longest, about {@code runSize} items in all (shared out among the lanes, so one busy chat
+     * gets a whole run when it is the only one due). For an ordered kind a run is the due prefix
+     * from the lane's head (an item waiting for its retry holds the items after it); otherwise
+     * every due item among them. A lane with nothing due is set to when it will be (or idle):
+     * intake, which locks the lane too, cannot slip items past that. Each lane gets its own token.
      */
-    private WorkRun claimRun(WorkRun lane, String worker, Duration claim, int runSize) throws SQLException {
-        try (Connection c = dataSource.getConnection()) {
+    public Claimed claimLanes(String worker, Duration claim, int runSize, int maxLanes, Collection<String> orderedKinds,
+                              Collection<String> kinds) throws SQLException {
+        return inTransaction(c -> claimLanes(c, worker, claim, runSize, maxLanes, orderedKinds, kinds));
+    }
+
+    private static Claimed claimLanes(Connection c, String worker, Duration claim, int runSize, int maxLanes,
+                                      Collection<String> orderedKinds, Collection<String> kinds) throws SQLException {
+        List<DueLane> lanes = new ArrayList<>();
+        try (PreparedStatement ps = c.prepareStatement(DUE_LANES)) {
+            ps.setArray(1, c.createArrayOf("text", kinds.toArray()));
+            ps.setInt(2, maxLanes);
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    String kind = rs.getString(1);
+                    lanes.add(new DueLane(kind, rs.getString(2), rs.getLong(3), orderedKinds.contains(kind), new ArrayList<>()));
+                }
+            }
+        }
+        if (lanes.isEmpty()) {
+            return new Claimed(List.of(), 0);
+        }
+        readLaneItems(c, lanes, Math.max(1, (runSize + lanes.size() - 1) / lanes.size()));
+        List<DueLane> withRun = new ArrayList<>();
+        List<DueLane> aside = new ArrayList<>();
+        for (DueLane lane : lanes) {
+            (lane.items().isEmpty() || !lane.items().get(0).due() ? aside : withRun).add(lane);
+        }
+        setAside(c, aside);
+        return new Claimed(claim(c, worker, claim, withRun), lanes.size());
+    }
+
+    private static void readLaneItems(Connection c, List<DueLane> lanes, int perLane) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(LANES_ITEMS)) {
+            ps.setArray(1, c.createArrayOf("text", lanes.stream().map(DueLane::kind).toArray()));
+            ps.setArray(2, c.createArrayOf("text", lanes.stream().map(DueLane::chatKey).toArray()));
+            ps.setArray(3, c.createArrayOf("bigint", lanes.stream().map(DueLane::head).toArray()));
+            ps.setArray(4, c.createArrayOf("boolean", lanes.stream().map(DueLane::ordered).toArray()));
+            ps.setInt(5, perLane);
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    DueLane lane = lanes.get(rs.getInt(1) - 1);
+                    lane.items().add(new LaneItem(new WorkItem(rs.getLong(2), lane.kind(), rs.getString(3), rs.getLong(4),
+                            lane.chatKey(), rs.getInt(5) + 1, 0), rs.getBoolean(6), rs.getTimestamp(7)));
+                }
+            }
+        }
+    }
+
+    /** Lanes with nothing due: due when their first item is (null: idle until intake or a retry makes them due). */
+    private static void setAside(Connection c, List<DueLane> lanes) throws SQLException {
+        if (lanes.isEmpty()) {
+            return;
+        }
+        List<Timestamp> dues = new ArrayList<>();
+        List<Long> heads = new ArrayList<>();
+        for (DueLane lane : lanes) {
+            Timestamp due = lane.items().isEmpty() ? null : lane.items().get(0).dueAt();
+            long head = lane.items().isEmpty() ? lane.head() : lane.items().get(0).item().id();
+            if (!lane.ordered()) {
+                // Only due items were read; the first due item need not be the first unfinished one.
+                try (PreparedStatement ps = c.prepareStatement(LANE_NEXT_DUE)) {
+                    ps.setString(1, lane.kind());
+                    ps.setString(2, lane.chatKey());
+                    ps.setLong(3, lane.head());
+                    try (ResultSet rs = ps.executeQuery()) {
+                        rs.next();
+                        due = rs.getTimestamp(1);
+                        head = rs.getObject(2) == null ? lane.head() : rs.getLong(2);
+                    }
+                }
+            }
+            dues.add(due);
+            heads.add(head);
+        }
+        try (PreparedStatement ps = c.prepareStatement(SET_LANES_ASIDE)) {
+            ps.setArray(1, c.createArrayOf("text", lanes.stream().map(DueLane::kind).toArray()));
+            ps.setArray(2, c.createArrayOf("text", lanes.stream().map(DueLane::chatKey).toArray()));
+            ps.setArray(3, c.createArrayOf("timestamptz", dues.toArray()));
+            ps.setArray(4, c.createArrayOf("bigint", heads.toArray()));
+            ps.executeUpdate();
+        }
+    }
+
+    /** Claims these lanes (each with a new token) and their runs: the due prefix, or the due items. */
+    private static List<WorkRun> claim(Connection c, String worker, Duration claim, List<DueLane> lanes) throws SQLException {
+        if (lanes.isEmpty()) {
+            return List.of();
+        }
+        long[] tokens = new long[lanes.size()];
+        try (PreparedStatement ps = c.prepareStatement(CLAIM_LANES)) {
+            setSeconds(ps, 1, claim);
+            ps.setString(2, worker);
+            ps.setArray(3, c.createArrayOf("text", lanes.stream().map(DueLane::kind).toArray()));
+            ps.setArray(4, c.createArrayOf("text", lanes.stream().map(DueLane::chatKey).toArray()));
+            // An ordered lane's head moves to its first unfinished item; an unordered one keeps it.
+            ps.setArray(5, c.createArrayOf("bigint", lanes.stream()
+                    .map(l -> l.ordered() ? l.items().get(0).item().id() : l.head()).toArray()));
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    tokens[rs.getInt(1) - 1] = rs.getLong(2);
+                }
+            }
+        }
+        List<WorkRun> runs = new ArrayList<>(lanes.size());
+        List<Long> ids = new ArrayList<>();
+        List<Long> itemTokens = new ArrayList<>();
+        for (int i = 0; i < lanes.size(); i++) {
+            DueLane lane = lanes.get(i);
             List<WorkItem> run = new ArrayList<>();
-            for (LaneItem item : laneItems(c, lane.kind(), lane.chatKey(), lane.headId(), lane.ordered(), runSize)) {
+            for (LaneItem item : lane.items()) {
                 if (!item.due()) {
                     break;
                 }
-                WorkItem i = item.item();
-                run.add(new WorkItem(i.id(), i.kind(), i.sourceKey(), i.sourceId(), i.chatKey(), i.attempts(), lane.token()));
+                WorkItem w = item.item();
+                run.add(new WorkItem(w.id(), w.kind(), w.sourceKey(), w.sourceId(), w.chatKey(), w.attempts(), tokens[i]));
+                ids.add(w.id());
+                itemTokens.add(tokens[i]);
             }
-            if (run.isEmpty()) {
-                return lane;
-            }
-            try (PreparedStatement ps = c.prepareStatement(CLAIM_ITEMS)) {
-                ps.setString(1, worker);
-                ps.setLong(2, lane.token());
-                setSeconds(ps, 3, claim);
-                setSeconds(ps, 4, claim);
-                ps.setArray(5, c.createArrayOf("bigint", run.stream().map(WorkItem::id).toArray()));
-                ps.setString(6, lane.kind());
-                ps.setString(7, lane.chatKey());
-                ps.setLong(8, lane.token());
-                if (ps.executeUpdate() != run.size()) {
-                    return null;
-                }
-            }
-            return new WorkRun(lane.token(), lane.kind(), lane.chatKey(), lane.headId(), lane.ordered(), List.copyOf(run));
+            long head = lane.ordered() ? run.get(0).id() : lane.head();
+            runs.add(new WorkRun(tokens[i], lane.kind(), lane.chatKey(), head, lane.ordered(), List.copyOf(run)));
         }
+        try (PreparedStatement ps = c.prepareStatement(CLAIM_ITEMS)) {
+            ps.setString(1, worker);
+            setSeconds(ps, 2, claim);
+            setSeconds(ps, 3, claim);
+            ps.setArray(4, c.createArrayOf("bigint", ids.toArray()));
+            ps.setArray(5, c.createArrayOf("bigint", itemTokens.toArray()));
+            ps.executeUpdate();
+        }
+        return runs;
     }
 
     /** What became of one item of a run. */
@@ -372,66 +412,127 @@ public final class WorkQueue {
             UPDATE work_item w SET state = o.state, last_error = o.error, next_attempt_at = COALESCE(o.next_at, w.next_attempt_at),
                    done_at = CASE WHEN o.state = 'done' THEN now() END, outcome = o.result, claimed_by = NULL, claim_token = NULL,
                    claim_expires_at = NULL, updated_at = now()
-              FROM unnest(?::bigint[], ?::text[], ?::text[], ?::timestamptz[], ?::text[]) AS o(id, state, error, next_at, result)
-             WHERE w.id = o.id AND w.claim_token = ? AND w.state = 'running'""";
+              FROM unnest(?::bigint[], ?::text[], ?::text[], ?::timestamptz[], ?::text[], ?::bigint[])
+                   AS o(id, state, error, next_at, result, token)
+             WHERE w.id = o.id AND w.claim_token = o.token AND w.state = 'running'
+            RETURNING o.token""";
     // Claimed but not run (an ordered run stopped at a failure, or the dispatcher is stopping): as before the claim.
     private static final String UNCLAIM = """
-            UPDATE work_item SET state = 'pending', attempts = attempts - 1, next_attempt_at = now(), claimed_by = NULL,
+            UPDATE work_item w SET state = 'pending', attempts = w.attempts - 1, next_attempt_at = now(), claimed_by = NULL,
                    claim_token = NULL, claim_expires_at = NULL, updated_at = now()
-             WHERE id = ANY (?::bigint[]) AND claim_token = ? AND state = 'running'""";
+              FROM unnest(?::bigint[], ?::bigint[]) AS u(id, token)
+             WHERE w.id = u.id AND w.claim_token = u.token AND w.state = 'running'
+            RETURNING u.token""";
     // The head moves past what the run finished, unless retry or replay moved it back meanwhile.
-    private static final String FINISH_LANE = """
-            UPDATE work_lane SET due_at = CASE WHEN head_id = ? THEN ? ELSE now() END,
-                   head_id = CASE WHEN head_id = ? THEN ? ELSE head_id END, claimed_by = NULL, claim_token = NULL
-             WHERE kind = ? AND chat_key = ? AND claim_token = ?""";
+    // Lanes are locked in the order intake locks them (see lockLanes), so the two never wait in a circle.
+    private static final String FINISH_LANES = """
+            WITH locked AS (
+                SELECT u.kind, u.chat_key, u.token, u.old_head, u.due, u.new_head
+                  FROM unnest(?::text[], ?::text[], ?::bigint[], ?::bigint[], ?::timestamptz[], ?::bigint[]) WITH ORDINALITY
+                       AS u(kind, chat_key, token, old_head, due, new_head, o)
+                  JOIN work_lane l ON l.kind = u.kind AND l.chat_key = u.chat_key AND l.claim_token = u.token
+                 ORDER BY u.o FOR UPDATE OF l)
+            UPDATE work_lane l SET due_at = CASE WHEN l.head_id = k.old_head THEN COALESCE(k.due, now()) ELSE now() END,
+                   head_id = CASE WHEN l.head_id = k.old_head THEN k.new_head ELSE l.head_id END, claimed_by = NULL, claim_token = NULL
+              FROM locked k WHERE l.kind = k.kind AND l.chat_key = k.chat_key AND l.claim_token = k.token
+            RETURNING k.token""";
+
+    /**
+     * What a worker did with a claimed run: {@code outcomes} of items it ran and, when the run
+     * ends here, {@code notRun}: items it gives back (null: the run goes on, its lane stays claimed).
+     */
+    public record Finished(WorkRun run, List<Outcome> outcomes, List<WorkItem> notRun) {
+        boolean ends() {
+            return notRun != null;
+        }
+    }
 
     /**
      * Records outcomes of a run that goes on (in one commit).
-     * @return false when the claim was lost (its token replaced): nothing was recorded
+     * @return false when the claim was lost (its token replaced)
      */
     public boolean record(WorkRun run, List<Outcome> outcomes) throws SQLException {
-        return finish(run, outcomes, null);
+        return finish(List.of(new Finished(run, outcomes, null))).isEmpty();
+    }
+
+    /** {@link #finish(List)} of one run. @return false when its claim was lost */
+    public boolean finish(WorkRun run, List<Outcome> outcomes, List<WorkItem> notRun) throws SQLException {
+        return finish(List.of(new Finished(run, outcomes, notRun))).isEmpty();
     }
 
     /**
-     * Records the run's outcomes, puts its items not run back and releases its lane, in one commit.
-     * The lane is due again at once, or, for an ordered run that stopped at a failed item, when
-     * that item's retry is due.
-     * @return false when the claim was lost (its token replaced): nothing was recorded
+     * Records what workers did with runs, puts back what they did not run and releases the lanes
+     * of runs that end, all in one commit. A lane is due again at once, or, for an ordered run that
+     * stopped at a failed item, when that item's retry is due. Only outcomes of items that still
+     * carry their run's token count (fencing); a run whose claim was lost keeps its lane as it is.
+     * @return the tokens of runs whose claim was lost (released or taken over)
      */
-    public boolean finish(WorkRun run, List<Outcome> outcomes, List<WorkItem> notRun) throws SQLException {
-        // The lane last: its lock, which intake waits for, is held only for the commit.
-        return inTransaction(c -> recordOutcomes(c, run, outcomes) && unclaim(c, run, notRun)
-                && (notRun == null || !run.laned() || finishLane(c, run, outcomes, notRun)), held -> held);
+    public Set<Long> finish(List<Finished> finished) throws SQLException {
+        // The lanes last: their locks, which intake waits for, are held only for the commit.
+        return inTransaction(c -> {
+            Map<Long, Integer> recorded = recordOutcomes(c, finished);
+            Map<Long, Integer> unclaimed = unclaim(c, finished);
+            Set<Long> lost = new HashSet<>();
+            List<Finished> ending = new ArrayList<>();
+            for (Finished f : finished) {
+                long token = f.run().token();
+                if (recorded.getOrDefault(token, 0) != f.outcomes().size()
+                        || unclaimed.getOrDefault(token, 0) != (f.ends() ? f.notRun().size() : 0)) {
+                    lost.add(token);
+                } else if (f.ends() && f.run().laned()) {
+                    ending.add(f);
+                }
+            }
+            Set<Long> released = finishLanes(c, ending);
+            ending.stream().map(f -> f.run().token()).filter(t -> !released.contains(t)).forEach(lost::add);
+            return lost;
+        });
     }
 
-    private static boolean finishLane(Connection c, WorkRun run, List<Outcome> outcomes, List<WorkItem> notRun) throws SQLException {
-        Outcome last = outcomes.isEmpty() ? null : outcomes.get(outcomes.size() - 1);
-        long head = run.headId();
-        Timestamp due = new Timestamp(System.currentTimeMillis());
-        if (run.ordered() && last != null && "failed".equals(last.state())) {
-            // The chat waits for this item's retry.
-            head = last.item().id();
-            due = Timestamp.from(last.nextAttemptAt());
-        } else if (run.ordered() && !run.items().isEmpty()) {
-            // An ordered run is the chat's consecutive items from its head: the head moves past what finished.
-            head = notRun.isEmpty() ? run.items().get(run.items().size() - 1).id() + 1 : notRun.get(0).id();
+    private static Set<Long> finishLanes(Connection c, List<Finished> ending) throws SQLException {
+        if (ending.isEmpty()) {
+            return Set.of();
         }
-        try (PreparedStatement ps = c.prepareStatement(FINISH_LANE)) {
-            ps.setLong(1, run.headId());
-            ps.setTimestamp(2, due);
-            ps.setLong(3, run.headId());
-            ps.setLong(4, head);
-            ps.setString(5, run.kind());
-            ps.setString(6, run.chatKey());
-            ps.setLong(7, run.token());
-            return ps.executeUpdate() == 1;
+        List<Finished> sorted = new ArrayList<>(ending);
+        sorted.sort(Comparator.comparing((Finished f) -> f.run().kind()).thenComparing(f -> f.run().chatKey()));
+        List<Timestamp> dues = new ArrayList<>();
+        List<Long> heads = new ArrayList<>();
+        for (Finished f : sorted) {
+            WorkRun run = f.run();
+            Outcome last = f.outcomes().isEmpty() ? null : f.outcomes().get(f.outcomes().size() - 1);
+            Timestamp due = null;
+            long head = run.headId();
+            if (run.ordered() && last != null && "failed".equals(last.state())) {
+                // The chat waits for this item's retry.
+                head = last.item().id();
+                due = Timestamp.from(last.nextAttemptAt());
+            } else if (run.ordered() && !run.items().isEmpty()) {
+                // An ordered run is the chat's consecutive items from its head: the head moves past what finished.
+                head = f.notRun().isEmpty() ? run.items().get(run.items().size() - 1).id() + 1 : f.notRun().get(0).id();
+            }
+            dues.add(due);
+            heads.add(head);
+        }
+        try (PreparedStatement ps = c.prepareStatement(FINISH_LANES)) {
+            ps.setArray(1, c.createArrayOf("text", sorted.stream().map(f -> f.run().kind()).toArray()));
+            ps.setArray(2, c.createArrayOf("text", sorted.stream().map(f -> f.run().chatKey()).toArray()));
+            ps.setArray(3, c.createArrayOf("bigint", sorted.stream().map(f -> f.run().token()).toArray()));
+            ps.setArray(4, c.createArrayOf("bigint", sorted.stream().map(f -> f.run().headId()).toArray()));
+            ps.setArray(5, c.createArrayOf("timestamptz", dues.toArray()));
+            ps.setArray(6, c.createArrayOf("bigint", heads.toArray()));
+            return new HashSet<>(tokens(ps).keySet());
         }
     }
 
-    private static boolean recordOutcomes(Connection c, WorkRun run, List<Outcome> outcomes) throws SQLException {
+    private static Map<Long, Integer> recordOutcomes(Connection c, List<Finished> finished) throws SQLException {
+        List<Outcome> outcomes = new ArrayList<>();
+        List<Long> tokens = new ArrayList<>();
+        for (Finished f : finished) {
+            outcomes.addAll(f.outcomes());
+            f.outcomes().forEach(o -> tokens.add(f.run().token()));
+        }
         if (outcomes.isEmpty()) {
-            return true;
+            return Map.of();
         }
         try (PreparedStatement ps = c.prepareStatement(RECORD)) {
             ps.setArray(1, c.createArrayOf("bigint", outcomes.stream().map(o -> o.item().id()).toArray()));
@@ -440,20 +541,41 @@ public final class WorkQueue {
             ps.setArray(4, c.createArrayOf("timestamptz", outcomes.stream()
                     .map(o -> o.nextAttemptAt() == null ? null : Timestamp.from(o.nextAttemptAt())).toArray()));
             ps.setArray(5, c.createArrayOf("text", outcomes.stream().map(Outcome::result).toArray()));
-            ps.setLong(6, run.token());
-            return ps.executeUpdate() == outcomes.size();
+            ps.setArray(6, c.createArrayOf("bigint", tokens.toArray()));
+            return tokens(ps);
         }
     }
 
-    private static boolean unclaim(Connection c, WorkRun run, List<WorkItem> notRun) throws SQLException {
-        if (notRun == null || notRun.isEmpty()) {
-            return true;
+    private static Map<Long, Integer> unclaim(Connection c, List<Finished> finished) throws SQLException {
+        List<Long> ids = new ArrayList<>();
+        List<Long> tokens = new ArrayList<>();
+        for (Finished f : finished) {
+            if (f.ends()) {
+                f.notRun().forEach(item -> {
+                    ids.add(item.id());
+                    tokens.add(f.run().token());
+                });
+            }
+        }
+        if (ids.isEmpty()) {
+            return Map.of();
         }
         try (PreparedStatement ps = c.prepareStatement(UNCLAIM)) {
-            ps.setArray(1, c.createArrayOf("bigint", notRun.stream().map(WorkItem::id).toArray()));
-            ps.setLong(2, run.token());
-            return ps.executeUpdate() == notRun.size();
+            ps.setArray(1, c.createArrayOf("bigint", ids.toArray()));
+            ps.setArray(2, c.createArrayOf("bigint", tokens.toArray()));
+            return tokens(ps);
         }
+    }
+
+    /** Rows per token of a statement returning one token per row it changed. */
+    private static Map<Long, Integer> tokens(PreparedStatement ps) throws SQLException {
+        Map<Long, Integer> counts = new HashMap<>();
+        try (ResultSet rs = ps.executeQuery()) {
+            while (rs.next()) {
+                counts.merge(rs.getLong(1), 1, Integer::sum);
+            }
+        }
+        return counts;
     }
 
     /**
@@ -564,21 +686,13 @@ public final class WorkQueue {
         T run(Connection c) throws SQLException;
     }
 
+    /** Runs {@code work} in one transaction: committed when it returns, rolled back when it throws. */
     private <T> T inTransaction(Work<T> work) throws SQLException {
-        return inTransaction(work, result -> true);
-    }
-
-    /** Runs {@code work} in one transaction, committed when {@code commit} says so about its result, else rolled back. */
-    private <T> T inTransaction(Work<T> work, Predicate<T> commit) throws SQLException {
         try (Connection c = dataSource.getConnection()) {
             c.setAutoCommit(false);
             try {
                 T result = work.run(c);
-                if (commit.test(result)) {
-                    c.commit();
-                } else {
-                    c.rollback();
-                }
+                c.commit();
                 return result;
             } catch (SQLException | RuntimeException e) {
                 c.rollback();

@@ -3,7 +3,7 @@ package io.chatintake.work;
 import java.util.List;
 
 /**
- * What one claim hands a worker: due items of one chat's lane in id order (for an ordered kind
+ * A run a worker claimed: due items of one chat's lane in id order (for an ordered kind
  * its consecutive items from the head), or one item without a chat, all under one claim token.
  * {@code chatKey} is null for an item without a chat; {@code headId} is the lane's head when it
  * was claimed.
