@@ -88,6 +88,13 @@ public final class AlbumDecisions {
 
     /** Decides the album now if its stored children agree on a total they reach (and differ from the last decision). */
     public Optional<Decision> decideIfComplete(String albumKey) throws SQLException {
+        // Most children do not complete their album: a look without locks settles those.
+        try (Connection c = dataSource.getConnection()) {
+            Stored stored = storedChildren(c, List.of(albumKey)).get(albumKey);
+            if (stored == null || !AlbumState.of(stored.children()).complete()) {
+                return Optional.empty();
+            }
+        }
         return inTransaction(c -> decide(c, List.of(albumKey), BY_COUNT)).stream().findFirst();
     }
 
@@ -220,12 +227,7 @@ public final class AlbumDecisions {
         }
         Map<String, Integer> lastVersions = new TreeMap<>();
         query(c, LOCK_ALBUMS, albumKeys, rs -> lastVersions.put(rs.getString(1), rs.getInt(2)));
-        Map<String, Stored> stored = new HashMap<>();
-        query(c, CHILDREN, albumKeys, rs -> {
-            Stored album = stored.computeIfAbsent(rs.getString(1), k -> new Stored(new ArrayList<>(), new ArrayList<>()));
-            album.children().add(new AlbumState.Child(rs.getLong(2), (Integer) rs.getObject(4), (Integer) rs.getObject(5)));
-            album.messageIds().add(rs.getString(3));
-        });
+        Map<String, Stored> stored = storedChildren(c, albumKeys);
         Map<String, Set<Long>> lastChildren = new HashMap<>();
         query(c, LAST_DECISIONS, albumKeys, rs -> lastChildren.put(rs.getString(1), ids(rs.getString(2))));
 
@@ -294,6 +296,16 @@ public final class AlbumDecisions {
         }
         WorkQueue.schedule(c, work);
         return decisions;
+    }
+
+    private static Map<String, Stored> storedChildren(Connection c, List<String> albumKeys) throws SQLException {
+        Map<String, Stored> stored = new HashMap<>();
+        query(c, CHILDREN, albumKeys, rs -> {
+            Stored album = stored.computeIfAbsent(rs.getString(1), k -> new Stored(new ArrayList<>(), new ArrayList<>()));
+            album.children().add(new AlbumState.Child(rs.getLong(2), (Integer) rs.getObject(4), (Integer) rs.getObject(5)));
+            album.messageIds().add(rs.getString(3));
+        });
+        return stored;
     }
 
     @FunctionalInterface

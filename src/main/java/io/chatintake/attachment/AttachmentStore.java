@@ -11,7 +11,9 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Types;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import javax.sql.DataSource;
 
 /**
@@ -45,7 +47,9 @@ public final class AttachmentStore {
         }
     }
 
-    private static final String SELECT_ELEMENTS = "SELECT attachments::text FROM channel_message WHERE id = ?";
+    private static final String SELECT_ELEMENTS = """
+            SELECT id, attachments::text FROM channel_message
+             WHERE id = ANY (?::bigint[]) AND jsonb_typeof(attachments) = 'array' AND attachments <> '[]'::jsonb ORDER BY id""";
 
     /**
      * A redelivered child changes nothing; a new URL (a message.updated) replaces one that did not
@@ -86,38 +90,46 @@ public final class AttachmentStore {
     }
 
     /**
-     * Records the attachments of one child, inside the caller's (intake) transaction, right after
-     * the child was upserted, and schedules a download for each new or refreshed one.
+     * Records the attachments of children, inside the caller's (intake) transaction, right after
+     * they were upserted, and schedules a download for each new or refreshed one.
      */
     public static void recordChildren(Connection connection, List<ChildMessageListener.StoredChild> children) throws SQLException {
-        for (ChildMessageListener.StoredChild child : children) {
-            recordFor(connection, child.id());
-        }
+        record(connection, children.stream().map(ChildMessageListener.StoredChild::id).toList());
     }
 
     public static void recordFor(Connection connection, long channelMessageId) throws SQLException {
-        JsonNode elements = elements(connection, channelMessageId);
-        for (int position = 0; position < elements.size(); position++) {
-            JsonNode element = elements.get(position);
-            try (PreparedStatement ps = connection.prepareStatement(UPSERT)) {
-                bind(ps, channelMessageId, position, element);
-                try (ResultSet rs = ps.executeQuery()) {
-                    if (rs.next() && "pending".equals(rs.getString(2))) {
-                        schedule(connection, rs.getLong(1));
+        record(connection, List.of(channelMessageId));
+    }
+
+    /** One query finds which of the children have attachments at all: most have none, and cost nothing more. */
+    private static void record(Connection connection, List<Long> channelMessageIds) throws SQLException {
+        Map<Long, String> elements = new LinkedHashMap<>();
+        try (PreparedStatement ps = connection.prepareStatement(SELECT_ELEMENTS)) {
+            ps.setArray(1, connection.createArrayOf("bigint", channelMessageIds.toArray()));
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    elements.put(rs.getLong(1), rs.getString(2));
+                }
+            }
+        }
+        for (Map.Entry<Long, String> child : elements.entrySet()) {
+            JsonNode list = parse(child.getKey(), child.getValue());
+            for (int position = 0; position < list.size(); position++) {
+                try (PreparedStatement ps = connection.prepareStatement(UPSERT)) {
+                    bind(ps, child.getKey(), position, list.get(position));
+                    try (ResultSet rs = ps.executeQuery()) {
+                        if (rs.next() && "pending".equals(rs.getString(2))) {
+                            schedule(connection, rs.getLong(1));
+                        }
                     }
                 }
             }
         }
     }
 
-    private static JsonNode elements(Connection connection, long channelMessageId) throws SQLException {
-        try (PreparedStatement ps = connection.prepareStatement(SELECT_ELEMENTS)) {
-            ps.setLong(1, channelMessageId);
-            try (ResultSet rs = ps.executeQuery()) {
-                String json = rs.next() ? rs.getString(1) : null;
-                JsonNode node = json == null ? null : JSON.readTree(json);
-                return node != null && node.isArray() ? node : JSON.createArrayNode();
-            }
+    private static JsonNode parse(long channelMessageId, String json) throws SQLException {
+        try {
+            return JSON.readTree(json);
         } catch (IOException e) {
             // jsonb always parses; anything else is a bug, and the intake transaction must not commit half.
             throw new SQLException("attachments of channel_message " + channelMessageId + " are not JSON", e);
