@@ -68,11 +68,13 @@ public final class WorkDispatcher {
     static final int LANES_PER_CLAIM = 64;
 
     public record Options(int concurrency, int maxAttempts, Duration backoffBase, Duration backoffCap, Duration claim,
-                          Duration pollInterval, Set<String> orderedKinds, Duration heartbeat, int deadAfterHeartbeats, int runSize) {
-        /** With the default heartbeat (2 s, dead after 4 missed) and runs of up to 500 items. */
+                          Duration pollInterval, Set<String> orderedKinds, Duration heartbeat, int deadAfterHeartbeats, int runSize,
+                          Duration gather) {
+        /** With the default heartbeat (2 s, dead after 4 missed), runs of up to 500 items and a gathering wait of 20 ms. */
         public Options(int concurrency, int maxAttempts, Duration backoffBase, Duration backoffCap, Duration claim,
                        Duration pollInterval, Set<String> orderedKinds) {
-            this(concurrency, maxAttempts, backoffBase, backoffCap, claim, pollInterval, orderedKinds, Duration.ofSeconds(2), 4, 500);
+            this(concurrency, maxAttempts, backoffBase, backoffCap, claim, pollInterval, orderedKinds, Duration.ofSeconds(2), 4, 500,
+                    Duration.ofMillis(20));
         }
 
         public static Options from(Settings settings) {
@@ -87,7 +89,8 @@ public final class WorkDispatcher {
                             .map(String::trim).filter(s -> !s.isEmpty()).collect(Collectors.toSet()),
                     Duration.ofSeconds(settings.getLong("work.heartbeat-seconds", 2)),
                     settings.getInt("work.dead-after-heartbeats", 4),
-                    settings.getInt("work.run-size", 500));
+                    settings.getInt("work.run-size", 500),
+                    Duration.ofMillis(settings.getLong("work.gather-millis", 20)));
         }
 
         /** How long a process may stay silent before its claims are released. */
@@ -253,17 +256,38 @@ public final class WorkDispatcher {
                 handle(runs);
                 continue;
             }
+            boolean woken = false;
             synchronized (idle) {
                 // A nudge that came while this worker was looking is not lost: it looks again at once.
                 if (running && !nudged) {
                     try {
                         idle.wait(options.pollInterval().toMillis());
+                        woken = nudged;
                     } catch (InterruptedException e) {
                         Thread.currentThread().interrupt();
                         return;
                     }
                 }
             }
+            if (woken && !gather()) {
+                return;
+            }
+        }
+    }
+
+    /**
+     * Woken by new work, an idle worker lets more arrive before it claims: deliveries come one at
+     * a time, and one claim and one commit for what came in the meantime cost far less than one
+     * each. A worker with a backlog never waits here.
+     * @return false when interrupted
+     */
+    private boolean gather() {
+        try {
+            Thread.sleep(options.gather().toMillis());
+            return true;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return false;
         }
     }
 

@@ -9,7 +9,6 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Collection;
-import java.util.Comparator;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
@@ -213,7 +212,7 @@ public final class WorkQueue {
              WHERE l.kind = u.kind AND l.chat_key = u.chat_key
             RETURNING u.o, l.claim_token""";
     private static final String CLAIM_ITEMS = "UPDATE work_item w SET " + CLAIM_SET.formatted("u.token")
-            + " FROM unnest(?::bigint[], ?::bigint[]) AS u(id, token) WHERE w.id = u.id";
+            + " FROM unnest(?::bigint[], ?::bigint[]) AS u(id, token) WHERE w.id = u.id AND w.id = ANY (?::bigint[])";
 
     /** A due lane locked by a claim: what the lane row says, and its first items. */
     private record DueLane(String kind, String chatKey, long head, boolean ordered, List<LaneItem> items) {
@@ -382,6 +381,7 @@ public final class WorkQueue {
             setSeconds(ps, 3, claim);
             ps.setArray(4, c.createArrayOf("bigint", ids.toArray()));
             ps.setArray(5, c.createArrayOf("bigint", itemTokens.toArray()));
+            ps.setArray(6, c.createArrayOf("bigint", ids.toArray()));
             ps.executeUpdate();
         }
         return runs;
@@ -408,31 +408,38 @@ public final class WorkQueue {
         }
     }
 
+    // Each statement joining work_item to an unnest() also names the ids as an array, so that the
+    // plan reads them through the primary key whatever the planner guesses about unnest().
     private static final String RECORD = """
             UPDATE work_item w SET state = o.state, last_error = o.error, next_attempt_at = COALESCE(o.next_at, w.next_attempt_at),
                    done_at = CASE WHEN o.state = 'done' THEN now() END, outcome = o.result, claimed_by = NULL, claim_token = NULL,
                    claim_expires_at = NULL, updated_at = now()
               FROM unnest(?::bigint[], ?::text[], ?::text[], ?::timestamptz[], ?::text[], ?::bigint[])
                    AS o(id, state, error, next_at, result, token)
-             WHERE w.id = o.id AND w.claim_token = o.token AND w.state = 'running'
+             WHERE w.id = o.id AND w.id = ANY (?::bigint[]) AND w.claim_token = o.token AND w.state = 'running'
             RETURNING o.token""";
     // Claimed but not run (an ordered run stopped at a failure, or the dispatcher is stopping): as before the claim.
     private static final String UNCLAIM = """
             UPDATE work_item w SET state = 'pending', attempts = w.attempts - 1, next_attempt_at = now(), claimed_by = NULL,
                    claim_token = NULL, claim_expires_at = NULL, updated_at = now()
               FROM unnest(?::bigint[], ?::bigint[]) AS u(id, token)
-             WHERE w.id = u.id AND w.claim_token = u.token AND w.state = 'running'
+             WHERE w.id = u.id AND w.id = ANY (?::bigint[]) AND w.claim_token = u.token AND w.state = 'running'
             RETURNING u.token""";
-    // The head moves past what the run finished, unless retry or replay moved it back meanwhile.
-    // Lanes are locked in the order intake locks them (see lockLanes), so the two never wait in a circle.
+    // The head moves past what the run finished, unless retry or replay moved it back meanwhile;
+    // the lane is due when its next item is (idle when it has none: intake makes it due again).
+    // SKIP LOCKED: intake holds a lane until its commit and may lock several in one transaction;
+    // waiting for one while holding others could close a circle. A lane skipped is finished after.
     private static final String FINISH_LANES = """
             WITH locked AS (
-                SELECT u.kind, u.chat_key, u.token, u.old_head, u.due, u.new_head
-                  FROM unnest(?::text[], ?::text[], ?::bigint[], ?::bigint[], ?::timestamptz[], ?::bigint[]) WITH ORDINALITY
-                       AS u(kind, chat_key, token, old_head, due, new_head, o)
+                SELECT u.kind, u.chat_key, u.token, u.old_head, u.due, u.new_head, u.ordered
+                  FROM unnest(?::text[], ?::text[], ?::bigint[], ?::bigint[], ?::timestamptz[], ?::bigint[], ?::boolean[])
+                       AS u(kind, chat_key, token, old_head, due, new_head, ordered)
                   JOIN work_lane l ON l.kind = u.kind AND l.chat_key = u.chat_key AND l.claim_token = u.token
-                 ORDER BY u.o FOR UPDATE OF l)
-            UPDATE work_lane l SET due_at = CASE WHEN l.head_id = k.old_head THEN COALESCE(k.due, now()) ELSE now() END,
+                   FOR UPDATE OF l %s)
+            UPDATE work_lane l SET due_at = CASE WHEN l.head_id <> k.old_head THEN now() WHEN k.due IS NOT NULL THEN k.due
+                       ELSE (SELECT CASE WHEN k.ordered THEN w.next_attempt_at ELSE now() END FROM work_item w
+                              WHERE w.kind = l.kind AND w.chat_key = l.chat_key AND w.id >= k.new_head AND w.state NOT IN ('done', 'parked')
+                              ORDER BY w.id LIMIT 1) END,
                    head_id = CASE WHEN l.head_id = k.old_head THEN k.new_head ELSE l.head_id END, claimed_by = NULL, claim_token = NULL
               FROM locked k WHERE l.kind = k.kind AND l.chat_key = k.chat_key AND l.claim_token = k.token
             RETURNING k.token""";
@@ -468,6 +475,19 @@ public final class WorkQueue {
      * @return the tokens of runs whose claim was lost (released or taken over)
      */
     public Set<Long> finish(List<Finished> finished) throws SQLException {
+        List<Finished> skipped = new ArrayList<>();
+        Set<Long> lost = recordAndRelease(finished, skipped);
+        // Each lane intake held a moment ago on its own: a transaction that waits for one lane and
+        // holds nothing else cannot be part of a circle.
+        for (Finished f : skipped) {
+            if (inTransaction(c -> finishLanes(c, List.of(f), false)).isEmpty()) {
+                lost.add(f.run().token());
+            }
+        }
+        return lost;
+    }
+
+    private Set<Long> recordAndRelease(List<Finished> finished, List<Finished> skipped) throws SQLException {
         // The lanes last: their locks, which intake waits for, are held only for the commit.
         return inTransaction(c -> {
             Map<Long, Integer> recorded = recordOutcomes(c, finished);
@@ -483,21 +503,20 @@ public final class WorkQueue {
                     ending.add(f);
                 }
             }
-            Set<Long> released = finishLanes(c, ending);
-            ending.stream().map(f -> f.run().token()).filter(t -> !released.contains(t)).forEach(lost::add);
+            Set<Long> released = finishLanes(c, ending, true);
+            ending.stream().filter(f -> !released.contains(f.run().token())).forEach(skipped::add);
             return lost;
         });
     }
 
-    private static Set<Long> finishLanes(Connection c, List<Finished> ending) throws SQLException {
+    /** @return the tokens of the lanes released; with {@code skipLocked}, lanes locked elsewhere right now are left as they are */
+    private static Set<Long> finishLanes(Connection c, List<Finished> ending, boolean skipLocked) throws SQLException {
         if (ending.isEmpty()) {
             return Set.of();
         }
-        List<Finished> sorted = new ArrayList<>(ending);
-        sorted.sort(Comparator.comparing((Finished f) -> f.run().kind()).thenComparing(f -> f.run().chatKey()));
         List<Timestamp> dues = new ArrayList<>();
         List<Long> heads = new ArrayList<>();
-        for (Finished f : sorted) {
+        for (Finished f : ending) {
             WorkRun run = f.run();
             Outcome last = f.outcomes().isEmpty() ? null : f.outcomes().get(f.outcomes().size() - 1);
             Timestamp due = null;
@@ -513,13 +532,14 @@ public final class WorkQueue {
             dues.add(due);
             heads.add(head);
         }
-        try (PreparedStatement ps = c.prepareStatement(FINISH_LANES)) {
-            ps.setArray(1, c.createArrayOf("text", sorted.stream().map(f -> f.run().kind()).toArray()));
-            ps.setArray(2, c.createArrayOf("text", sorted.stream().map(f -> f.run().chatKey()).toArray()));
-            ps.setArray(3, c.createArrayOf("bigint", sorted.stream().map(f -> f.run().token()).toArray()));
-            ps.setArray(4, c.createArrayOf("bigint", sorted.stream().map(f -> f.run().headId()).toArray()));
+        try (PreparedStatement ps = c.prepareStatement(FINISH_LANES.formatted(skipLocked ? "SKIP LOCKED" : ""))) {
+            ps.setArray(1, c.createArrayOf("text", ending.stream().map(f -> f.run().kind()).toArray()));
+            ps.setArray(2, c.createArrayOf("text", ending.stream().map(f -> f.run().chatKey()).toArray()));
+            ps.setArray(3, c.createArrayOf("bigint", ending.stream().map(f -> f.run().token()).toArray()));
+            ps.setArray(4, c.createArrayOf("bigint", ending.stream().map(f -> f.run().headId()).toArray()));
             ps.setArray(5, c.createArrayOf("timestamptz", dues.toArray()));
             ps.setArray(6, c.createArrayOf("bigint", heads.toArray()));
+            ps.setArray(7, c.createArrayOf("boolean", ending.stream().map(f -> f.run().ordered()).toArray()));
             return new HashSet<>(tokens(ps).keySet());
         }
     }
@@ -542,6 +562,7 @@ public final class WorkQueue {
                     .map(o -> o.nextAttemptAt() == null ? null : Timestamp.from(o.nextAttemptAt())).toArray()));
             ps.setArray(5, c.createArrayOf("text", outcomes.stream().map(Outcome::result).toArray()));
             ps.setArray(6, c.createArrayOf("bigint", tokens.toArray()));
+            ps.setArray(7, c.createArrayOf("bigint", outcomes.stream().map(o -> o.item().id()).toArray()));
             return tokens(ps);
         }
     }
@@ -563,6 +584,7 @@ public final class WorkQueue {
         try (PreparedStatement ps = c.prepareStatement(UNCLAIM)) {
             ps.setArray(1, c.createArrayOf("bigint", ids.toArray()));
             ps.setArray(2, c.createArrayOf("bigint", tokens.toArray()));
+            ps.setArray(3, c.createArrayOf("bigint", ids.toArray()));
             return tokens(ps);
         }
     }

@@ -26,16 +26,28 @@ import javax.sql.DataSource;
  * transaction). A failure of the transaction itself (connection, commit) fails exactly the
  * units it held, none of which is then stored.
  * <p>
+ * A {@link BeforeCommit} step runs once per transaction, after its units, with their results: the
+ * place for writes that lock rows of several units (one statement locks them in one order, where
+ * units locking one row each would lock them in arrival order and could wait for one another in
+ * a circle). When it fails, the units of a group run again one transaction each, so that the
+ * failure stays with the unit it belongs to.
+ * <p>
  * No thread of its own: a submitter that finds a free slot (at most {@code committers} groups run
  * at once) leads, i.e. runs whatever is queued, its own unit included, on its own thread; the
  * others wait for a leader to commit theirs. So a lone request pays no hand-over between threads
  * (on a busy machine each one costs a scheduling delay), and a burst shares commits.
  */
-public final class GroupCommit {
+public final class GroupCommit<T> {
     /** A unit of work in the caller's transaction; it must not commit, roll back or keep the connection. */
     @FunctionalInterface
     public interface Unit<T> {
         T run(Connection transaction) throws SQLException;
+    }
+
+    /** Runs in each transaction after its units, with their results in order; the same rules as a unit. */
+    @FunctionalInterface
+    public interface BeforeCommit<T> {
+        void run(Connection transaction, List<T> results) throws SQLException;
     }
 
     /** How long a waiting submitter trusts the leaders before it looks whether its unit needs one. */
@@ -46,7 +58,8 @@ public final class GroupCommit {
     private final Duration answerTimeout;
     private final int committers;
     private final int maxGroup;
-    private final Queue<Pending<?>> queue = new ConcurrentLinkedQueue<>();
+    private final BeforeCommit<T> beforeCommit;
+    private final Queue<Pending<T>> queue = new ConcurrentLinkedQueue<>();
     private final AtomicInteger leading = new AtomicInteger();
 
     private static final class Pending<T> {
@@ -73,7 +86,13 @@ public final class GroupCommit {
      * @param maxGroup units at most in one transaction
      */
     public GroupCommit(DataSource dataSource, Duration statementTimeout, int committers, int maxGroup) {
+        this(dataSource, statementTimeout, committers, maxGroup, (transaction, results) -> { });
+    }
+
+    /** @param beforeCommit runs in each transaction after its units */
+    public GroupCommit(DataSource dataSource, Duration statementTimeout, int committers, int maxGroup, BeforeCommit<T> beforeCommit) {
         this.dataSource = dataSource;
+        this.beforeCommit = beforeCommit;
         this.statementTimeout = statementTimeout;
         this.answerTimeout = statementTimeout.multipliedBy(2).plusSeconds(1);
         this.committers = committers;
@@ -85,7 +104,7 @@ public final class GroupCommit {
      * committed. Throws when the unit failed, the transaction failed, or no answer came in time
      * (then the unit may still commit later: callers answer "retry", and a retry finds it stored).
      */
-    public <T> T submit(Unit<T> unit) throws SQLException {
+    public T submit(Unit<T> unit) throws SQLException {
         Pending<T> pending = new Pending<>(unit);
         queue.add(pending);
         long deadline = System.nanoTime() + answerTimeout.toNanos();
@@ -117,13 +136,13 @@ public final class GroupCommit {
      * returns, so a steady stream never holds one request; a unit it leaves queued is taken by the
      * next submitter, or by its own submitter when it looks again ({@link #LEADER_CHECK}).
      */
-    private void lead(Pending<?> own) {
+    private void lead(Pending<T> own) {
         if (queue.isEmpty() || !tryTakeSlot()) {
             return;
         }
         try {
             while (!own.outcome.isDone()) {
-                List<Pending<?>> group = nextGroup();
+                List<Pending<T>> group = nextGroup();
                 if (group.isEmpty()) {
                     return;
                 }
@@ -143,17 +162,22 @@ public final class GroupCommit {
         return false;
     }
 
-    private List<Pending<?>> nextGroup() {
-        List<Pending<?>> group = new ArrayList<>();
-        for (Pending<?> next = queue.poll(); next != null; next = group.size() < maxGroup ? queue.poll() : null) {
+    private List<Pending<T>> nextGroup() {
+        List<Pending<T>> group = new ArrayList<>();
+        for (Pending<T> next = queue.poll(); next != null; next = group.size() < maxGroup ? queue.poll() : null) {
             group.add(next);
         }
         return group;
     }
 
-    private void runGuarded(List<Pending<?>> group) {
+    private void runGuarded(List<Pending<T>> group) {
         try {
-            runGroup(group);
+            if (!runGroup(group)) {
+                // The step before commit failed for the group: each unit alone, so it fails only its own.
+                for (Pending<T> pending : group) {
+                    runGroup(List.of(pending));
+                }
+            }
         } catch (RuntimeException | Error e) {
             // Never leave a submitter waiting: whatever is not answered yet fails with this.
             group.forEach(p -> p.outcome.completeExceptionally(e));
@@ -163,8 +187,12 @@ public final class GroupCommit {
         }
     }
 
-    private void runGroup(List<Pending<?>> group) {
-        List<Pending<?>> remaining = new ArrayList<>(group);
+    /**
+     * Runs the group in one transaction (again without a unit that fails) and answers its units.
+     * @return false when the step before commit failed in a group of several units: none is answered yet
+     */
+    private boolean runGroup(List<Pending<T>> group) {
+        List<Pending<T>> remaining = new ArrayList<>(group);
         while (!remaining.isEmpty()) {
             try (Connection c = dataSource.getConnection()) {
                 // Client side too: statement_timeout cannot fire when the server is gone mid-request.
@@ -174,11 +202,14 @@ public final class GroupCommit {
                     try (Statement s = c.createStatement()) {
                         s.execute("SET LOCAL statement_timeout = " + statementTimeout.toMillis());
                     }
-                    Pending<?> failed = runUntilFailure(c, remaining);
+                    Pending<T> failed = runUntilFailure(c, remaining);
                     if (failed != null) {
                         rollbackQuietly(c);
                         remaining.remove(failed);
                         continue;
+                    }
+                    if (!runBeforeCommit(c, remaining)) {
+                        return false;
                     }
                     c.commit();
                 } catch (SQLException | RuntimeException e) {
@@ -193,11 +224,28 @@ public final class GroupCommit {
                 remaining.clear();
             }
         }
+        return true;
+    }
+
+    /** @return false (rolled back) when the step failed for several units; a lone unit gets the failure */
+    private boolean runBeforeCommit(Connection c, List<Pending<T>> units) throws SQLException {
+        try {
+            beforeCommit.run(c, units.stream().map(p -> p.result).toList());
+            return true;
+        } catch (SQLException | RuntimeException e) {
+            rollbackQuietly(c);
+            if (units.size() > 1) {
+                return false;
+            }
+            units.get(0).outcome.completeExceptionally(e);
+            units.clear();
+            return true;
+        }
     }
 
     /** @return the unit that failed (its submitter has the failure), or null when all ran */
-    private static Pending<?> runUntilFailure(Connection c, List<Pending<?>> units) {
-        for (Pending<?> pending : units) {
+    private static <T> Pending<T> runUntilFailure(Connection c, List<Pending<T>> units) {
+        for (Pending<T> pending : units) {
             try {
                 pending.runIn(c);
             } catch (SQLException | RuntimeException e) {

@@ -43,7 +43,7 @@ public final class WebhookEventStore implements WebhookEventSink {
     private static final int COMMITTERS = 8;
     private static final int MAX_GROUP = 32;
 
-    private final GroupCommit commits;
+    private final GroupCommit<Written> commits;
     private final String workspace;
     private final String channel;
     private final String workKind;
@@ -52,7 +52,7 @@ public final class WebhookEventStore implements WebhookEventSink {
     /** @param workKind the kind of work item each new event becomes */
     public WebhookEventStore(DataSource dataSource, Duration statementTimeout, String workspace, String channel, String workKind,
                              ChildMessageListener childListener) {
-        this.commits = new GroupCommit(dataSource, statementTimeout, COMMITTERS, MAX_GROUP);
+        this.commits = new GroupCommit<>(dataSource, statementTimeout, COMMITTERS, MAX_GROUP, this::scheduleAll);
         this.workspace = workspace;
         this.channel = channel;
         this.workKind = workKind;
@@ -64,15 +64,19 @@ public final class WebhookEventStore implements WebhookEventSink {
         return store(events);
     }
 
+    /** What one delivery wrote, and what its transaction still has to write for it before the commit. */
+    private record Written(List<Stored> stored, List<ChildMessageListener.StoredChild> children, List<WorkQueue.NewWork> work) {
+    }
+
     /**
      * The one transaction of a delivery: every event, its child, the child's listeners, its work
      * item. Deliveries arriving together share it ({@link GroupCommit}); returning means committed.
      */
     public List<Stored> store(List<WebhookEvent> events) throws SQLException {
-        return commits.submit(connection -> store(connection, events));
+        return commits.submit(connection -> write(connection, events)).stored();
     }
 
-    private List<Stored> store(Connection connection, List<WebhookEvent> events) throws SQLException {
+    private Written write(Connection connection, List<WebhookEvent> events) throws SQLException {
         List<Stored> result = new ArrayList<>(events.size());
         List<ChildMessageListener.StoredChild> children = new ArrayList<>();
         List<WorkQueue.NewWork> work = new ArrayList<>();
@@ -91,10 +95,17 @@ public final class WebhookEventStore implements WebhookEventSink {
                         stored.id(), event.chatKey(workspace)));
             }
         }
-        // Attachments, downloads and albums commit with their children (albums rule 8).
-        childListener.stored(connection, children);
-        WorkQueue.schedule(connection, work);
-        return result;
+        return new Written(result, children, work);
+    }
+
+    /**
+     * For all deliveries of the transaction at once: attachments, downloads and albums commit with
+     * their children (albums rule 8), and the work items, whose chats' lanes are locked in one
+     * statement in one order.
+     */
+    private void scheduleAll(Connection connection, List<Written> deliveries) throws SQLException {
+        childListener.stored(connection, deliveries.stream().flatMap(d -> d.children().stream()).toList());
+        WorkQueue.schedule(connection, deliveries.stream().flatMap(d -> d.work().stream()).toList());
     }
 
     private Stored insertEvent(Connection connection, WebhookEvent event) throws SQLException {

@@ -32,7 +32,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
 @ExtendWith(TestDatabase.class)
 class GroupCommitTest {
     /** One committer, so what queues while it is busy is one group. */
-    private GroupCommit commits;
+    private GroupCommit<Long> commits;
     private ExecutorService submitters;
     private DataSource dataSource;
 
@@ -43,7 +43,7 @@ class GroupCommitTest {
             s.execute("CREATE TABLE IF NOT EXISTS public.group_commit_probe (name text PRIMARY KEY, txid bigint NOT NULL)");
             s.execute("TRUNCATE public.group_commit_probe");
         }
-        commits = new GroupCommit(dataSource, Duration.ofSeconds(5), 1, 32);
+        commits = new GroupCommit<>(dataSource, Duration.ofSeconds(5), 1, 32);
         submitters = Executors.newFixedThreadPool(16);
     }
 
@@ -108,6 +108,46 @@ class GroupCommitTest {
             assertThat(committedTxid("good-" + i)).as("good-%d stored", i).isNotNull();
         }
         assertThat(committedTxid("bad")).as("the failing unit's own write is rolled back").isNull();
+    }
+
+    @Test
+    void aFailureOfTheStepBeforeCommitFailsOnlyTheUnitItBelongsTo() throws Exception {
+        // The step fails for the transaction that holds the unit whose result is -1 (its txid, negated).
+        commits = new GroupCommit<>(dataSource, Duration.ofSeconds(5), 1, 32, (c, results) -> {
+            if (results.contains(-1L)) {
+                try (Statement s = c.createStatement()) {
+                    s.execute("SELECT 1 / 0");
+                }
+            }
+            for (Long txid : results) {
+                assertThat(txid).isNotNull();
+            }
+        });
+        Future<Long> blocker = submitters.submit(() -> commits.submit(c -> {
+            sleep(c, 0.5);
+            return insert(c, "blocker");
+        }));
+        awaitRunning("blocker");
+        List<Future<Long>> good = new ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            String name = "good-" + i;
+            good.add(submitters.submit(() -> commits.submit(c -> insert(c, name))));
+        }
+        Future<Long> bad = submitters.submit(() -> commits.submit(c -> {
+            insert(c, "bad");
+            return -1L;
+        }));
+        for (int i = 3; i < 6; i++) {
+            String name = "good-" + i;
+            good.add(submitters.submit(() -> commits.submit(c -> insert(c, name))));
+        }
+        blocker.get();
+        assertThatThrownBy(bad::get).hasRootCauseInstanceOf(SQLException.class).hasMessageContaining("division by zero");
+        for (int i = 0; i < good.size(); i++) {
+            good.get(i).get();
+            assertThat(committedTxid("good-" + i)).as("good-%d stored", i).isNotNull();
+        }
+        assertThat(committedTxid("bad")).as("the unit whose step failed is rolled back").isNull();
     }
 
     private static long insert(Connection c, String name) throws SQLException {
