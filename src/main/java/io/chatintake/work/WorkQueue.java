@@ -212,7 +212,10 @@ public final class WorkQueue {
              WHERE l.kind = u.kind AND l.chat_key = u.chat_key
             RETURNING u.o, l.claim_token""";
     private static final String CLAIM_ITEMS = "UPDATE work_item w SET " + CLAIM_SET.formatted("u.token")
-            + " FROM unnest(?::bigint[], ?::bigint[]) AS u(id, token) WHERE w.id = u.id AND w.id = ANY (?::bigint[])";
+            + """
+             FROM unnest(?::bigint[], ?::bigint[]) AS u(id, token) WHERE w.id = u.id AND w.id = ANY (?::bigint[])
+              AND EXISTS (SELECT 1 FROM work_lane l WHERE l.kind = w.kind AND l.chat_key = w.chat_key AND l.claim_token = u.token)
+            RETURNING u.token""";
 
     /** A due lane locked by a claim: what the lane row says, and its first items. */
     private record DueLane(String kind, String chatKey, long head, boolean ordered, List<LaneItem> items) {
@@ -228,7 +231,7 @@ public final class WorkQueue {
     public WorkRun claimLane(String worker, Duration claim, int runSize, Collection<String> orderedKinds,
                              Collection<String> kinds) throws SQLException {
         for (int attempt = 0; attempt < 16; attempt++) {
-            Claimed claimed = inTransaction(c -> claimLanes(c, worker, claim, runSize, 1, orderedKinds, kinds));
+            Claimed claimed = claimLanes(worker, claim, runSize, 1, orderedKinds, kinds);
             if (!claimed.runs().isEmpty()) {
                 return claimed.runs().get(0);
             }
@@ -247,16 +250,36 @@ public final class WorkQueue {
     }
 
     /**
-     * Claims, in one transaction, the runs of up to {@code maxLanes} lanes that have been due
-     * longest, about {@code runSize} items in all (shared out among the lanes, so one busy chat
-     * gets a whole run when it is the only one due). For an ordered kind a run is the due prefix
-     * from the lane's head (an item waiting for its retry holds the items after it); otherwise
-     * every due item among them. A lane with nothing due is set to when it will be (or idle):
-     * intake, which locks the lane too, cannot slip items past that. Each lane gets its own token.
+     * Claims the runs of up to {@code maxLanes} lanes that have been due longest, about
+     * {@code runSize} items in all (shared out among the lanes, so one busy chat gets a whole run
+     * when it is the only one due). For an ordered kind a run is the due prefix from the lane's
+     * head (an item waiting for its retry holds the items after it); otherwise every due item
+     * among them. A lane with nothing due is set to when it will be (or idle): intake, which locks
+     * the lane too, cannot slip items past that. Each lane gets its own token.
+     * <p>
+     * The lanes are claimed in one short transaction and their items after it, while the lanes
+     * carry the tokens: intake, which waits for a lane's lock, never waits behind the items' claim.
      */
     public Claimed claimLanes(String worker, Duration claim, int runSize, int maxLanes, Collection<String> orderedKinds,
                               Collection<String> kinds) throws SQLException {
-        return inTransaction(c -> claimLanes(c, worker, claim, runSize, maxLanes, orderedKinds, kinds));
+        Claimed lanes = inTransaction(c -> claimLanes(c, worker, claim, runSize, maxLanes, orderedKinds, kinds));
+        if (lanes.runs().isEmpty()) {
+            return lanes;
+        }
+        Map<Long, Integer> claimed;
+        try (Connection c = dataSource.getConnection()) {
+            claimed = claimItems(c, worker, claim, lanes.runs());
+        }
+        List<WorkRun> held = new ArrayList<>();
+        for (WorkRun run : lanes.runs()) {
+            if (claimed.getOrDefault(run.token(), 0) == run.items().size()) {
+                held.add(run);
+            } else {
+                // Taken over meanwhile: whatever this claim got goes back (only while it still carries the token).
+                finish(run, List.of(), run.items());
+            }
+        }
+        return new Claimed(held, lanes.lanesLooked());
     }
 
     private static Claimed claimLanes(Connection c, String worker, Duration claim, int runSize, int maxLanes,
@@ -337,7 +360,7 @@ public final class WorkQueue {
         }
     }
 
-    /** Claims these lanes (each with a new token) and their runs: the due prefix, or the due items. */
+    /** Claims these lanes (each with a new token); their runs (the due prefix, or the due items) are claimed after. */
     private static List<WorkRun> claim(Connection c, String worker, Duration claim, List<DueLane> lanes) throws SQLException {
         if (lanes.isEmpty()) {
             return List.of();
@@ -358,8 +381,6 @@ public final class WorkQueue {
             }
         }
         List<WorkRun> runs = new ArrayList<>(lanes.size());
-        List<Long> ids = new ArrayList<>();
-        List<Long> itemTokens = new ArrayList<>();
         for (int i = 0; i < lanes.size(); i++) {
             DueLane lane = lanes.get(i);
             List<WorkItem> run = new ArrayList<>();
@@ -369,11 +390,22 @@ public final class WorkQueue {
                 }
                 WorkItem w = item.item();
                 run.add(new WorkItem(w.id(), w.kind(), w.sourceKey(), w.sourceId(), w.chatKey(), w.attempts(), tokens[i]));
-                ids.add(w.id());
-                itemTokens.add(tokens[i]);
             }
             long head = lane.ordered() ? run.get(0).id() : lane.head();
             runs.add(new WorkRun(tokens[i], lane.kind(), lane.chatKey(), head, lane.ordered(), List.copyOf(run)));
+        }
+        return runs;
+    }
+
+    /** @return items claimed per token: only those of lanes that still carry the token */
+    private static Map<Long, Integer> claimItems(Connection c, String worker, Duration claim, List<WorkRun> runs) throws SQLException {
+        List<Long> ids = new ArrayList<>();
+        List<Long> itemTokens = new ArrayList<>();
+        for (WorkRun run : runs) {
+            for (WorkItem item : run.items()) {
+                ids.add(item.id());
+                itemTokens.add(run.token());
+            }
         }
         try (PreparedStatement ps = c.prepareStatement(CLAIM_ITEMS)) {
             ps.setString(1, worker);
@@ -382,9 +414,8 @@ public final class WorkQueue {
             ps.setArray(4, c.createArrayOf("bigint", ids.toArray()));
             ps.setArray(5, c.createArrayOf("bigint", itemTokens.toArray()));
             ps.setArray(6, c.createArrayOf("bigint", ids.toArray()));
-            ps.executeUpdate();
+            return tokens(ps);
         }
-        return runs;
     }
 
     /** What became of one item of a run. */

@@ -54,8 +54,26 @@ public final class TestDatabase implements BeforeEachCallback, ParameterResolver
         }
     }
 
-    /** Empties every table the migrations created, except Flyway's own history. */
+    /**
+     * Empties every table the migrations created, except Flyway's own history. A runner shared by
+     * the test class keeps reading in the background (health checks, metrics, its dispatcher), and
+     * TRUNCATE locks table after table: PostgreSQL may then end it as a deadlock's victim, so it
+     * tries again.
+     */
     public static void truncateAll() {
+        for (int attempt = 1; ; attempt++) {
+            try {
+                truncateOnce();
+                return;
+            } catch (SQLException e) {
+                if (!"40P01".equals(e.getSQLState()) || attempt == 5) {
+                    throw new IllegalStateException("cannot empty the test database: " + e.getMessage(), e);
+                }
+            }
+        }
+    }
+
+    private static void truncateOnce() throws SQLException {
         try (Connection c = dataSource().getConnection(); Statement s = c.createStatement()) {
             List<String> tables = new ArrayList<>();
             try (ResultSet rs = s.executeQuery("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
@@ -67,8 +85,6 @@ public final class TestDatabase implements BeforeEachCallback, ParameterResolver
             if (!tables.isEmpty()) {
                 s.execute("TRUNCATE " + String.join(", ", tables) + " RESTART IDENTITY CASCADE");
             }
-        } catch (SQLException e) {
-            throw new IllegalStateException("cannot empty the test database: " + e.getMessage(), e);
         }
     }
 
