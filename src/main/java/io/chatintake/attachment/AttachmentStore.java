@@ -94,15 +94,19 @@ public final class AttachmentStore {
      * they were upserted, and schedules a download for each new or refreshed one.
      */
     public static void recordChildren(Connection connection, List<ChildMessageListener.StoredChild> children) throws SQLException {
-        record(connection, children.stream().map(ChildMessageListener.StoredChild::id).toList());
+        record(connection, children.stream().filter(ChildMessageListener.StoredChild::hasAttachments)
+                .map(ChildMessageListener.StoredChild::id).toList());
     }
 
     public static void recordFor(Connection connection, long channelMessageId) throws SQLException {
         record(connection, List.of(channelMessageId));
     }
 
-    /** One query finds which of the children have attachments at all: most have none, and cost nothing more. */
+    /** One query reads the attachments of the children that list any. */
     private static void record(Connection connection, List<Long> channelMessageIds) throws SQLException {
+        if (channelMessageIds.isEmpty()) {
+            return;
+        }
         Map<Long, String> elements = new LinkedHashMap<>();
         try (PreparedStatement ps = connection.prepareStatement(SELECT_ELEMENTS)) {
             ps.setArray(1, connection.createArrayOf("bigint", channelMessageIds.toArray()));

@@ -42,7 +42,8 @@ public final class ChannelMessageStore {
                 updated_at = now()
             RETURNING id, (xmax = 0) AS inserted,
                       channel_message.album_id IS NOT NULL AND channel_message.album_id IS DISTINCT FROM
-                          (SELECT o.album_id FROM channel_message o WHERE o.id = channel_message.id) AS album_assigned
+                          (SELECT o.album_id FROM channel_message o WHERE o.id = channel_message.id) AS album_assigned,
+                      COALESCE(jsonb_typeof(channel_message.attachments) = 'array' AND channel_message.attachments <> '[]'::jsonb, false)
             """;
 
     /** message.received / message.updated: the newest event's values win, older ones only fill gaps. */
@@ -64,8 +65,9 @@ public final class ChannelMessageStore {
      * once), and whether it gave the child its album: a child first seen through a reaction has no
      * album until its message.received arrives, and that write must bring it into its album.
      * (The sub-select in RETURNING reads the statement's snapshot, i.e. the row as it was before.)
+     * {@code hasAttachments}: the row, as written, lists attachments.
      */
-    public record Applied(long id, boolean inserted, boolean albumAssigned) {
+    public record Applied(long id, boolean inserted, boolean albumAssigned, boolean hasAttachments) {
     }
 
     public static Applied apply(Connection connection, String workspace, String eventId, Instant occurredAt, ChannelMessage m,
@@ -92,7 +94,7 @@ public final class ChannelMessageStore {
             ps.setObject(++i, timestamp(occurredAt), Types.TIMESTAMP_WITH_TIMEZONE);
             try (ResultSet rs = ps.executeQuery()) {
                 rs.next();
-                return new Applied(rs.getLong(1), rs.getBoolean(2), rs.getBoolean(3));
+                return new Applied(rs.getLong(1), rs.getBoolean(2), rs.getBoolean(3), rs.getBoolean(4));
             }
         }
     }

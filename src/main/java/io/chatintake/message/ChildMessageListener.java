@@ -16,9 +16,13 @@ public interface ChildMessageListener {
     /**
      * A child row of {@code channel_message}; {@code inserted} when this transaction created it,
      * {@code albumAssigned} when this transaction gave it an album id it did not have before
-     * (at insert, or later: a child first seen through a reaction gets its album with its content).
+     * (at insert, or later: a child first seen through a reaction gets its album with its content),
+     * {@code hasAttachments} when its row lists attachments (false: nothing to look up for them).
      */
-    record StoredChild(long id, boolean inserted, boolean albumAssigned) {
+    record StoredChild(long id, boolean inserted, boolean albumAssigned, boolean hasAttachments) {
+        public static StoredChild of(ChannelMessageStore.Applied applied) {
+            return new StoredChild(applied.id(), applied.inserted(), applied.albumAssigned(), applied.hasAttachments());
+        }
     }
 
     void stored(Connection transaction, List<StoredChild> children) throws SQLException;

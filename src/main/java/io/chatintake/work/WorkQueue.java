@@ -45,38 +45,6 @@ public final class WorkQueue {
     public record Scheduled(long workItemId, long sourceId, String sourceKey) {
     }
 
-    private static final String SCHEDULE = """
-            INSERT INTO work_item (kind, source_key, source_id, chat_key)
-            SELECT n.kind, n.source_key, n.source_id, n.chat_key FROM unnest(?::text[], ?::text[], ?::bigint[], ?::text[]) WITH ORDINALITY AS n(kind, source_key, source_id, chat_key, o)
-             ORDER BY o
-            ON CONFLICT ON CONSTRAINT work_item_source DO NOTHING
-            RETURNING id, source_id, source_key""";
-
-    /**
-     * Schedules work inside the caller's transaction (the one that stored its source), so that
-     * stored means scheduled. Ids follow the list's order, which is the per-chat order.
-     */
-    public static List<Scheduled> schedule(Connection transaction, List<NewWork> work) throws SQLException {
-        if (work.isEmpty()) {
-            return List.of();
-        }
-        lockLanes(transaction, work);
-        try (PreparedStatement ps = transaction.prepareStatement(SCHEDULE)) {
-            ps.setArray(1, transaction.createArrayOf("text", work.stream().map(NewWork::kind).toArray()));
-            ps.setArray(2, transaction.createArrayOf("text", work.stream().map(NewWork::sourceKey).toArray()));
-            ps.setArray(3, transaction.createArrayOf("bigint", work.stream().map(NewWork::sourceId).toArray()));
-            ps.setArray(4, transaction.createArrayOf("text", work.stream().map(NewWork::chatKey).toArray()));
-            List<Scheduled> scheduled = new ArrayList<>(work.size());
-            try (ResultSet rs = ps.executeQuery()) {
-                while (rs.next()) {
-                    scheduled.add(new Scheduled(rs.getLong(1), rs.getLong(2), rs.getString(3)));
-                }
-            }
-            return scheduled;
-        }
-    }
-
-
     // Taken before the items are inserted and held to commit: items of one chat then get their
     // ids in commit order (a lane's head never passes an item committed later), and a worker that
     // finds the lane empty either sees these items or makes the lane due again after this commit.
@@ -87,18 +55,58 @@ public final class WorkQueue {
             ON CONFLICT (kind, chat_key) DO UPDATE SET due_at = now()
              WHERE work_lane.claim_token IS NULL AND (work_lane.due_at IS NULL OR work_lane.due_at > now())""";
 
+    // One round trip: the lanes' locks, then the items. The uncorrelated sub-select runs once,
+    // before the first item row and so before any item takes its id, and it runs the lanes'
+    // statement to its end.
+    private static final String SCHEDULE = """
+            WITH lanes AS (%s RETURNING 1)
+            INSERT INTO work_item (kind, source_key, source_id, chat_key)
+            SELECT n.kind, n.source_key, n.source_id, n.chat_key FROM unnest(?::text[], ?::text[], ?::bigint[], ?::text[]) WITH ORDINALITY AS n(kind, source_key, source_id, chat_key, o)
+             WHERE (SELECT count(*) FROM lanes) >= 0
+             ORDER BY o
+            ON CONFLICT ON CONSTRAINT work_item_source DO NOTHING
+            RETURNING id, source_id, source_key""".formatted(LOCK_LANES);
+
+    /**
+     * Schedules work inside the caller's transaction (the one that stored its source), so that
+     * stored means scheduled. Ids follow the list's order, which is the per-chat order.
+     */
+    public static List<Scheduled> schedule(Connection transaction, List<NewWork> work) throws SQLException {
+        if (work.isEmpty()) {
+            return List.of();
+        }
+        try (PreparedStatement ps = transaction.prepareStatement(SCHEDULE)) {
+            bindLanes(transaction, ps, work);
+            ps.setArray(3, transaction.createArrayOf("text", work.stream().map(NewWork::kind).toArray()));
+            ps.setArray(4, transaction.createArrayOf("text", work.stream().map(NewWork::sourceKey).toArray()));
+            ps.setArray(5, transaction.createArrayOf("bigint", work.stream().map(NewWork::sourceId).toArray()));
+            ps.setArray(6, transaction.createArrayOf("text", work.stream().map(NewWork::chatKey).toArray()));
+            List<Scheduled> scheduled = new ArrayList<>(work.size());
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    scheduled.add(new Scheduled(rs.getLong(1), rs.getLong(2), rs.getString(3)));
+                }
+            }
+            return scheduled;
+        }
+    }
+
     private static void lockLanes(Connection transaction, Collection<NewWork> work) throws SQLException {
-        // Sorted, so that two transactions locking the same lanes never wait for each other in a circle.
-        TreeSet<List<String>> lanes = new TreeSet<>((a, b) -> a.get(0).equals(b.get(0)) ? a.get(1).compareTo(b.get(1)) : a.get(0).compareTo(b.get(0)));
-        work.stream().filter(w -> w.chatKey() != null).forEach(w -> lanes.add(List.of(w.kind(), w.chatKey())));
-        if (lanes.isEmpty()) {
+        if (work.stream().allMatch(w -> w.chatKey() == null)) {
             return;
         }
         try (PreparedStatement ps = transaction.prepareStatement(LOCK_LANES)) {
-            ps.setArray(1, transaction.createArrayOf("text", lanes.stream().map(l -> l.get(0)).toArray()));
-            ps.setArray(2, transaction.createArrayOf("text", lanes.stream().map(l -> l.get(1)).toArray()));
+            bindLanes(transaction, ps, work);
             ps.executeUpdate();
         }
+    }
+
+    /** The lanes of the work's chats as parameters 1 and 2, sorted: two transactions locking the same lanes never wait for each other in a circle. */
+    private static void bindLanes(Connection transaction, PreparedStatement ps, Collection<NewWork> work) throws SQLException {
+        TreeSet<List<String>> lanes = new TreeSet<>((a, b) -> a.get(0).equals(b.get(0)) ? a.get(1).compareTo(b.get(1)) : a.get(0).compareTo(b.get(0)));
+        work.stream().filter(w -> w.chatKey() != null).forEach(w -> lanes.add(List.of(w.kind(), w.chatKey())));
+        ps.setArray(1, transaction.createArrayOf("text", lanes.stream().map(l -> l.get(0)).toArray()));
+        ps.setArray(2, transaction.createArrayOf("text", lanes.stream().map(l -> l.get(1)).toArray()));
     }
 
     // Items put back to pending below their lane's head (retry, replay, schedule again): the head

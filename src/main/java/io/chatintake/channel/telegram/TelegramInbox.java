@@ -218,7 +218,7 @@ public final class TelegramInbox {
         List<StoredUpdate> stored = insert(c, botId, batch, rawReasons);
         List<Long> children = storeChildren(c, stored.stream()
                 .filter(u -> u.json().contains("\"media_group_id\"")).toList());
-        childListener.stored(c, children.stream().map(id -> new ChildMessageListener.StoredChild(id, true, true)).toList());
+        childListener.stored(c, children.stream().map(id -> new ChildMessageListener.StoredChild(id, true, true, true)).toList());
         return stored;
     }
 

@@ -89,7 +89,7 @@ public final class WebhookEventStore implements WebhookEventSink {
                 if (event.message() != null) {
                     ChannelMessageStore.Applied child = ChannelMessageStore.apply(connection, workspace, event.eventId(),
                             event.occurredAt(), event.message(), event.change());
-                    children.add(new ChildMessageListener.StoredChild(child.id(), child.inserted(), child.albumAssigned()));
+                    children.add(ChildMessageListener.StoredChild.of(child));
                 }
                 work.add(new WorkQueue.NewWork(workKind, String.join(":", workspace, channel, event.eventId()),
                         stored.id(), event.chatKey(workspace)));

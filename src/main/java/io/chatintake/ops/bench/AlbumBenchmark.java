@@ -152,7 +152,7 @@ public final class AlbumBenchmark {
                                 null, null, null, null, "a" + i, child, null);
                         ChannelMessageStore.Applied applied = ChannelMessageStore.apply(c, "bench", "e" + i + "-" + child,
                                 Instant.now(), message, ChannelMessage.Change.CONTENT);
-                        stored.add(new ChildMessageListener.StoredChild(applied.id(), applied.inserted(), applied.albumAssigned()));
+                        stored.add(ChildMessageListener.StoredChild.of(applied));
                     }
                 }
                 listener.stored(c, stored);
