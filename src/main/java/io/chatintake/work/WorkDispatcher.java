@@ -66,6 +66,8 @@ public final class WorkDispatcher {
     private static final int RECORD_ATTEMPTS = 4;
     /** Lanes one claim takes at most: a burst over many chats costs a few claims and commits, not one per chat. */
     static final int LANES_PER_CLAIM = 64;
+    /** Claims smaller than this make a worker woken by new work gather before its next claim. */
+    private static final int GATHER_BELOW = 10;
 
     public record Options(int concurrency, int maxAttempts, Duration backoffBase, Duration backoffCap, Duration claim,
                           Duration pollInterval, Set<String> orderedKinds, Duration heartbeat, int deadAfterHeartbeats, int runSize,
@@ -236,6 +238,7 @@ public final class WorkDispatcher {
 
     private void workLoop() {
         boolean lanesFirst = Thread.currentThread().getName().hashCode() % 2 == 0;
+        int lastClaimed = 0;
         while (running) {
             List<WorkRun> runs = List.of();
             synchronized (idle) {
@@ -253,6 +256,7 @@ public final class WorkDispatcher {
                 LOG.warn("work: cannot claim work ({}); retrying", e.getMessage());
             }
             if (!runs.isEmpty()) {
+                lastClaimed = runs.stream().mapToInt(r -> r.items().size()).sum();
                 handle(runs);
                 continue;
             }
@@ -269,16 +273,17 @@ public final class WorkDispatcher {
                     }
                 }
             }
-            if (woken && !gather()) {
+            if (woken && lastClaimed < GATHER_BELOW && !gather()) {
                 return;
             }
         }
     }
 
     /**
-     * Woken by new work, an idle worker lets more arrive before it claims: deliveries come one at
-     * a time, and one claim and one commit for what came in the meantime cost far less than one
-     * each. A worker with a backlog never waits here.
+     * Woken by new work, an idle worker whose last claim was small lets more arrive before it
+     * claims: deliveries come one at a time, and one claim and one commit for what came in the
+     * meantime cost far less than one each. A worker whose claims are large (a backlog, batches)
+     * or that has a backlog never waits here: the wait would only idle it.
      * @return false when interrupted
      */
     private boolean gather() {

@@ -26,8 +26,10 @@ import javax.sql.DataSource;
  * <p>
  * Items of one chat (a chat key) are claimed through the chat's lane ({@code work_lane}): one
  * worker at a time holds a lane and takes a run of its consecutive due items, so per-chat order
- * costs an indexed lookup of due lanes, not a scan of the backlog. Every claim carries a new
- * token (fencing): outcomes, extensions and releases count only while the token still matches.
+ * costs an indexed lookup of due lanes, not a scan of the backlog. One claim takes the runs of
+ * many lanes and one commit records them, so a burst over many chats costs a few statements,
+ * not a few per chat. Every lane claimed carries a new token (fencing): outcomes, extensions and
+ * releases count only while the token still matches.
  * This class is the only writer of {@code work_item} and {@code work_lane}.
  */
 public final class WorkQueue {
@@ -221,7 +223,7 @@ public final class WorkQueue {
             RETURNING u.o, l.claim_token""";
     private static final String CLAIM_ITEMS = "UPDATE work_item w SET " + CLAIM_SET.formatted("u.token")
             + """
-             FROM unnest(?::bigint[], ?::bigint[]) AS u(id, token) WHERE w.id = u.id AND w.id = ANY (?::bigint[])
+             FROM unnest(?::bigint[], ?::bigint[]) AS u(id, token) WHERE w.id = u.id
               AND EXISTS (SELECT 1 FROM work_lane l WHERE l.kind = w.kind AND l.chat_key = w.chat_key AND l.claim_token = u.token)
             RETURNING u.token""";
 
@@ -421,7 +423,6 @@ public final class WorkQueue {
             setSeconds(ps, 3, claim);
             ps.setArray(4, c.createArrayOf("bigint", ids.toArray()));
             ps.setArray(5, c.createArrayOf("bigint", itemTokens.toArray()));
-            ps.setArray(6, c.createArrayOf("bigint", ids.toArray()));
             return tokens(ps);
         }
     }
@@ -447,22 +448,20 @@ public final class WorkQueue {
         }
     }
 
-    // Each statement joining work_item to an unnest() also names the ids as an array, so that the
-    // plan reads them through the primary key whatever the planner guesses about unnest().
     private static final String RECORD = """
             UPDATE work_item w SET state = o.state, last_error = o.error, next_attempt_at = COALESCE(o.next_at, w.next_attempt_at),
                    done_at = CASE WHEN o.state = 'done' THEN now() END, outcome = o.result, claimed_by = NULL, claim_token = NULL,
                    claim_expires_at = NULL, updated_at = now()
               FROM unnest(?::bigint[], ?::text[], ?::text[], ?::timestamptz[], ?::text[], ?::bigint[])
                    AS o(id, state, error, next_at, result, token)
-             WHERE w.id = o.id AND w.id = ANY (?::bigint[]) AND w.claim_token = o.token AND w.state = 'running'
+             WHERE w.id = o.id AND w.claim_token = o.token AND w.state = 'running'
             RETURNING o.token""";
     // Claimed but not run (an ordered run stopped at a failure, or the dispatcher is stopping): as before the claim.
     private static final String UNCLAIM = """
             UPDATE work_item w SET state = 'pending', attempts = w.attempts - 1, next_attempt_at = now(), claimed_by = NULL,
                    claim_token = NULL, claim_expires_at = NULL, updated_at = now()
               FROM unnest(?::bigint[], ?::bigint[]) AS u(id, token)
-             WHERE w.id = u.id AND w.id = ANY (?::bigint[]) AND w.claim_token = u.token AND w.state = 'running'
+             WHERE w.id = u.id AND w.claim_token = u.token AND w.state = 'running'
             RETURNING u.token""";
     // The head moves past what the run finished, unless retry or replay moved it back meanwhile;
     // the lane is due when its next item is (idle when it has none: intake makes it due again).
@@ -601,7 +600,6 @@ public final class WorkQueue {
                     .map(o -> o.nextAttemptAt() == null ? null : Timestamp.from(o.nextAttemptAt())).toArray()));
             ps.setArray(5, c.createArrayOf("text", outcomes.stream().map(Outcome::result).toArray()));
             ps.setArray(6, c.createArrayOf("bigint", tokens.toArray()));
-            ps.setArray(7, c.createArrayOf("bigint", outcomes.stream().map(o -> o.item().id()).toArray()));
             return tokens(ps);
         }
     }
@@ -623,7 +621,6 @@ public final class WorkQueue {
         try (PreparedStatement ps = c.prepareStatement(UNCLAIM)) {
             ps.setArray(1, c.createArrayOf("bigint", ids.toArray()));
             ps.setArray(2, c.createArrayOf("bigint", tokens.toArray()));
-            ps.setArray(3, c.createArrayOf("bigint", ids.toArray()));
             return tokens(ps);
         }
     }

@@ -1,13 +1,10 @@
 package io.chatintake.channel.webhook;
 
+import io.chatintake.work.RowWorkSource;
 import io.chatintake.work.WorkItem;
-import io.chatintake.work.WorkSource;
 import java.nio.charset.StandardCharsets;
-import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.SQLException;
-import java.util.List;
-import org.apache.camel.Exchange;
 import org.apache.camel.Message;
 
 /**
@@ -15,7 +12,7 @@ import org.apache.camel.Message;
  * channel's handler route ({@code direct:<channel>-event} unless configured), with the event's
  * bytes as body. It can hold signed media URLs and reply tokens: handlers must not log it.
  */
-public final class WebhookWorkSource extends WorkSource {
+public final class WebhookWorkSource extends RowWorkSource {
     public static final String WORKSPACE = "ChatIntakeWorkspace";
     public static final String CHANNEL = "ChatIntakeChannel";
     public static final String EVENT_ID = "ChatIntakeEventId";
@@ -24,8 +21,11 @@ public final class WebhookWorkSource extends WorkSource {
     public static final String ACCOUNT = "ChatIntakeAccount";
     public static final String STORED_ID = "ChatIntakeStoredId";
 
+    private static final String SELECT = "SELECT id, workspace, channel, event_id, event_type, provider, account_id, body FROM webhook_event WHERE id %s";
+
+    /** A busy chat's run reads 20 events per query: an event can be as large as the body cap (1 MB by default). */
     public WebhookWorkSource(String kind, String endpointUri) {
-        super(kind, endpointUri);
+        super(kind, endpointUri, SELECT, 20);
     }
 
     /** The work kind of a channel's events. */
@@ -33,25 +33,8 @@ public final class WebhookWorkSource extends WorkSource {
         return channel + "-event";
     }
 
-    private static final String SELECT = "SELECT id, workspace, channel, event_id, event_type, provider, account_id, body FROM webhook_event WHERE id %s";
-
     @Override
-    public void load(Connection connection, WorkItem item, Message message) throws SQLException {
-        readRow(connection, SELECT.formatted("= ?"), item, rs -> fill(rs, item, message));
-    }
-
-    /** A busy chat's run reads 20 events per query; an event can be as large as the body cap (1 MB by default). */
-    @Override
-    public int loadTogether() {
-        return 20;
-    }
-
-    @Override
-    public void loadRun(Connection connection, List<WorkItem> items, List<Exchange> exchanges) {
-        readRows(connection, SELECT.formatted("= ANY (?::bigint[])"), items, exchanges, WebhookWorkSource::fill);
-    }
-
-    private static void fill(ResultSet rs, WorkItem item, Message message) throws SQLException {
+    protected void fill(ResultSet rs, WorkItem item, Message message) throws SQLException {
         message.setHeader(WORKSPACE, rs.getString(2));
         message.setHeader(CHANNEL, rs.getString(3));
         message.setHeader(EVENT_ID, rs.getString(4));
