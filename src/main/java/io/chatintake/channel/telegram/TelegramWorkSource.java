@@ -8,7 +8,7 @@ import org.apache.camel.Message;
 
 /**
  * Stored Telegram updates as work: handled by {@code direct:telegram-update}. Updates are small
- * (a few KB): a busy chat's run reads 100 per query.
+ * (a few KB): a run reads 25 per query.
  */
 public final class TelegramWorkSource extends RowWorkSource {
     public static final String KIND = "telegram-update";
@@ -20,7 +20,7 @@ public final class TelegramWorkSource extends RowWorkSource {
              WHERE u.id %s""";
 
     public TelegramWorkSource(String endpointUri) {
-        super(KIND, endpointUri, SELECT, 100);
+        super(KIND, endpointUri, SELECT, 25);
     }
 
     @Override
