@@ -1,5 +1,7 @@
 package io.chatintake.album;
 
+import static io.chatintake.store.Transactions.inTransaction;
+
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.chatintake.support.MeterRegistryLookup;
 import io.chatintake.work.WorkDispatcher;
@@ -95,7 +97,7 @@ public final class AlbumDecisions {
                 return Optional.empty();
             }
         }
-        return inTransaction(c -> decide(c, List.of(albumKey), BY_COUNT)).stream().findFirst();
+        return inTransaction(dataSource, c -> decide(c, List.of(albumKey), BY_COUNT)).stream().findFirst();
     }
 
     /**
@@ -122,7 +124,7 @@ public final class AlbumDecisions {
         List<Decision> decided = new ArrayList<>();
         for (int batch = 0; batch < SWEEP_MAX_BATCHES; batch++) {
             int[] claimed = new int[1];
-            decided.addAll(inTransaction(c -> {
+            decided.addAll(inTransaction(dataSource, c -> {
                 List<String> keys = claimOverdue(c);
                 claimed[0] = keys.size();
                 return decide(c, keys, BY_DEADLINE);
@@ -158,27 +160,6 @@ public final class AlbumDecisions {
             }
         }
         return keys;
-    }
-
-    @FunctionalInterface
-    private interface Work<T> {
-        T run(Connection c) throws SQLException;
-    }
-
-    private <T> T inTransaction(Work<T> work) throws SQLException {
-        try (Connection c = dataSource.getConnection()) {
-            c.setAutoCommit(false);
-            try {
-                T result = work.run(c);
-                c.commit();
-                return result;
-            } catch (SQLException | RuntimeException e) {
-                c.rollback();
-                throw e;
-            } finally {
-                c.setAutoCommit(true);
-            }
-        }
     }
 
     // Albums locked in key order (the sweep holds its locks already; the count path takes its one).

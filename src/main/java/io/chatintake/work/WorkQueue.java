@@ -1,5 +1,7 @@
 package io.chatintake.work;
 
+import static io.chatintake.store.Transactions.inTransaction;
+
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -272,7 +274,7 @@ public final class WorkQueue {
      */
     public Claimed claimLanes(String worker, Duration claim, int runSize, int maxLanes, Collection<String> orderedKinds,
                               Collection<String> kinds) throws SQLException {
-        Claimed lanes = inTransaction(c -> claimLanes(c, worker, claim, runSize, maxLanes, orderedKinds, kinds));
+        Claimed lanes = inTransaction(dataSource, c -> claimLanes(c, worker, claim, runSize, maxLanes, orderedKinds, kinds));
         if (lanes.runs().isEmpty()) {
             return lanes;
         }
@@ -518,7 +520,7 @@ public final class WorkQueue {
         // Each lane intake held a moment ago on its own: a transaction that waits for one lane and
         // holds nothing else cannot be part of a circle.
         for (Finished f : skipped) {
-            if (inTransaction(c -> finishLanes(c, List.of(f), false)).isEmpty()) {
+            if (inTransaction(dataSource, c -> finishLanes(c, List.of(f), false)).isEmpty()) {
                 lost.add(f.run().token());
             }
         }
@@ -527,7 +529,7 @@ public final class WorkQueue {
 
     private Set<Long> recordAndRelease(List<Finished> finished, List<Finished> skipped) throws SQLException {
         // The lanes last: their locks, which intake waits for, are held only for the commit.
-        return inTransaction(c -> {
+        return inTransaction(dataSource, c -> {
             Map<Long, Integer> recorded = recordOutcomes(c, finished);
             Map<Long, Integer> unclaimed = unclaim(c, finished);
             Set<Long> lost = new HashSet<>();
@@ -717,7 +719,7 @@ public final class WorkQueue {
         String sql = "UPDATE work_item SET state = 'pending', attempts = 0, next_attempt_at = now(), last_error = NULL,"
                 + " updated_at = now() WHERE " + (id == null ? "state = 'parked'" : "id = ? AND state IN ('parked', 'failed')")
                 + " RETURNING kind, chat_key, id";
-        return inTransaction(c -> {
+        return inTransaction(dataSource, c -> {
             try (PreparedStatement ps = c.prepareStatement(sql)) {
                 if (id != null) {
                     ps.setLong(1, id);
@@ -729,7 +731,7 @@ public final class WorkQueue {
 
     /** An explicit re-run of done items of one kind created since a time; never implicit. */
     public int replay(String kind, Instant since) throws SQLException {
-        return inTransaction(c -> {
+        return inTransaction(dataSource, c -> {
             try (PreparedStatement ps = c.prepareStatement(
                     "UPDATE work_item SET state = 'pending', attempts = 0, next_attempt_at = now(), done_at = NULL, updated_at = now()"
                             + " WHERE kind = ? AND state = 'done' AND created_at >= ? RETURNING kind, chat_key, id")) {
@@ -738,27 +740,6 @@ public final class WorkQueue {
                 return reopen(c, ps);
             }
         });
-    }
-
-    private interface Work<T> {
-        T run(Connection c) throws SQLException;
-    }
-
-    /** Runs {@code work} in one transaction: committed when it returns, rolled back when it throws. */
-    private <T> T inTransaction(Work<T> work) throws SQLException {
-        try (Connection c = dataSource.getConnection()) {
-            c.setAutoCommit(false);
-            try {
-                T result = work.run(c);
-                c.commit();
-                return result;
-            } catch (SQLException | RuntimeException e) {
-                c.rollback();
-                throw e;
-            } finally {
-                c.setAutoCommit(true);
-            }
-        }
     }
 
     private static void setSeconds(PreparedStatement ps, int index, Duration duration) throws SQLException {

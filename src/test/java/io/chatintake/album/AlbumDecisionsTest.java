@@ -136,7 +136,8 @@ class AlbumDecisionsTest {
                 ANALYZE album;""");
 
         assertThat(Sql.plan(db, AlbumMetrics.QUERY)).contains("album_open").doesNotContain("Seq Scan");
+        // Either partial index on open albums serves the sweep (the planner picks by cost); never the whole table.
         assertThat(Sql.plan(db, "SELECT album_key FROM album WHERE decide_after <= now() ORDER BY decide_after LIMIT 100"))
-                .contains("album_due").doesNotContain("Seq Scan");
+                .containsAnyOf("album_due", "album_open").doesNotContain("Seq Scan");
     }
 }

@@ -1,5 +1,7 @@
 package io.chatintake.channel.telegram;
 
+import static io.chatintake.store.Transactions.inTransaction;
+
 import io.chatintake.support.CrashPoint;
 import io.chatintake.message.ChildMessageListener;
 import io.chatintake.store.JsonbText;
@@ -185,26 +187,17 @@ public final class TelegramInbox {
      * as stored. Returns the update if this delivery stored it first, else empty.
      */
     public List<StoredUpdate> storePushed(long botId, BotApiClient.RawUpdate update) throws SQLException {
-        try (Connection c = dataSource.getConnection()) {
-            c.setAutoCommit(false);
-            try {
-                List<StoredUpdate> stored = storeUpdates(c, botId, List.of(update),
-                        Collections.singletonList(JsonbText.refusal(update.json()).orElse(null)));
-                try (PreparedStatement ps = c.prepareStatement(COUNT_PUSHED)) {
-                    ps.setLong(1, stored.size());
-                    ps.setLong(2, 1 - stored.size());
-                    ps.setLong(3, botId);
-                    ps.executeUpdate();
-                }
-                c.commit();
-                return stored;
-            } catch (SQLException | RuntimeException e) {
-                rollbackQuietly(c);
-                throw e;
-            } finally {
-                c.setAutoCommit(true);
+        return inTransaction(dataSource, c -> {
+            List<StoredUpdate> stored = storeUpdates(c, botId, List.of(update),
+                    Collections.singletonList(JsonbText.refusal(update.json()).orElse(null)));
+            try (PreparedStatement ps = c.prepareStatement(COUNT_PUSHED)) {
+                ps.setLong(1, stored.size());
+                ps.setLong(2, 1 - stored.size());
+                ps.setLong(3, botId);
+                ps.executeUpdate();
             }
-        }
+            return stored;
+        });
     }
 
     private static final String COUNT_PUSHED = """
