@@ -518,13 +518,32 @@ public final class WorkQueue {
         List<Finished> skipped = new ArrayList<>();
         Set<Long> lost = recordAndRelease(finished, skipped);
         // Each lane intake held a moment ago on its own: a transaction that waits for one lane and
-        // holds nothing else cannot be part of a circle.
+        // holds nothing else cannot be part of a circle. The outcomes are committed already, so a
+        // failure here is retried here: recording them again would find them gone and drop the lane.
         for (Finished f : skipped) {
-            if (inTransaction(dataSource, c -> finishLanes(c, List.of(f), false)).isEmpty()) {
+            if (releaseAlone(f).isEmpty()) {
                 lost.add(f.run().token());
             }
         }
         return lost;
+    }
+
+    private Set<Long> releaseAlone(Finished finished) throws SQLException {
+        for (int attempt = 1; ; attempt++) {
+            try {
+                return inTransaction(dataSource, c -> finishLanes(c, List.of(finished), false));
+            } catch (SQLException e) {
+                if (attempt == 3) {
+                    throw e;
+                }
+                try {
+                    Thread.sleep(200L * attempt);
+                } catch (InterruptedException interrupted) {
+                    Thread.currentThread().interrupt();
+                    throw e;
+                }
+            }
+        }
     }
 
     private Set<Long> recordAndRelease(List<Finished> finished, List<Finished> skipped) throws SQLException {
