@@ -15,6 +15,7 @@ import java.sql.SQLException;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.Deque;
 import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
@@ -22,8 +23,10 @@ import java.util.TreeSet;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedDeque;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.stream.Collectors;
 import org.apache.camel.CamelContext;
@@ -39,10 +42,12 @@ import org.slf4j.LoggerFactory;
  * done, or failed with exponential backoff and jitter, or parked after the last attempt. Any number
  * of processes can run one; claims keep an item with one worker at a time.
  * <p>
- * A worker claims the runs of many chats at once (a run: consecutive due items of one chat, its
- * lane), or one item without a chat, and records the outcomes in one commit (or one per
- * {@link #FLUSH_EVERY} of a long claim). For an ordered kind a failed item ends its run and holds
- * its chat until its retry.
+ * One claim takes the runs of many chats at once (a run: consecutive due items of one chat, its
+ * lane), or one item without a chat, and queues them in this process; each idle worker takes its
+ * share (a slice), runs it and records the outcomes in one commit (or one per
+ * {@link #FLUSH_EVERY} of a long slice). A handler that runs longer than {@link #STALL} hands the
+ * runs still waiting in its slice to other workers, so a slow chat holds up only itself. For an
+ * ordered kind a failed item ends its run and holds its chat until its retry.
  * <p>
  * Every process beats in {@code runner_heartbeat}; claims of a process that stopped beating for
  * {@code work.dead-after-heartbeats} intervals are released by any live one, and claims of runs
@@ -66,8 +71,10 @@ public final class WorkDispatcher {
     private static final int RECORD_ATTEMPTS = 4;
     /** Lanes one claim takes at most: a burst over many chats costs a few claims and commits, not one per chat. */
     static final int LANES_PER_CLAIM = 64;
-    /** Claims smaller than this make a worker woken by new work gather before its next claim. */
+    /** Slices smaller than this make a worker woken by new work gather before its next claim. */
     private static final int GATHER_BELOW = 10;
+    /** A handler running this long hands the runs queued behind it in its slice to other workers. */
+    static final Duration STALL = Duration.ofMillis(500);
 
     public record Options(int concurrency, int maxAttempts, Duration backoffBase, Duration backoffCap, Duration claim,
                           Duration pollInterval, Set<String> orderedKinds, Duration heartbeat, int deadAfterHeartbeats, int runSize,
@@ -101,13 +108,31 @@ public final class WorkDispatcher {
         }
     }
 
-    /** A run being handled here; {@code lost} once its claim was released or taken over. */
+    /**
+     * A run claimed by this process: queued here, in a worker's slice, or started (then it stays
+     * with that worker). {@code lost} once its claim was released or taken over.
+     */
     private static final class ActiveRun {
+        static final int QUEUED = 0;
+        static final int SLICED = 1;
+        static final int STARTED = 2;
+
         final WorkRun run;
         final AtomicBoolean lost = new AtomicBoolean();
+        final AtomicInteger state = new AtomicInteger(QUEUED);
 
         ActiveRun(WorkRun run) {
             this.run = run;
+        }
+    }
+
+    /** The runs a worker took to handle one after the other, and since when its current handler runs (0: none). */
+    private static final class Slice {
+        final List<ActiveRun> runs;
+        volatile long handlerSince;
+
+        Slice(List<ActiveRun> runs) {
+            this.runs = runs;
         }
     }
 
@@ -119,6 +144,9 @@ public final class WorkDispatcher {
     private final String worker = ProcessIdentity.name();
     private final RunnerHeartbeat heartbeat;
     private final Map<Long, ActiveRun> active = new ConcurrentHashMap<>();
+    /** Runs claimed by this process that no worker has taken yet. */
+    private final Deque<ActiveRun> claimed = new ConcurrentLinkedDeque<>();
+    private final Set<Slice> slices = ConcurrentHashMap.newKeySet();
     private MeterRegistry registry;
     private final Map<String, AtomicLong> depth = new ConcurrentHashMap<>();
     private final Map<String, Timer> handlerTimers = new ConcurrentHashMap<>();
@@ -188,6 +216,7 @@ public final class WorkDispatcher {
             join(thread);
         }
         threads.clear();
+        giveBackQueued();
         // Beating (and extending claims) until the last handler returned.
         beating = false;
         synchronized (beatPause) {
@@ -202,6 +231,16 @@ public final class WorkDispatcher {
                 LOG.debug("work: heartbeat row not removed ({}); it ages out", e.getMessage());
             }
         }
+    }
+
+    /** Runs claimed here that no worker started go back to the database as they were. */
+    private void giveBackQueued() {
+        List<WorkQueue.Finished> back = new ArrayList<>();
+        for (ActiveRun run = claimed.poll(); run != null; run = claimed.poll()) {
+            back.add(new WorkQueue.Finished(run.run, List.of(), run.run.items()));
+        }
+        record(back);
+        back.forEach(f -> active.remove(f.run().token()));
     }
 
     private static void join(Thread thread) {
@@ -238,26 +277,30 @@ public final class WorkDispatcher {
 
     private void workLoop() {
         boolean lanesFirst = Thread.currentThread().getName().hashCode() % 2 == 0;
-        int lastClaimed = 0;
+        int lastSlice = 0;
         while (running) {
-            List<WorkRun> runs = List.of();
+            List<ActiveRun> slice = takeSlice();
+            if (!slice.isEmpty()) {
+                lastSlice = slice.stream().mapToInt(r -> r.run.items().size()).sum();
+                handle(new Slice(slice));
+                continue;
+            }
             synchronized (idle) {
                 nudged = false;
             }
+            boolean found = false;
             try {
                 refreshDepth();
                 // Alternating, so that neither chats nor items without a chat can starve the other.
-                runs = lanesFirst ? claimLanes() : claimUnlaned();
-                if (runs.isEmpty()) {
-                    runs = lanesFirst ? claimUnlaned() : claimLanes();
+                found = lanesFirst ? claimLanes() : claimUnlaned();
+                if (!found) {
+                    found = lanesFirst ? claimUnlaned() : claimLanes();
                 }
                 lanesFirst = !lanesFirst;
             } catch (SQLException e) {
                 LOG.warn("work: cannot claim work ({}); retrying", e.getMessage());
             }
-            if (!runs.isEmpty()) {
-                lastClaimed = runs.stream().mapToInt(r -> r.items().size()).sum();
-                handle(runs);
+            if (found) {
                 continue;
             }
             boolean woken = false;
@@ -273,17 +316,17 @@ public final class WorkDispatcher {
                     }
                 }
             }
-            if (woken && lastClaimed < GATHER_BELOW && !gather()) {
+            if (woken && lastSlice < GATHER_BELOW && claimed.isEmpty() && !gather()) {
                 return;
             }
         }
     }
 
     /**
-     * Woken by new work, an idle worker whose last claim was small lets more arrive before it
+     * Woken by new work, an idle worker whose last slice was small lets more arrive before it
      * claims: deliveries come one at a time, and one claim and one commit for what came in the
-     * meantime cost far less than one each. A worker whose claims are large (a backlog, batches)
-     * or that has a backlog never waits here: the wait would only idle it.
+     * meantime cost far less than one each. A worker whose slices are large (a backlog, batches)
+     * never waits here: the wait would only idle it.
      * @return false when interrupted
      */
     private boolean gather() {
@@ -297,26 +340,67 @@ public final class WorkDispatcher {
     }
 
     /**
-     * The runs of up to {@link #LANES_PER_CLAIM} due lanes, in one claim. A full claim may have
-     * left more due lanes behind: it wakes another worker for them.
+     * Queued runs for this worker: one when there are no more runs than workers (each gets its
+     * own at once), else up to {@code work.run-size} items (unless one run is longer), recorded in
+     * one commit; a slow handler hands the rest of its slice on ({@link #handBackStalled}).
      */
-    private List<WorkRun> claimLanes() throws SQLException {
-        for (int attempt = 0; attempt < 16; attempt++) {
-            WorkQueue.Claimed claimed = queue.claimLanes(worker, options.claim(), options.runSize(), LANES_PER_CLAIM,
-                    options.orderedKinds(), handledKinds());
-            if (claimed.lanesLooked() == LANES_PER_CLAIM || claimed.items() >= options.runSize()) {
-                nudge();
+    private List<ActiveRun> takeSlice() {
+        int share = claimed.size() <= options.concurrency() ? 1 : Integer.MAX_VALUE;
+        List<ActiveRun> slice = new ArrayList<>();
+        int items = 0;
+        while (slice.size() < share && items < options.runSize()) {
+            ActiveRun run = claimed.poll();
+            if (run == null) {
+                break;
             }
-            if (!claimed.runs().isEmpty() || claimed.lanesLooked() == 0) {
-                return claimed.runs();
+            if (run.state.compareAndSet(ActiveRun.QUEUED, ActiveRun.SLICED)) {
+                slice.add(run);
+                items += run.run.items().size();
             }
         }
-        return List.of();
+        return slice;
     }
 
-    private List<WorkRun> claimUnlaned() throws SQLException {
+    /**
+     * Claims the runs of up to {@link #LANES_PER_CLAIM} due lanes and queues them here; other
+     * idle workers are woken to take their share.
+     * @return whether anything was claimed
+     */
+    private boolean claimLanes() throws SQLException {
+        for (int attempt = 0; attempt < 16; attempt++) {
+            WorkQueue.Claimed lanes = queue.claimLanes(worker, options.claim(), options.runSize(), LANES_PER_CLAIM,
+                    options.orderedKinds(), handledKinds());
+            if (!lanes.runs().isEmpty()) {
+                queueRuns(lanes.runs());
+                return true;
+            }
+            if (lanes.lanesLooked() == 0) {
+                return false;
+            }
+        }
+        return false;
+    }
+
+    private boolean claimUnlaned() throws SQLException {
         WorkRun run = queue.claimUnlaned(worker, options.claim(), handledKinds());
-        return run == null ? List.of() : List.of(run);
+        if (run != null) {
+            queueRuns(List.of(run));
+        }
+        return run != null;
+    }
+
+    private void queueRuns(List<WorkRun> runs) {
+        for (WorkRun run : runs) {
+            ActiveRun active = new ActiveRun(run);
+            this.active.put(run.token(), active);
+            claimed.add(active);
+        }
+        if (runs.size() > 1) {
+            synchronized (idle) {
+                nudged = true;
+                idle.notifyAll();
+            }
+        }
     }
 
     /** Whether this process runs work of this kind (a handler is configured or registered here). */
@@ -342,22 +426,28 @@ public final class WorkDispatcher {
     }
 
     /**
-     * Runs the claimed runs one after the other, each in its order, and records their outcomes
-     * together: at the end, or every {@link #FLUSH_EVERY} of a long claim.
+     * Runs the slice's runs one after the other, each in its order, and records their outcomes
+     * together: at the end, or every {@link #FLUSH_EVERY} of a long slice. A run handed back
+     * meanwhile (its slice stalled on a slow handler) is skipped: another worker has it.
      */
-    private void handle(List<WorkRun> runs) {
-        List<ActiveRun> current = runs.stream().map(ActiveRun::new).toList();
-        current.forEach(run -> active.put(run.run.token(), run));
+    private void handle(Slice slice) {
+        slices.add(slice);
         try {
-            ClaimItems items = new ClaimItems(runs);
+            ClaimItems items = new ClaimItems(slice.runs.stream().map(r -> r.run).toList());
             List<WorkQueue.Finished> unrecorded = new ArrayList<>();
             long recordedAt = System.nanoTime();
-            for (ActiveRun run : current) {
+            for (ActiveRun run : slice.runs) {
+                if (!run.state.compareAndSet(ActiveRun.SLICED, ActiveRun.STARTED)) {
+                    continue;
+                }
                 List<WorkItem> runItems = run.run.items();
                 List<WorkQueue.Outcome> outcomes = new ArrayList<>();
                 int next = 0;
                 while (next < runItems.size() && running && !run.lost.get()) {
-                    WorkQueue.Outcome outcome = runItem(runItems.get(next), items.exchange(run.run, next));
+                    Exchange exchange = items.exchange(run.run, next);
+                    slice.handlerSince = System.nanoTime();
+                    WorkQueue.Outcome outcome = runItem(runItems.get(next), exchange);
+                    slice.handlerSince = 0;
                     next++;
                     outcomes.add(outcome);
                     if (run.run.ordered() && "failed".equals(outcome.state())) {
@@ -382,13 +472,42 @@ public final class WorkDispatcher {
             }
             record(unrecorded);
         } finally {
-            current.forEach(run -> active.remove(run.run.token()));
+            slices.remove(slice);
+            slice.runs.stream().filter(r -> r.state.get() == ActiveRun.STARTED).forEach(r -> active.remove(r.run.token()));
         }
     }
 
     /**
-     * The exchanges of a claim's items, filled from their rows a few at a time (the items of
-     * several runs together where the kind reads rows together), so a claim's items are never all
+     * The runs of slices whose handler has run longer than {@link #STALL} and that no worker
+     * started yet go back to the queue here, so one slow handler holds up only its own chat.
+     */
+    private void handBackStalled() {
+        long now = System.nanoTime();
+        int handedBack = 0;
+        for (Slice slice : slices) {
+            long since = slice.handlerSince;
+            if (since == 0 || now - since < STALL.toNanos()) {
+                continue;
+            }
+            for (ActiveRun run : slice.runs) {
+                if (run.state.compareAndSet(ActiveRun.SLICED, ActiveRun.QUEUED)) {
+                    claimed.addFirst(run);
+                    handedBack++;
+                }
+            }
+        }
+        if (handedBack > 0) {
+            LOG.debug("work: {} run(s) waiting behind a slow handler went to other workers", handedBack);
+            synchronized (idle) {
+                nudged = true;
+                idle.notifyAll();
+            }
+        }
+    }
+
+    /**
+     * The exchanges of a slice's items, filled from their rows a few at a time (the items of
+     * several runs together where the kind reads rows together), so a slice's items are never all
      * in memory at once.
      */
     private final class ClaimItems {
@@ -565,6 +684,8 @@ public final class WorkDispatcher {
     private void heartbeatLoop() {
         Duration extendEvery = options.claim().dividedBy(3);
         Duration tick = extendEvery.compareTo(options.heartbeat()) < 0 ? extendEvery : options.heartbeat();
+        // Stalled slices are looked at twice per STALL; the database work below keeps its own pace.
+        tick = tick.compareTo(STALL.dividedBy(2)) < 0 ? tick : STALL.dividedBy(2);
         long lastBeat = System.nanoTime();
         long lastExtension = System.nanoTime();
         boolean failing = false;
@@ -580,6 +701,7 @@ public final class WorkDispatcher {
             if (!beating) {
                 return;
             }
+            handBackStalled();
             try {
                 if (System.nanoTime() - lastBeat >= options.heartbeat().toNanos() - tick.toNanos() / 2) {
                     heartbeat.beat();

@@ -466,20 +466,18 @@ public final class WorkQueue {
              WHERE w.id = u.id AND w.claim_token = u.token AND w.state = 'running'
             RETURNING u.token""";
     // The head moves past what the run finished, unless retry or replay moved it back meanwhile;
-    // the lane is due when its next item is (idle when it has none: intake makes it due again).
+    // the lane is due again (the next claim sets it idle if nothing is left: that claim reads the
+    // items after taking the lane's lock, so it sees whatever intake committed before).
     // SKIP LOCKED: intake holds a lane until its commit and may lock several in one transaction;
     // waiting for one while holding others could close a circle. A lane skipped is finished after.
     private static final String FINISH_LANES = """
             WITH locked AS (
-                SELECT u.kind, u.chat_key, u.token, u.old_head, u.due, u.new_head, u.ordered
-                  FROM unnest(?::text[], ?::text[], ?::bigint[], ?::bigint[], ?::timestamptz[], ?::bigint[], ?::boolean[])
-                       AS u(kind, chat_key, token, old_head, due, new_head, ordered)
+                SELECT u.kind, u.chat_key, u.token, u.old_head, u.due, u.new_head
+                  FROM unnest(?::text[], ?::text[], ?::bigint[], ?::bigint[], ?::timestamptz[], ?::bigint[])
+                       AS u(kind, chat_key, token, old_head, due, new_head)
                   JOIN work_lane l ON l.kind = u.kind AND l.chat_key = u.chat_key AND l.claim_token = u.token
                    FOR UPDATE OF l %s)
-            UPDATE work_lane l SET due_at = CASE WHEN l.head_id <> k.old_head THEN now() WHEN k.due IS NOT NULL THEN k.due
-                       ELSE (SELECT CASE WHEN k.ordered THEN w.next_attempt_at ELSE now() END FROM work_item w
-                              WHERE w.kind = l.kind AND w.chat_key = l.chat_key AND w.id >= k.new_head AND w.state NOT IN ('done', 'parked')
-                              ORDER BY w.id LIMIT 1) END,
+            UPDATE work_lane l SET due_at = CASE WHEN l.head_id = k.old_head THEN COALESCE(k.due, now()) ELSE now() END,
                    head_id = CASE WHEN l.head_id = k.old_head THEN k.new_head ELSE l.head_id END, claimed_by = NULL, claim_token = NULL
               FROM locked k WHERE l.kind = k.kind AND l.chat_key = k.chat_key AND l.claim_token = k.token
             RETURNING k.token""";
@@ -598,7 +596,6 @@ public final class WorkQueue {
             ps.setArray(4, c.createArrayOf("bigint", ending.stream().map(f -> f.run().headId()).toArray()));
             ps.setArray(5, c.createArrayOf("timestamptz", dues.toArray()));
             ps.setArray(6, c.createArrayOf("bigint", heads.toArray()));
-            ps.setArray(7, c.createArrayOf("boolean", ending.stream().map(f -> f.run().ordered()).toArray()));
             return new HashSet<>(tokens(ps).keySet());
         }
     }

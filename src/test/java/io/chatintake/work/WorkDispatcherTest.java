@@ -235,6 +235,27 @@ class WorkDispatcherTest {
     }
 
     @Test
+    void chatsClaimedWithASlowChatAreHandledByOtherWorkersWhileItsHandlerRuns() throws Exception {
+        slow.add(BOT + ":1");
+        store(1, 1);
+        // Five more chats become due after the slow one: one claim takes all six, and with two
+        // workers the slow chat's worker takes three of them.
+        store(2, 2);
+        store(3, 3);
+        store(4, 4);
+        store(5, 5);
+        store(6, 6);
+        startDispatcher(3);
+
+        List<String> fast = List.of(BOT + ":2", BOT + ":3", BOT + ":4", BOT + ":5", BOT + ":6");
+        // The slow handler takes 2.5 s; the chats queued behind it go to the other worker within the stall time.
+        Await.until("every fast chat handled while the slow handler runs", Duration.ofMillis(2000), () -> handled.containsAll(fast));
+        assertThat(handled).doesNotContain(BOT + ":1");
+        Await.until("the slow chat done", WAIT, () -> handled.contains(BOT + ":1"));
+        assertThat(handled).hasSize(6);
+    }
+
+    @Test
     void aKindWithoutAHandlerHereIsNeverClaimedHereAndRunsWhereItHasOne() throws Exception {
         store(3, 21);
         startProduct(3, "");
