@@ -70,7 +70,7 @@ public final class WorkDispatcher {
     static final Duration FLUSH_EVERY = Duration.ofMillis(250);
     private static final int RECORD_ATTEMPTS = 4;
     /** Lanes one claim takes at most: a burst over many chats costs a few claims and commits, not one per chat. */
-    static final int LANES_PER_CLAIM = 64;
+    static final int LANES_PER_CLAIM = 32;
     /** Slices smaller than this make a worker woken by new work gather before its next claim. */
     private static final int GATHER_BELOW = 10;
     /** A handler running this long hands the runs queued behind it in its slice to other workers. */
@@ -279,14 +279,14 @@ public final class WorkDispatcher {
         boolean lanesFirst = Thread.currentThread().getName().hashCode() % 2 == 0;
         int lastSlice = 0;
         while (running) {
+            synchronized (idle) {
+                nudged = false;
+            }
             List<ActiveRun> slice = takeSlice();
             if (!slice.isEmpty()) {
                 lastSlice = slice.stream().mapToInt(r -> r.run.items().size()).sum();
                 handle(new Slice(slice));
                 continue;
-            }
-            synchronized (idle) {
-                nudged = false;
             }
             boolean found = false;
             try {
@@ -306,7 +306,7 @@ public final class WorkDispatcher {
             boolean woken = false;
             synchronized (idle) {
                 // A nudge that came while this worker was looking is not lost: it looks again at once.
-                if (running && !nudged) {
+                if (running && !nudged && claimed.isEmpty()) {
                     try {
                         idle.wait(options.pollInterval().toMillis());
                         woken = nudged;
