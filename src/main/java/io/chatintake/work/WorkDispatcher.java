@@ -367,18 +367,10 @@ public final class WorkDispatcher {
      * @return whether anything was claimed
      */
     private boolean claimLanes() throws SQLException {
-        for (int attempt = 0; attempt < 16; attempt++) {
-            WorkQueue.Claimed lanes = queue.claimLanes(worker, options.claim(), options.runSize(), LANES_PER_CLAIM,
-                    options.orderedKinds(), handledKinds());
-            if (!lanes.runs().isEmpty()) {
-                queueRuns(lanes.runs());
-                return true;
-            }
-            if (lanes.lanesLooked() == 0) {
-                return false;
-            }
-        }
-        return false;
+        WorkQueue.Claimed lanes = queue.claimLanes(worker, options.claim(), options.runSize(), LANES_PER_CLAIM,
+                options.orderedKinds(), handledKinds());
+        queueRuns(lanes.runs());
+        return !lanes.runs().isEmpty();
     }
 
     private boolean claimUnlaned() throws SQLException {

@@ -223,11 +223,17 @@ public final class WorkQueue {
               FROM unnest(?::text[], ?::text[], ?::bigint[]) WITH ORDINALITY AS u(kind, chat_key, head, o)
              WHERE l.kind = u.kind AND l.chat_key = u.chat_key
             RETURNING u.o, l.claim_token""";
-    private static final String CLAIM_ITEMS = "UPDATE work_item w SET " + CLAIM_SET.formatted("u.token")
-            + """
-             FROM unnest(?::bigint[], ?::bigint[]) AS u(id, token) WHERE w.id = u.id
-              AND EXISTS (SELECT 1 FROM work_lane l WHERE l.kind = w.kind AND l.chat_key = w.chat_key AND l.claim_token = u.token)
-            RETURNING u.token""";
+    // The lanes still holding their tokens are looked up by key first, and the items joined by id
+    // alone: checking the token through the item's own kind and chat let a plan cached while
+    // work_item was small walk every item of the kind for each item claimed.
+    private static final String CLAIM_ITEMS = """
+            WITH held AS MATERIALIZED (
+                SELECT r.token FROM unnest(?::bigint[], ?::text[], ?::text[]) AS r(token, kind, chat_key)
+                  JOIN work_lane l ON l.kind = r.kind AND l.chat_key = r.chat_key AND l.claim_token = r.token),
+                 items AS MATERIALIZED (
+                SELECT u.id, u.token FROM unnest(?::bigint[], ?::bigint[]) AS u(id, token) WHERE u.token IN (SELECT token FROM held))
+            UPDATE work_item w SET %s FROM items u WHERE w.id = u.id
+            RETURNING u.token""".formatted(CLAIM_SET.formatted("u.token"));
 
     /** A due lane locked by a claim: what the lane row says, and its first items. */
     private record DueLane(String kind, String chatKey, long head, boolean ordered, List<LaneItem> items) {
@@ -242,16 +248,8 @@ public final class WorkQueue {
      */
     public WorkRun claimLane(String worker, Duration claim, int runSize, Collection<String> orderedKinds,
                              Collection<String> kinds) throws SQLException {
-        for (int attempt = 0; attempt < 16; attempt++) {
-            Claimed claimed = claimLanes(worker, claim, runSize, 1, orderedKinds, kinds);
-            if (!claimed.runs().isEmpty()) {
-                return claimed.runs().get(0);
-            }
-            if (claimed.lanesLooked() == 0) {
-                return null;
-            }
-        }
-        return null;
+        List<WorkRun> runs = claimLanes(worker, claim, runSize, 1, orderedKinds, kinds).runs();
+        return runs.isEmpty() ? null : runs.get(0);
     }
 
     /** What one claim took: its runs, and how many due lanes it looked at (some may have had nothing due). */
@@ -273,6 +271,19 @@ public final class WorkQueue {
      * carry the tokens: intake, which waits for a lane's lock, never waits behind the items' claim.
      */
     public Claimed claimLanes(String worker, Duration claim, int runSize, int maxLanes, Collection<String> orderedKinds,
+                              Collection<String> kinds) throws SQLException {
+        // Lanes that turned out to have nothing due were set aside by the attempt: the next one looks further.
+        Claimed claimed = new Claimed(List.of(), 0);
+        for (int attempt = 0; attempt < 16 && claimed.runs().isEmpty(); attempt++) {
+            claimed = claimOnce(worker, claim, runSize, maxLanes, orderedKinds, kinds);
+            if (claimed.lanesLooked() == 0) {
+                break;
+            }
+        }
+        return claimed;
+    }
+
+    private Claimed claimOnce(String worker, Duration claim, int runSize, int maxLanes, Collection<String> orderedKinds,
                               Collection<String> kinds) throws SQLException {
         Claimed lanes = inTransaction(dataSource, c -> claimLanes(c, worker, claim, runSize, maxLanes, orderedKinds, kinds));
         if (lanes.runs().isEmpty()) {
@@ -420,11 +431,14 @@ public final class WorkQueue {
             }
         }
         try (PreparedStatement ps = c.prepareStatement(CLAIM_ITEMS)) {
-            ps.setString(1, worker);
-            setSeconds(ps, 2, claim);
-            setSeconds(ps, 3, claim);
+            ps.setArray(1, c.createArrayOf("bigint", runs.stream().map(WorkRun::token).toArray()));
+            ps.setArray(2, c.createArrayOf("text", runs.stream().map(WorkRun::kind).toArray()));
+            ps.setArray(3, c.createArrayOf("text", runs.stream().map(WorkRun::chatKey).toArray()));
             ps.setArray(4, c.createArrayOf("bigint", ids.toArray()));
             ps.setArray(5, c.createArrayOf("bigint", itemTokens.toArray()));
+            ps.setString(6, worker);
+            setSeconds(ps, 7, claim);
+            setSeconds(ps, 8, claim);
             return tokens(ps);
         }
     }
