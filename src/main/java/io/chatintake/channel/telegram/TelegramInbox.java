@@ -70,17 +70,19 @@ public final class TelegramInbox {
     // An identical payload already stored under the id is a redelivery; a different one is a new
     // update that reuses an old id (Telegram restarts ids after a week idle) and gets the next generation.
     // An update jsonb refuses comes with its text in raw_payload (payload NULL) and the reason.
+    // The earlier rows of an id are read per update (an aggregate keeps the lateral a per-row index
+    // lookup): as a NOT EXISTS, a plan cached while the table was small hashed all of the bot's
+    // updates for every batch.
     private static final String INSERT_BATCH = """
             INSERT INTO telegram_update (bot_id, update_id, generation, update_type, payload, raw_payload, raw_reason)
-            SELECT ?, i.update_id,
-                   COALESCE((SELECT max(t.generation) + 1 FROM telegram_update t
-                              WHERE t.bot_id = ? AND t.update_id = i.update_id), 0),
+            SELECT ?, i.update_id, COALESCE(earlier.generation + 1, 0),
                    i.update_type, i.payload::jsonb, i.raw_payload, i.raw_reason
               FROM unnest(?::bigint[], ?::text[], ?::text[], ?::text[], ?::text[])
                    WITH ORDINALITY AS i(update_id, update_type, payload, raw_payload, raw_reason, n)
-             WHERE NOT EXISTS (SELECT 1 FROM telegram_update t
-                                WHERE t.bot_id = ? AND t.update_id = i.update_id
-                                  AND (t.payload = i.payload::jsonb OR t.raw_payload = i.raw_payload))
+             CROSS JOIN LATERAL (SELECT max(t.generation) AS generation,
+                                        bool_or(t.payload = i.payload::jsonb OR t.raw_payload = i.raw_payload) AS same
+                                   FROM telegram_update t WHERE t.bot_id = ? AND t.update_id = i.update_id) earlier
+             WHERE earlier.same IS NOT TRUE
              ORDER BY i.n
             ON CONFLICT ON CONSTRAINT telegram_update_key DO NOTHING
             RETURNING id, update_id, generation, update_type, %s, raw_reason""".formatted(UpdateChat.sqlIdOf("payload"));
@@ -268,13 +270,12 @@ public final class TelegramInbox {
             Array idArray = c.createArrayOf("bigint", ids);
             Array typeArray = c.createArrayOf("text", types);
             ps.setLong(1, botId);
-            ps.setLong(2, botId);
-            ps.setArray(3, idArray);
-            ps.setArray(4, typeArray);
-            ps.setArray(5, c.createArrayOf("text", payloads));
-            ps.setArray(6, c.createArrayOf("text", raws));
-            ps.setArray(7, c.createArrayOf("text", rawReasons.toArray()));
-            ps.setLong(8, botId);
+            ps.setArray(2, idArray);
+            ps.setArray(3, typeArray);
+            ps.setArray(4, c.createArrayOf("text", payloads));
+            ps.setArray(5, c.createArrayOf("text", raws));
+            ps.setArray(6, c.createArrayOf("text", rawReasons.toArray()));
+            ps.setLong(7, botId);
             try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {
                     String rawReason = rs.getString(6);
