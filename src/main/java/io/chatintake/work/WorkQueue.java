@@ -226,7 +226,7 @@ public final class WorkQueue {
     // The lanes still holding their tokens are looked up by key first, and the items joined by id
     // alone: checking the token through the item's own kind and chat let a plan cached while
     // work_item was small walk every item of the kind for each item claimed.
-    private static final String CLAIM_ITEMS = """
+    static final String CLAIM_ITEMS = """
             WITH held AS MATERIALIZED (
                 SELECT r.token FROM unnest(?::bigint[], ?::text[], ?::text[]) AS r(token, kind, chat_key)
                   JOIN work_lane l ON l.kind = r.kind AND l.chat_key = r.chat_key AND l.claim_token = r.token),

@@ -2,6 +2,7 @@ package io.chatintake.work;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.chatintake.testkit.CachedPlan;
 import io.chatintake.testkit.Sql;
 import io.chatintake.testkit.TestDatabase;
 import java.sql.Connection;
@@ -132,5 +133,22 @@ class WorkQueueTest {
                 WorkQueue.Outcome.done(run.items().get(1))), List.of())).isTrue();
         schedule("unordered", "c9", 5);
         assertThat(queue.claimLane("process-a", CLAIM, 100, ORDERED, KINDS).items()).extracting(WorkItem::sourceId).containsExactly(5L);
+    }
+
+    @Test
+    void claimingItemsStaysALookupByIdWhenItsPlanWasCachedWhileTheQueueWasSmall() throws Exception {
+        try (Connection c = dataSource.getConnection()) {
+            CachedPlan.Explained claim = CachedPlan.afterGrowth(c, List.of("work_item", "work_lane"), """
+                    INSERT INTO work_lane (kind, chat_key, due_at, claim_token) VALUES ('chat-work', 'c1', now(), 7);
+                    INSERT INTO work_item (id, kind, source_key, source_id, chat_key)
+                    SELECT g, 'chat-work', 'k' || g, g, 'c1' FROM generate_series(1, 10) g""",
+                    WorkQueue.CLAIM_ITEMS, List.of("bigint[]", "text[]", "text[]", "bigint[]", "bigint[]", "text", "float8", "float8"),
+                    "'{7}', '{chat-work}', '{c1}', '{1,2}', '{7,7}', 'w', 60, 60", """
+                    INSERT INTO work_item (id, kind, source_key, source_id, chat_key)
+                    SELECT g, 'chat-work', 'k' || g, g, 'c1' FROM generate_series(11, 50000) g""",
+                    "'{7}', '{chat-work}', '{c1}', '{49990,49991,49992}', '{7,7,7}', 'w', 60, 60");
+            // Three items and their index entries; walking the 50,000 items would take ~750 blocks.
+            assertThat(claim.blocks()).as(claim.plan()).isLessThan(150);
+        }
     }
 }

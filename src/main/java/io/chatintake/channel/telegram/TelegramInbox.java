@@ -73,7 +73,7 @@ public final class TelegramInbox {
     // The earlier rows of an id are read per update (an aggregate keeps the lateral a per-row index
     // lookup): as a NOT EXISTS, a plan cached while the table was small hashed all of the bot's
     // updates for every batch.
-    private static final String INSERT_BATCH = """
+    static final String INSERT_BATCH = """
             INSERT INTO telegram_update (bot_id, update_id, generation, update_type, payload, raw_payload, raw_reason)
             SELECT ?, i.update_id, COALESCE(earlier.generation + 1, 0),
                    i.update_type, i.payload::jsonb, i.raw_payload, i.raw_reason

@@ -6,6 +6,7 @@ import static io.chatintake.channel.telegram.TelegramIntake.count;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.chatintake.testkit.CachedPlan;
 import io.chatintake.testkit.TestDatabase;
 import java.time.Duration;
 import java.util.List;
@@ -80,5 +81,29 @@ class TelegramInboxTest {
 
     private static BotApiClient.RawUpdate update(long id, String text) {
         return new BotApiClient.RawUpdate(id, "message", "{\"update_id\":" + id + ",\"message\":{\"text\":\"" + text + "\"}}");
+    }
+
+    @Test
+    void aBatchLooksUpEachUpdateIdWhenItsPlanWasCachedWhileTheInboxWasSmall(DataSource dataSource) throws Exception {
+        String update = "'{\"update_id\":' || g || ',\"message\":{\"message_id\":' || g || ',\"chat\":{\"id\":5},\"text\":\"hi\"}}'";
+        try (java.sql.Connection c = dataSource.getConnection()) {
+            CachedPlan.Explained insert = CachedPlan.afterGrowth(c, List.of("telegram_update"),
+                    "INSERT INTO telegram_update (bot_id, update_id, update_type, payload)"
+                            + " SELECT 1, g, 'message', (" + update + ")::jsonb FROM generate_series(1, 10) g",
+                    TelegramInbox.INSERT_BATCH, List.of("bigint", "bigint[]", "text[]", "text[]", "text[]", "text[]", "bigint"),
+                    args(11, 12),
+                    "INSERT INTO telegram_update (bot_id, update_id, update_type, payload)"
+                            + " SELECT 1, g, 'message', (" + update + ")::jsonb FROM generate_series(13, 50000) g",
+                    args(50001, 50002));
+            // Two rows and their index entries; reading the bot's 50,000 stored updates takes thousands of blocks.
+            assertThat(insert.blocks()).as(insert.plan()).isLessThan(150);
+        }
+    }
+
+    /** A batch of two new updates of bot 1, as INSERT_BATCH's arguments. */
+    private static String args(long first, long second) {
+        String payload = "'{\"update_id\":%d,\"message\":{\"message_id\":%d,\"chat\":{\"id\":5},\"text\":\"hi\"}}'";
+        return "1, ARRAY[%d, %d]::bigint[], ARRAY['message', 'message'], ARRAY[%s, %s], ARRAY[NULL, NULL]::text[], ARRAY[NULL, NULL]::text[], 1"
+                .formatted(first, second, payload.formatted(first, first), payload.formatted(second, second));
     }
 }
