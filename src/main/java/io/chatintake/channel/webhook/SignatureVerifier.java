@@ -14,6 +14,7 @@ import java.util.HexFormat;
 import java.util.List;
 import java.util.Locale;
 import java.util.function.Function;
+import java.util.regex.Pattern;
 import javax.crypto.Mac;
 import javax.crypto.spec.SecretKeySpec;
 
@@ -151,9 +152,11 @@ public final class SignatureVerifier {
         return null;
     }
 
+    private static final Pattern EPOCH_SECONDS = Pattern.compile("\\d{1,12}");
+
     public static Instant parseTimestamp(String timestamp) {
         String value = timestamp.trim();
-        if (value.matches("\\d{1,12}")) {
+        if (EPOCH_SECONDS.matcher(value).matches()) {
             return Instant.ofEpochSecond(Long.parseLong(value));
         }
         // RFC 3339 allows a lower-case 't'/'z' and a space between date and time.
