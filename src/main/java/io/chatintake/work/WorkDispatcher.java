@@ -15,8 +15,8 @@ import java.sql.SQLException;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
-import java.util.Deque;
 import java.util.Arrays;
+import java.util.Deque;
 import java.util.HashMap;
 import java.util.List;
 import java.util.TreeSet;
@@ -209,9 +209,7 @@ public final class WorkDispatcher {
     /** Lets running handlers finish; their outcomes are recorded before this returns. */
     public synchronized void stop() {
         running = false;
-        synchronized (idle) {
-            idle.notifyAll();
-        }
+        wakeAll();
         for (Thread thread : threads) {
             join(thread);
         }
@@ -272,6 +270,14 @@ public final class WorkDispatcher {
         synchronized (idle) {
             nudged = true;
             idle.notify();
+        }
+    }
+
+    /** Wakes every idle worker: runs are queued here for them, or the dispatcher stops. */
+    private void wakeAll() {
+        synchronized (idle) {
+            nudged = true;
+            idle.notifyAll();
         }
     }
 
@@ -388,10 +394,7 @@ public final class WorkDispatcher {
             claimed.add(active);
         }
         if (runs.size() > 1) {
-            synchronized (idle) {
-                nudged = true;
-                idle.notifyAll();
-            }
+            wakeAll();
         }
     }
 
@@ -490,10 +493,7 @@ public final class WorkDispatcher {
         }
         if (handedBack > 0) {
             LOG.debug("work: {} run(s) waiting behind a slow handler went to other workers", handedBack);
-            synchronized (idle) {
-                nudged = true;
-                idle.notifyAll();
-            }
+            wakeAll();
         }
     }
 

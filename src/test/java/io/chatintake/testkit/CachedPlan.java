@@ -14,10 +14,9 @@ import java.util.List;
  * What a statement costs when PostgreSQL runs it from a plan it cached while the tables were
  * small, as a pooled connection does after a quiet start followed by a burst (nothing analyzes
  * the tables in between): the tables are fresh temporary copies (same constraints and indexes,
- * same names) that autovacuum never analyzes,
- * the statement is prepared with a generic plan and run once on a few rows, the tables grow, and
- * it runs once more under {@code EXPLAIN (ANALYZE, BUFFERS)}. Its buffer count shows whether that
- * plan walks the grown table.
+ * same names) that autovacuum never analyzes, the statement is prepared with a generic plan and
+ * run once on a few rows, the tables grow, and it runs once more under
+ * {@code EXPLAIN (ANALYZE, BUFFERS)}. Its buffer count shows whether that plan walks the grown table.
  */
 public final class CachedPlan {
     private static final ObjectMapper JSON = new ObjectMapper();

@@ -1,7 +1,7 @@
 package io.chatintake.channel.telegram;
 
-import io.chatintake.work.WorkItem;
 import io.chatintake.work.RowWorkSource;
+import io.chatintake.work.WorkItem;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import org.apache.camel.Message;

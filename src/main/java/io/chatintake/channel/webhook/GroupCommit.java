@@ -1,5 +1,6 @@
 package io.chatintake.channel.webhook;
 
+import io.chatintake.store.Transactions;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.SQLTimeoutException;
@@ -38,12 +39,6 @@ import javax.sql.DataSource;
  * (on a busy machine each one costs a scheduling delay), and a burst shares commits.
  */
 public final class GroupCommit<T> {
-    /** A unit of work in the caller's transaction; it must not commit, roll back or keep the connection. */
-    @FunctionalInterface
-    public interface Unit<T> {
-        T run(Connection transaction) throws SQLException;
-    }
-
     /** Runs in each transaction after its units, with their results in order; the same rules as a unit. */
     @FunctionalInterface
     public interface BeforeCommit<T> {
@@ -63,11 +58,11 @@ public final class GroupCommit<T> {
     private final AtomicInteger leading = new AtomicInteger();
 
     private static final class Pending<T> {
-        final Unit<T> unit;
+        final Transactions.Work<T> unit;
         final CompletableFuture<T> outcome = new CompletableFuture<>();
         T result;
 
-        Pending(Unit<T> unit) {
+        Pending(Transactions.Work<T> unit) {
             this.unit = unit;
         }
 
@@ -104,7 +99,7 @@ public final class GroupCommit<T> {
      * committed. Throws when the unit failed, the transaction failed, or no answer came in time
      * (then the unit may still commit later: callers answer "retry", and a retry finds it stored).
      */
-    public T submit(Unit<T> unit) throws SQLException {
+    public T submit(Transactions.Work<T> unit) throws SQLException {
         Pending<T> pending = new Pending<>(unit);
         queue.add(pending);
         long deadline = System.nanoTime() + answerTimeout.toNanos();

@@ -3,6 +3,7 @@ package io.chatintake.channel.webhook;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.chatintake.store.Transactions;
 import io.chatintake.testkit.Await;
 import io.chatintake.testkit.TestDatabase;
 import java.sql.Connection;
@@ -106,7 +107,7 @@ class GroupCommitTest {
     }
 
     /** Queues {@code bad} amid six good units behind a blocker, so that all seven form one group. */
-    private void assertFailsAloneInAGroup(GroupCommit.Unit<Long> bad) throws Exception {
+    private void assertFailsAloneInAGroup(Transactions.Work<Long> bad) throws Exception {
         Future<Long> blocker = submitters.submit(() -> commits.submit(c -> {
             sleep(c, 0.5);
             return insert(c, "blocker");
