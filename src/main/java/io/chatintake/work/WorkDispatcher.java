@@ -281,7 +281,18 @@ public final class WorkDispatcher {
         }
     }
 
+    /** A worker while the dispatcher runs: an unexpected failure is logged and the worker goes on. */
     private void workLoop() {
+        while (running) {
+            try {
+                work();
+            } catch (RuntimeException e) {
+                LOG.error("work: a dispatcher worker failed; it goes on", e);
+            }
+        }
+    }
+
+    private void work() {
         boolean lanesFirst = Thread.currentThread().getName().hashCode() % 2 == 0;
         int lastSlice = 0;
         while (running) {
@@ -317,13 +328,14 @@ public final class WorkDispatcher {
                         idle.wait(options.pollInterval().toMillis());
                         woken = nudged;
                     } catch (InterruptedException e) {
-                        Thread.currentThread().interrupt();
-                        return;
+                        // Nothing here interrupts workers to stop them (stop() clears running): a stray
+                        // interrupt, e.g. left by a handler, must not end this worker.
+                        continue;
                     }
                 }
             }
-            if (woken && lastSlice < GATHER_BELOW && claimed.isEmpty() && !gather()) {
-                return;
+            if (woken && lastSlice < GATHER_BELOW && claimed.isEmpty()) {
+                gather();
             }
         }
     }
@@ -332,16 +344,13 @@ public final class WorkDispatcher {
      * Woken by new work, an idle worker whose last slice was small lets more arrive before it
      * claims: deliveries come one at a time, and one claim and one commit for what came in the
      * meantime cost far less than one each. A worker whose slices are large (a backlog, batches)
-     * never waits here: the wait would only idle it.
-     * @return false when interrupted
+     * never waits here: the wait would only idle it. An interrupt only ends the wait.
      */
-    private boolean gather() {
+    private void gather() {
         try {
             Thread.sleep(options.gather().toMillis());
-            return true;
         } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            return false;
+            // as in the idle wait: a stray interrupt does not end the worker
         }
     }
 
@@ -427,6 +436,8 @@ public final class WorkDispatcher {
      */
     private void handle(Slice slice) {
         slices.add(slice);
+        // Only what this worker started: a run handed back from this slice may be another worker's now.
+        List<ActiveRun> started = new ArrayList<>();
         try {
             ClaimItems items = new ClaimItems(slice.runs.stream().map(r -> r.run).toList());
             List<WorkQueue.Finished> unrecorded = new ArrayList<>();
@@ -435,6 +446,7 @@ public final class WorkDispatcher {
                 if (!run.state.compareAndSet(ActiveRun.SLICED, ActiveRun.STARTED)) {
                     continue;
                 }
+                started.add(run);
                 List<WorkItem> runItems = run.run.items();
                 List<WorkQueue.Outcome> outcomes = new ArrayList<>();
                 int next = 0;
@@ -468,7 +480,7 @@ public final class WorkDispatcher {
             record(unrecorded);
         } finally {
             slices.remove(slice);
-            slice.runs.stream().filter(r -> r.state.get() == ActiveRun.STARTED).forEach(r -> active.remove(r.run.token()));
+            started.forEach(r -> active.remove(r.run.token()));
         }
     }
 

@@ -41,6 +41,7 @@ class WorkDispatcherTest {
     private final List<Instant> attemptTimes = new CopyOnWriteArrayList<>();
     private final List<WebhookServer> products = new ArrayList<>();
     private final Set<String> slow = ConcurrentHashMap.newKeySet();
+    private final Set<String> interrupting = ConcurrentHashMap.newKeySet();
     private CamelContext camel;
     private PollLease.Held lease;
 
@@ -90,6 +91,9 @@ class WorkDispatcherTest {
                         throw new IllegalStateException("handler failure for " + key);
                     }
                     handled.add(key);
+                    if (interrupting.contains(key)) {
+                        Thread.currentThread().interrupt();
+                    }
                 });
                 from("direct:guarded").bean("effectGuard", "begin").process(e -> effectsPerformed.incrementAndGet())
                         .process(e -> {
@@ -109,6 +113,23 @@ class WorkDispatcherTest {
                     "{\"update_id\":" + id + ",\"message\":{\"chat\":{\"id\":" + chatId + "},\"text\":\"u" + id + "\"}}"));
         }
         return new TelegramInbox(dataSource, CamelConfiguration.childMessages()).store(lease, Duration.ofMinutes(5), batch);
+    }
+
+    @Test
+    void handlersThatLeaveTheirThreadInterruptedDoNotStopTheWorkers() throws Exception {
+        // Both workers (work.concurrency 2) run a handler that returns with its thread's interrupt flag set.
+        interrupting.add(BOT + ":1");
+        interrupting.add(BOT + ":2");
+        startDispatcher(3);
+        store(1, 1);
+        store(2, 2);
+        Await.until("the interrupting items handled", WAIT, () -> handled.containsAll(List.of(BOT + ":1", BOT + ":2")));
+        // Long enough for each worker to go idle at least once (poll interval 50 ms) before new work arrives.
+        Await.until("both items recorded done", WAIT, () -> Sql.count(dataSource, "SELECT count(*) FROM work_item WHERE state = 'done'") == 2);
+        Thread.sleep(300);
+
+        store(3, 3, 4);
+        Await.until("work stored later handled", WAIT, () -> handled.containsAll(List.of(BOT + ":3", BOT + ":4")));
     }
 
     @Test
