@@ -480,8 +480,25 @@ public final class WorkDispatcher {
             record(unrecorded);
         } finally {
             slices.remove(slice);
+            giveBackUnstarted(slice, started);
             started.forEach(r -> active.remove(r.run.token()));
         }
+    }
+
+    /**
+     * After a failure that ended the slice early, the runs it never started go back to the
+     * database at once; otherwise their claims would be extended for as long as this process runs.
+     * The run that failed waits for its claim to expire, its attempt counted, like a crash.
+     */
+    private void giveBackUnstarted(Slice slice, List<ActiveRun> started) {
+        List<WorkQueue.Finished> back = new ArrayList<>();
+        for (ActiveRun run : slice.runs) {
+            if (run.state.compareAndSet(ActiveRun.SLICED, ActiveRun.STARTED)) {
+                started.add(run);
+                back.add(new WorkQueue.Finished(run.run, List.of(), run.run.items()));
+            }
+        }
+        record(back);
     }
 
     /**

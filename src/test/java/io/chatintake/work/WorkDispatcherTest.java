@@ -133,6 +133,45 @@ class WorkDispatcherTest {
     }
 
     @Test
+    void runsLeftInASliceEndedByAnUnexpectedFailureGoBackAtOnceInsteadOfWaitingForTheClaim() throws Exception {
+        // Loading the first run's rows throws what no source should; the run after it in the same slice must not wait.
+        AtomicInteger loads = new AtomicInteger();
+        WorkSource breaksOnce = new WorkSource("breaks-once", "direct:breaks-once") {
+            @Override
+            public void load(java.sql.Connection connection, WorkItem item, org.apache.camel.Message message) {
+                if (loads.getAndIncrement() == 0) {
+                    throw new IllegalStateException("a source bug");
+                }
+                message.setBody(item.sourceKey());
+            }
+        };
+        try (java.sql.Connection c = dataSource.getConnection()) {
+            WorkQueue.schedule(c, List.of(new WorkQueue.NewWork("breaks-once", "first", 1, "chat-a"),
+                    new WorkQueue.NewWork("breaks-once", "second", 2, "chat-b")));
+        }
+        WebhookServer product = WebhookServer.builder(dataSource).withoutHttp()
+                .routes(new RouteBuilder() {
+                    @Override
+                    public void configure() {
+                        from("direct:breaks-once").process(e -> handled.add(e.getMessage().getBody(String.class)));
+                    }
+                })
+                .bean("breaksOnce", breaksOnce)
+                // One worker takes both runs as one slice; a claim outlasts the test, so only giving back is fast enough.
+                .setting("work.concurrency", "1")
+                .setting("work.claim-seconds", "120")
+                .setting("work.poll-interval-millis", "50")
+                .start();
+        products.add(product);
+        Await.until("the run after the failing one handled", Duration.ofSeconds(20), () -> handled.size() == 1);
+        assertThat(loads.get()).isEqualTo(2);
+        assertThat(handled).containsAnyOf("first", "second");
+        // The failed run stays claimed until its claim expires, its attempt counted, as after a crash.
+        assertThat(Sql.string(dataSource, "SELECT string_agg(state || ' ' || attempts, ',' ORDER BY state) FROM work_item"))
+                .isEqualTo("done 1,running 1");
+    }
+
+    @Test
     void aHandlerFailingTwiceIsDoneAfterThreeAttemptsWithBackoffBetween() throws Exception {
         failuresLeft.put(BOT + ":1", new AtomicInteger(2));
         store(1, 1);
