@@ -13,7 +13,7 @@ public final class Await {
         long deadline = System.nanoTime() + timeout.toNanos();
         while (!holds(condition)) {
             if (System.nanoTime() > deadline) {
-                throw new AssertionError("timed out after " + timeout + " waiting for: " + what);
+                throw new AssertionError("timed out after " + timeout + " waiting for: " + what + RunnerProcess.diagnostics());
             }
             try {
                 Thread.sleep(50);

@@ -12,10 +12,14 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.Collectors;
 
 /**
  * The real jar ({@code target/chat-intake.jar}) as a child process, for tests where the process
@@ -24,6 +28,8 @@ import java.util.concurrent.TimeUnit;
  */
 public final class RunnerProcess implements AutoCloseable {
     private static final HttpClient HTTP = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
+    /** Runners not closed yet: what a failed wait shows ({@link #diagnostics}). */
+    private static final Set<RunnerProcess> LIVE = ConcurrentHashMap.newKeySet();
 
     private final Process process;
     private final Path log;
@@ -107,7 +113,9 @@ public final class RunnerProcess implements AutoCloseable {
             builder.environment().putAll(env);
             String portText = env.getOrDefault("CHAT_INTAKE_HTTP_PORT", "8080");
             int port = portText.matches("\\d+") ? Integer.parseInt(portText) : -1;
-            return new RunnerProcess(builder.start(), log, port, Path.of(env.getOrDefault("CHAT_INTAKE_DATA_DIR", "data")));
+            RunnerProcess runner = new RunnerProcess(builder.start(), log, port, Path.of(env.getOrDefault("CHAT_INTAKE_DATA_DIR", "data")));
+            LIVE.add(runner);
+            return runner;
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
@@ -153,7 +161,7 @@ public final class RunnerProcess implements AutoCloseable {
             }
             sleep(100);
         }
-        throw new AssertionError("runner did not print '" + text + "' within " + timeout + ":\n" + output());
+        throw new AssertionError("runner did not print '" + text + "' within " + timeout + ":\n" + output() + "\n" + ownThreads());
     }
 
     public RunnerProcess awaitReady() {
@@ -230,6 +238,40 @@ public final class RunnerProcess implements AutoCloseable {
         }
     }
 
+    /**
+     * What each runner still running is doing, for a wait that timed out: its threads in
+     * chat-intake's code or named for its work, and the end of its log.
+     */
+    public static String diagnostics() {
+        StringBuilder out = new StringBuilder();
+        for (RunnerProcess runner : LIVE) {
+            if (runner.isAlive()) {
+                List<String> lines = runner.output().lines().toList();
+                out.append("\n--- runner ").append(runner.pid()).append(", its threads:\n").append(runner.ownThreads())
+                        .append("\n--- its log, last 150 lines:\n")
+                        .append(String.join("\n", lines.subList(Math.max(0, lines.size() - 150), lines.size())));
+            }
+        }
+        return out.toString();
+    }
+
+    private String ownThreads() {
+        try {
+            Process jcmd = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "jcmd").toString(), Long.toString(pid()),
+                    "Thread.print").redirectErrorStream(true).start();
+            String dump = new String(jcmd.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            jcmd.waitFor(30, TimeUnit.SECONDS);
+            return Arrays.stream(dump.split("\n\n"))
+                    .filter(thread -> thread.contains("io.chatintake") || thread.startsWith("\"work-") || thread.startsWith("\"telegram"))
+                    .collect(Collectors.joining("\n\n"));
+        } catch (IOException e) {
+            return "(no thread dump: " + e.getMessage() + ")";
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return "(no thread dump: interrupted)";
+        }
+    }
+
     /** Stops an embedded postgres a killed runner left behind, so a failed test leaves no server running. */
     private void stopLeftoverPostgres() {
         try {
@@ -242,6 +284,7 @@ public final class RunnerProcess implements AutoCloseable {
 
     @Override
     public void close() {
+        LIVE.remove(this);
         if (!process.isAlive()) {
             stopLeftoverPostgres();
         }
