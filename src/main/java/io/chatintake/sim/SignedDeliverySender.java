@@ -119,11 +119,28 @@ public final class SignedDeliverySender {
                 .timeout(requestTimeout)
                 .header("Content-Type", "application/json")
                 .POST(HttpRequest.BodyPublishers.ofByteArray(delivery.body()));
-        header(request, "X-Device-Event-Id", delivery.eventId());
-        header(request, "X-Device-Delivery-Id", delivery.deliveryId());
-        header(request, "X-Device-Timestamp", delivery.timestamp());
-        header(request, "X-Device-Signature", delivery.signature());
+        headers(delivery).forEach((name, value) -> header(request, name, value));
         return send(request, delivery);
+    }
+
+    /** Posts one attempt over a connection of the caller's (a load generator's), no retry. */
+    public Response post(Delivery delivery, PlainHttpConnection connection) {
+        try {
+            PlainHttpConnection.Answer answer = connection.post("application/json", headers(delivery), delivery.body());
+            return new Response(answer.status(), answer.body(), delivery);
+        } catch (IOException e) {
+            return new Response(0, e.getClass().getSimpleName(), delivery);
+        }
+    }
+
+    /** An attempt's own headers; a null value is a header left out. */
+    private static Map<String, String> headers(Delivery delivery) {
+        Map<String, String> headers = new LinkedHashMap<>();
+        headers.put("X-Device-Event-Id", delivery.eventId());
+        headers.put("X-Device-Delivery-Id", delivery.deliveryId());
+        headers.put("X-Device-Timestamp", delivery.timestamp());
+        headers.put("X-Device-Signature", delivery.signature());
+        return headers;
     }
 
     private Response send(HttpRequest.Builder request, Delivery delivery) {

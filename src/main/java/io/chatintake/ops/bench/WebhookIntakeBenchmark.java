@@ -1,6 +1,7 @@
 package io.chatintake.ops.bench;
 
 import io.chatintake.config.Secret;
+import io.chatintake.sim.PlainHttpConnection;
 import io.chatintake.sim.SignedDeliverySender;
 import io.chatintake.sim.SignedDeliverySender.TimestampForm;
 import java.io.PrintStream;
@@ -106,12 +107,15 @@ public final class WebhookIntakeBenchmark {
     private static Result deliver(URI endpoint, AtomicLong ids, int clients, int deliveries) throws Exception {
         return measure(clients, deliveries, () -> {
             SignedDeliverySender sender = new SignedDeliverySender(endpoint, Secret.of(SECRET));
+            PlainHttpConnection connection = new PlainHttpConnection(endpoint, 30_000);
             return i -> {
                 if (i < 0) {
+                    connection.close();
                     return;
                 }
                 String eventId = "evt_bench_" + ids.incrementAndGet();
-                SignedDeliverySender.Response response = sender.post(sender.sign(eventId, body(eventId), TimestampForm.UNIX_SECONDS));
+                SignedDeliverySender.Response response = sender.post(sender.sign(eventId, body(eventId), TimestampForm.UNIX_SECONDS),
+                        connection);
                 if (response.status() != 200) {
                     throw new IllegalStateException("delivery " + eventId + " answered " + response.status() + ": " + response.body());
                 }

@@ -3,6 +3,7 @@ package io.chatintake.channel.unifyport;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.chatintake.config.Secret;
+import io.chatintake.sim.PlainHttpConnection;
 import io.chatintake.sim.SignedDeliverySender;
 import io.chatintake.sim.SignedDeliverySender.Delivery;
 import io.chatintake.sim.SignedDeliverySender.Response;
@@ -93,6 +94,23 @@ class UnifyPortWebhookTest {
         assertThat(sender.post(sender.sign("evt_rfc", message("evt_rfc", "m1", "hi"), TimestampForm.RFC3339)).status()).isEqualTo(200);
         assertThat(sender.post(sender.sign("evt_unix", message("evt_unix", "m2", "hi"), TimestampForm.UNIX_SECONDS)).status()).isEqualTo(200);
         assertThat(eventIds(db)).containsExactlyInAnyOrder("evt_rfc", "evt_unix");
+    }
+
+    @Test
+    void theBenchmarksKeptAliveConnectionCarriesManyDeliveriesAndReadsEachAnswer(DataSource db) throws Exception {
+        try (PlainHttpConnection connection = new PlainHttpConnection(server.uri(PATH), 10_000)) {
+            for (int i = 0; i < 5; i++) {
+                String eventId = "evt_plain_" + i;
+                Response response = sender.post(sender.sign(eventId, message(eventId, "m" + i, "hi"), TimestampForm.UNIX_SECONDS), connection);
+                assertThat(response.status()).as(response.body()).isEqualTo(200);
+                assertThat(response.body()).isEqualTo("{\"status\":\"stored\"}");
+            }
+            Response refused = sender.post(sender.sign("evt_plain_0", message("evt_plain_0", "m0", "hi"), TimestampForm.UNIX_SECONDS)
+                    .withSignature("0".repeat(64)), connection);
+            assertThat(refused.status()).isEqualTo(401);
+            assertThat(refused.body()).isEqualTo("{\"error\":\"bad_signature\"}");
+        }
+        assertThat(eventIds(db)).containsExactlyInAnyOrder("evt_plain_0", "evt_plain_1", "evt_plain_2", "evt_plain_3", "evt_plain_4");
     }
 
     @Test
