@@ -114,7 +114,7 @@ public final class WorkQueue {
     }
 
     // Items put back to pending below their lane's head (retry, replay, schedule again): the head
-    // moves back to them. A claimed lane gets them when its run is finished (see FINISH_LANE).
+    // moves back to them. A claimed lane gets them when its run is finished (see FINISH_LANES).
     private static final String REOPEN_LANES = """
             INSERT INTO work_lane (kind, chat_key, due_at, head_id)
             SELECT r.kind, r.chat_key, now(), min(r.id) FROM unnest(?::text[], ?::text[], ?::bigint[]) AS r(kind, chat_key, id)
@@ -479,22 +479,27 @@ public final class WorkQueue {
               FROM unnest(?::bigint[], ?::bigint[]) AS u(id, token)
              WHERE w.id = u.id AND w.claim_token = u.token AND w.state = 'running'
             RETURNING u.token""";
-    // The head moves past what the run finished, unless retry or replay moved it back meanwhile;
-    // the lane is due again (the next claim sets it idle if nothing is left: that claim reads the
-    // items after taking the lane's lock, so it sees whatever intake committed before).
+    // The lanes of runs that end are locked first, in a statement of their own, so that the
+    // statement finishing them reads work_item after every intake that held one of them committed
+    // (a statement sees what committed before it began, and intake holds a lane until its commit).
     // SKIP LOCKED: intake holds a lane until its commit and may lock several in one transaction;
     // waiting for one while holding others could close a circle. A lane skipped is finished after.
-    private static final String FINISH_LANES = """
-            WITH locked AS (
-                SELECT u.kind, u.chat_key, u.token, u.old_head, u.due, u.new_head
-                  FROM unnest(?::text[], ?::text[], ?::bigint[], ?::bigint[], ?::timestamptz[], ?::bigint[])
-                       AS u(kind, chat_key, token, old_head, due, new_head)
-                  JOIN work_lane l ON l.kind = u.kind AND l.chat_key = u.chat_key AND l.claim_token = u.token
-                   FOR UPDATE OF l %s)
-            UPDATE work_lane l SET due_at = CASE WHEN l.head_id = k.old_head THEN COALESCE(k.due, now()) ELSE now() END,
-                   head_id = CASE WHEN l.head_id = k.old_head THEN k.new_head ELSE l.head_id END, claimed_by = NULL, claim_token = NULL
-              FROM locked k WHERE l.kind = k.kind AND l.chat_key = k.chat_key AND l.claim_token = k.token
-            RETURNING k.token""";
+    private static final String LOCK_ENDING_LANES = """
+            SELECT u.o FROM unnest(?::text[], ?::text[], ?::bigint[]) WITH ORDINALITY AS u(kind, chat_key, token, o)
+              JOIN work_lane l ON l.kind = u.kind AND l.chat_key = u.chat_key AND l.claim_token = u.token
+               FOR UPDATE OF l %s""";
+    // The head moves past what the run finished, unless retry or replay moved it back meanwhile
+    // (then the lane is due now). A lane with nothing unfinished left goes idle until intake makes
+    // it due; else it is due now, or when the failed item that stopped an ordered run is.
+    static final String FINISH_LANES = """
+            UPDATE work_lane l SET due_at = CASE WHEN l.head_id <> u.old_head THEN now() WHEN u.due IS NOT NULL THEN u.due
+                       WHEN EXISTS (SELECT 1 FROM work_item w WHERE w.kind = l.kind AND w.chat_key = l.chat_key AND w.id >= u.new_head
+                                       AND w.state NOT IN ('done', 'parked')) THEN now() END,
+                   head_id = CASE WHEN l.head_id = u.old_head THEN u.new_head ELSE l.head_id END, claimed_by = NULL, claim_token = NULL
+              FROM unnest(?::text[], ?::text[], ?::bigint[], ?::bigint[], ?::timestamptz[], ?::bigint[])
+                   AS u(kind, chat_key, token, old_head, due, new_head)
+             WHERE l.kind = u.kind AND l.chat_key = u.chat_key AND l.claim_token = u.token
+            RETURNING u.token""";
 
     /**
      * What a worker did with a claimed run: {@code outcomes} of items it ran and, when the run
@@ -522,7 +527,8 @@ public final class WorkQueue {
     /**
      * Records what workers did with runs, puts back what they did not run and releases the lanes
      * of runs that end, all in one commit. A lane is due again at once, or, for an ordered run that
-     * stopped at a failed item, when that item's retry is due. Only outcomes of items that still
+     * stopped at a failed item, when that item's retry is due, or idle when nothing of it is left
+     * to run. Only outcomes of items that still
      * carry their run's token count (fencing); a run whose claim was lost keeps its lane as it is.
      * @return the tokens of runs whose claim was lost (released or taken over)
      */
@@ -582,12 +588,13 @@ public final class WorkQueue {
 
     /** @return the tokens of the lanes released; with {@code skipLocked}, lanes locked elsewhere right now are left as they are */
     private static Set<Long> finishLanes(Connection c, List<Finished> ending, boolean skipLocked) throws SQLException {
-        if (ending.isEmpty()) {
+        List<Finished> locked = lockEndingLanes(c, ending, skipLocked);
+        if (locked.isEmpty()) {
             return Set.of();
         }
         List<Timestamp> dues = new ArrayList<>();
         List<Long> heads = new ArrayList<>();
-        for (Finished f : ending) {
+        for (Finished f : locked) {
             WorkRun run = f.run();
             Outcome last = f.outcomes().isEmpty() ? null : f.outcomes().get(f.outcomes().size() - 1);
             Timestamp due = null;
@@ -603,15 +610,37 @@ public final class WorkQueue {
             dues.add(due);
             heads.add(head);
         }
-        try (PreparedStatement ps = c.prepareStatement(FINISH_LANES.formatted(skipLocked ? "SKIP LOCKED" : ""))) {
-            ps.setArray(1, c.createArrayOf("text", ending.stream().map(f -> f.run().kind()).toArray()));
-            ps.setArray(2, c.createArrayOf("text", ending.stream().map(f -> f.run().chatKey()).toArray()));
-            ps.setArray(3, c.createArrayOf("bigint", ending.stream().map(f -> f.run().token()).toArray()));
-            ps.setArray(4, c.createArrayOf("bigint", ending.stream().map(f -> f.run().headId()).toArray()));
+        try (PreparedStatement ps = c.prepareStatement(FINISH_LANES)) {
+            bindLaneTokens(c, ps, locked);
+            ps.setArray(4, c.createArrayOf("bigint", locked.stream().map(f -> f.run().headId()).toArray()));
             ps.setArray(5, c.createArrayOf("timestamptz", dues.toArray()));
             ps.setArray(6, c.createArrayOf("bigint", heads.toArray()));
             return new HashSet<>(tokens(ps).keySet());
         }
+    }
+
+    /** @return the runs whose lanes this transaction now holds, still carrying their tokens */
+    private static List<Finished> lockEndingLanes(Connection c, List<Finished> ending, boolean skipLocked) throws SQLException {
+        if (ending.isEmpty()) {
+            return List.of();
+        }
+        List<Finished> locked = new ArrayList<>();
+        try (PreparedStatement ps = c.prepareStatement(LOCK_ENDING_LANES.formatted(skipLocked ? "SKIP LOCKED" : ""))) {
+            bindLaneTokens(c, ps, ending);
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    locked.add(ending.get(rs.getInt(1) - 1));
+                }
+            }
+        }
+        return locked;
+    }
+
+    /** Parameters 1 to 3: the runs' lanes and tokens. */
+    private static void bindLaneTokens(Connection c, PreparedStatement ps, List<Finished> runs) throws SQLException {
+        ps.setArray(1, c.createArrayOf("text", runs.stream().map(f -> f.run().kind()).toArray()));
+        ps.setArray(2, c.createArrayOf("text", runs.stream().map(f -> f.run().chatKey()).toArray()));
+        ps.setArray(3, c.createArrayOf("bigint", runs.stream().map(f -> f.run().token()).toArray()));
     }
 
     private static Map<Long, Integer> recordOutcomes(Connection c, List<Finished> finished) throws SQLException {
