@@ -528,8 +528,8 @@ public final class WorkQueue {
      * Records what workers did with runs, puts back what they did not run and releases the lanes
      * of runs that end, all in one commit. A lane is due again at once, or, for an ordered run that
      * stopped at a failed item, when that item's retry is due, or idle when nothing of it is left
-     * to run. Only outcomes of items that still
-     * carry their run's token count (fencing); a run whose claim was lost keeps its lane as it is.
+     * to run. Only outcomes of items that still carry their run's token count (fencing); a run
+     * whose claim was lost keeps its lane as it is.
      * @return the tokens of runs whose claim was lost (released or taken over)
      */
     public Set<Long> finish(List<Finished> finished) throws SQLException {
