@@ -233,12 +233,17 @@ public final class WorkDispatcher {
 
     /** Runs claimed here that no worker started go back to the database as they were. */
     private void giveBackQueued() {
-        List<WorkQueue.Finished> back = new ArrayList<>();
+        List<ActiveRun> queued = new ArrayList<>();
         for (ActiveRun run = claimed.poll(); run != null; run = claimed.poll()) {
-            back.add(new WorkQueue.Finished(run.run, List.of(), run.run.items()));
+            queued.add(run);
         }
-        record(back);
-        back.forEach(f -> active.remove(f.run().token()));
+        giveBack(queued);
+    }
+
+    /** These runs go back to the database as they were before their claim, in one commit, and are no longer this process's. */
+    private void giveBack(List<ActiveRun> runs) {
+        record(runs.stream().map(run -> new WorkQueue.Finished(run.run, List.of(), run.run.items())).toList());
+        runs.forEach(run -> active.remove(run.run.token()));
     }
 
     private static void join(Thread thread) {
@@ -480,25 +485,12 @@ public final class WorkDispatcher {
             record(unrecorded);
         } finally {
             slices.remove(slice);
-            giveBackUnstarted(slice, started);
             started.forEach(r -> active.remove(r.run.token()));
+            // After a failure that ended the slice early, the runs it never started go back at once;
+            // otherwise the heartbeat would extend their claims for as long as this process runs. The
+            // run that failed waits for its claim to expire, its attempt counted, as after a crash.
+            giveBack(slice.runs.stream().filter(r -> r.state.compareAndSet(ActiveRun.SLICED, ActiveRun.STARTED)).toList());
         }
-    }
-
-    /**
-     * After a failure that ended the slice early, the runs it never started go back to the
-     * database at once; otherwise their claims would be extended for as long as this process runs.
-     * The run that failed waits for its claim to expire, its attempt counted, like a crash.
-     */
-    private void giveBackUnstarted(Slice slice, List<ActiveRun> started) {
-        List<WorkQueue.Finished> back = new ArrayList<>();
-        for (ActiveRun run : slice.runs) {
-            if (run.state.compareAndSet(ActiveRun.SLICED, ActiveRun.STARTED)) {
-                started.add(run);
-                back.add(new WorkQueue.Finished(run.run, List.of(), run.run.items()));
-            }
-        }
-        record(back);
     }
 
     /**

@@ -11,6 +11,7 @@ import io.chatintake.testkit.Sql;
 import io.chatintake.testkit.TestDatabase;
 import io.chatintake.testkit.WebhookServer;
 import io.chatintake.app.CamelConfiguration;
+import java.sql.Connection;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -22,6 +23,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 import javax.sql.DataSource;
 import org.apache.camel.CamelContext;
+import org.apache.camel.Message;
 import org.apache.camel.builder.RouteBuilder;
 import org.apache.camel.RoutesBuilder;
 import org.junit.jupiter.api.AfterEach;
@@ -138,14 +140,14 @@ class WorkDispatcherTest {
         AtomicInteger loads = new AtomicInteger();
         WorkSource breaksOnce = new WorkSource("breaks-once", "direct:breaks-once") {
             @Override
-            public void load(java.sql.Connection connection, WorkItem item, org.apache.camel.Message message) {
+            public void load(Connection connection, WorkItem item, Message message) {
                 if (loads.getAndIncrement() == 0) {
                     throw new IllegalStateException("a source bug");
                 }
                 message.setBody(item.sourceKey());
             }
         };
-        try (java.sql.Connection c = dataSource.getConnection()) {
+        try (Connection c = dataSource.getConnection()) {
             WorkQueue.schedule(c, List.of(new WorkQueue.NewWork("breaks-once", "first", 1, "chat-a"),
                     new WorkQueue.NewWork("breaks-once", "second", 2, "chat-b")));
         }

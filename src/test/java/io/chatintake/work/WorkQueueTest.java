@@ -7,6 +7,7 @@ import io.chatintake.testkit.CachedPlan;
 import io.chatintake.testkit.Sql;
 import io.chatintake.testkit.TestDatabase;
 import java.sql.Connection;
+import java.sql.SQLException;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -150,7 +151,7 @@ class WorkQueueTest {
             finishing = CompletableFuture.supplyAsync(() -> {
                 try {
                     return queue.finish(run, allDone(run), List.of());
-                } catch (java.sql.SQLException e) {
+                } catch (SQLException e) {
                     throw new IllegalStateException(e);
                 }
             });
