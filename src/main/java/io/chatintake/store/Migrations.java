@@ -5,7 +5,9 @@ import java.sql.Connection;
 import java.sql.SQLException;
 import javax.sql.DataSource;
 import org.flywaydb.core.Flyway;
+import org.flywaydb.core.api.configuration.FluentConfiguration;
 import org.flywaydb.core.api.output.MigrateResult;
+import org.flywaydb.database.postgresql.PostgreSQLConfigurationExtension;
 
 /**
  * Brings the schema to the version this jar needs (SQL files under {@code db/migration}). The
@@ -20,14 +22,19 @@ public final class Migrations {
     public static String apply(DataSource dataSource) {
         try {
             String schema = schemaOf(dataSource);
-            MigrateResult result = Flyway.configure()
+            FluentConfiguration flyway = Flyway.configure();
+            // With its default lock (transaction-scoped) Flyway writes the history rows on a second
+            // connection, i.e. in a second transaction: see group(true) below.
+            flyway.getConfigurationExtension(PostgreSQLConfigurationExtension.class).setTransactionalLock(false);
+            MigrateResult result = flyway
                     .dataSource(dataSource)
                     .schemas(schema)
                     .defaultSchema(schema)
                     .createSchemas(true)
                     // All pending migrations and their history rows in one transaction: a process
                     // killed while migrating (a first start under kill -9) leaves all or nothing,
-                    // never a table whose migration is not recorded (PostgreSQL's DDL is transactional).
+                    // never a table whose migration is not recorded ("relation already exists" at
+                    // every later start). PostgreSQL's DDL is transactional.
                     .group(true)
                     .locations("classpath:db/migration")
                     .loggers("slf4j")
