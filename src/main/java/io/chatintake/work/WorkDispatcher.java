@@ -28,6 +28,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.ReentrantLock;
 import java.util.stream.Collectors;
 import org.apache.camel.CamelContext;
 import org.apache.camel.Exchange;
@@ -73,6 +74,12 @@ public final class WorkDispatcher {
     static final int LANES_PER_CLAIM = 32;
     /** Slices smaller than this make a worker woken by new work gather before its next claim. */
     private static final int GATHER_BELOW = 10;
+    /**
+     * A slice of several chats' runs averaging fewer items than this makes its worker gather too:
+     * the chats are visited faster than their items arrive, and each visit costs lane writes that
+     * a longer run would share.
+     */
+    private static final int FEW_PER_RUN = 4;
     /** A handler running this long hands the runs queued behind it in its slice to other workers. */
     static final Duration STALL = Duration.ofMillis(500);
 
@@ -152,6 +159,7 @@ public final class WorkDispatcher {
     private final Map<String, Timer> handlerTimers = new ConcurrentHashMap<>();
     private final Map<String, Counter> attemptCounters = new ConcurrentHashMap<>();
     private final Object idle = new Object();
+    private final ReentrantLock laneClaim = new ReentrantLock();
     private final Object beatPause = new Object();
     private final List<Thread> threads = new ArrayList<>();
     private Thread beatThread;
@@ -308,6 +316,9 @@ public final class WorkDispatcher {
             if (!slice.isEmpty()) {
                 lastSlice = slice.stream().mapToInt(r -> r.run.items().size()).sum();
                 handle(new Slice(slice));
+                if (slice.size() > 1 && lastSlice < FEW_PER_RUN * slice.size() && claimed.isEmpty()) {
+                    gather();
+                }
                 continue;
             }
             boolean found = false;
@@ -387,10 +398,19 @@ public final class WorkDispatcher {
      * @return whether anything was claimed
      */
     private boolean claimLanes() throws SQLException {
-        WorkQueue.Claimed lanes = queue.claimLanes(worker, options.claim(), options.runSize(), LANES_PER_CLAIM,
-                options.orderedKinds(), handledKinds());
-        queueRuns(lanes.runs());
-        return !lanes.runs().isEmpty();
+        // One worker of this process claims lanes at a time: one claim takes all that is due (up
+        // to its limit), so a second one at the same moment would only split it into smaller
+        // claims, each with its own commits, competing for the same lanes. The next one waits and
+        // then claims what is still due, so a nudge it was woken by is never lost.
+        laneClaim.lock();
+        try {
+            WorkQueue.Claimed lanes = queue.claimLanes(worker, options.claim(), options.runSize(), LANES_PER_CLAIM,
+                    options.orderedKinds(), handledKinds());
+            queueRuns(lanes.runs());
+            return !lanes.runs().isEmpty();
+        } finally {
+            laneClaim.unlock();
+        }
     }
 
     private boolean claimUnlaned() throws SQLException {
