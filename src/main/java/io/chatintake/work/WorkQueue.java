@@ -1,5 +1,6 @@
 package io.chatintake.work;
 
+import static io.chatintake.store.Transactions.inRedoableTransaction;
 import static io.chatintake.store.Transactions.inTransaction;
 
 import java.sql.Connection;
@@ -285,14 +286,11 @@ public final class WorkQueue {
 
     private Claimed claimOnce(String worker, Duration claim, int runSize, int maxLanes, Collection<String> orderedKinds,
                               Collection<String> kinds) throws SQLException {
-        Claimed lanes = inTransaction(dataSource, c -> claimLanes(c, worker, claim, runSize, maxLanes, orderedKinds, kinds));
+        Claimed lanes = inRedoableTransaction(dataSource, c -> claimLanes(c, worker, claim, runSize, maxLanes, orderedKinds, kinds));
         if (lanes.runs().isEmpty()) {
             return lanes;
         }
-        Map<Long, Integer> claimed;
-        try (Connection c = dataSource.getConnection()) {
-            claimed = claimItems(c, worker, claim, lanes.runs());
-        }
+        Map<Long, Integer> claimed = inRedoableTransaction(dataSource, c -> claimItems(c, worker, claim, lanes.runs()));
         List<WorkRun> held = new ArrayList<>();
         for (WorkRun run : lanes.runs()) {
             if (claimed.getOrDefault(run.token(), 0) == run.items().size()) {
@@ -549,7 +547,7 @@ public final class WorkQueue {
     private Set<Long> releaseAlone(Finished finished) throws SQLException {
         for (int attempt = 1; ; attempt++) {
             try {
-                return inTransaction(dataSource, c -> finishLanes(c, List.of(finished), false));
+                return inRedoableTransaction(dataSource, c -> finishLanes(c, List.of(finished), false));
             } catch (SQLException e) {
                 if (attempt == 3) {
                     throw e;
@@ -566,7 +564,7 @@ public final class WorkQueue {
 
     private Set<Long> recordAndRelease(List<Finished> finished, List<Finished> skipped) throws SQLException {
         // The lanes last: their locks, which intake waits for, are held only for the commit.
-        return inTransaction(dataSource, c -> {
+        return inRedoableTransaction(dataSource, c -> {
             Map<Long, Integer> recorded = recordOutcomes(c, finished);
             Map<Long, Integer> unclaimed = unclaim(c, finished);
             Set<Long> lost = new HashSet<>();

@@ -30,9 +30,15 @@ public final class TestDatabase implements BeforeEachCallback, ParameterResolver
 
     public static synchronized DataSource dataSource() {
         if (database == null) {
-            database = open();
-            Migrations.apply(database.dataSource());
-            Database opened = database;
+            Database opened = open();
+            try {
+                Migrations.apply(opened.dataSource());
+            } catch (RuntimeException e) {
+                // Else its PostgreSQL would outlive the test run.
+                opened.close();
+                throw e;
+            }
+            database = opened;
             Runtime.getRuntime().addShutdownHook(new Thread(opened::close, "test-database-stop"));
         }
         return database.dataSource();
