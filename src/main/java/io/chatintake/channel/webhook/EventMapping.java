@@ -19,6 +19,7 @@ import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Locale;
+import java.util.regex.Pattern;
 import java.util.Optional;
 import java.util.Map;
 import java.util.function.Function;
@@ -267,6 +268,9 @@ public final class EventMapping {
         return false;
     }
 
+    private static final Pattern EPOCH_MILLIS = Pattern.compile("\\d{13}");
+    private static final Pattern FRACTIONAL_EPOCH_SECONDS = Pattern.compile("\\d{1,12}\\.\\d{1,9}");
+
     /**
      * Unix seconds (Slack's {@code 1355517523.000005} too), Unix milliseconds (13 digits, LINE) or
      * RFC 3339; null when it is none of them: a bad time never refuses an authentic event.
@@ -277,10 +281,10 @@ public final class EventMapping {
         }
         String v = value.trim();
         try {
-            if (v.matches("\\d{13}")) {
+            if (EPOCH_MILLIS.matcher(v).matches()) {
                 return Instant.ofEpochMilli(Long.parseLong(v));
             }
-            if (v.matches("\\d{1,12}\\.\\d{1,9}")) {
+            if (FRACTIONAL_EPOCH_SECONDS.matcher(v).matches()) {
                 BigDecimal seconds = new BigDecimal(v);
                 return Instant.ofEpochSecond(seconds.longValue(), seconds.remainder(BigDecimal.ONE).movePointRight(9).longValue());
             }
