@@ -321,7 +321,13 @@ public final class Chaos {
 
         List<String> parkedOther = texts("SELECT kind || ' ' || source_key || ': ' || coalesce(last_error, '') FROM work_item"
                 + " WHERE state = 'parked' AND coalesce(last_error, '') NOT LIKE '%" + STARTED_NEVER_RECORDED + "%'");
-        List<String> unfinished = texts("SELECT kind || ' ' || source_key || ' ' || state FROM work_item WHERE state NOT IN ('done', 'parked')");
+        // With its lane, so that a stall can be read from the report: due when, from which head, held by whom.
+        List<String> unfinished = texts("""
+                SELECT w.kind || ' ' || w.source_key || ' ' || w.state || ' (item ' || w.id || ', attempts ' || w.attempts
+                       || coalesce(', lane due ' || l.due_at::text, ', lane idle') || ', head ' || coalesce(l.head_id::text, '-')
+                       || coalesce(', held by ' || l.claimed_by, '') || ')'
+                  FROM work_item w LEFT JOIN work_lane l ON l.kind = w.kind AND l.chat_key = w.chat_key
+                 WHERE w.state NOT IN ('done', 'parked')""");
         List<String> duplicates = texts("SELECT kind || ' ' || source_key FROM work_item GROUP BY kind, source_key HAVING count(*) > 1");
         check(parkedOther.isEmpty() && unfinished.isEmpty() && duplicates.isEmpty(),
                 "Every work item done once: " + count("SELECT count(*) FROM work_item WHERE state = 'done'") + " done, "

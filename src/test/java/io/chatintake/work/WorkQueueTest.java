@@ -1,11 +1,14 @@
 package io.chatintake.work;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.chatintake.testkit.Await;
 import io.chatintake.testkit.CachedPlan;
 import io.chatintake.testkit.Sql;
 import io.chatintake.testkit.TestDatabase;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Proxy;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
@@ -200,5 +203,35 @@ class WorkQueueTest {
             // Three items and their index entries; walking the 50,000 items would take ~750 blocks.
             assertThat(claim.blocks()).as(claim.plan()).isLessThan(150);
         }
+    }
+
+    @Test
+    void lanesWhoseItemsCouldNotBeClaimedAreFreeAgainAtOnceNotWhenTheClaimExpires() throws Exception {
+        schedule("chat-work", "c-fail", 1, 2);
+        // The item claim fails (as a lost connection would) after the lanes' transaction committed.
+        DataSource failingItemClaim = (DataSource) Proxy.newProxyInstance(getClass().getClassLoader(), new Class<?>[] {DataSource.class},
+                (proxy, method, args) -> {
+                    Object result = method.invoke(dataSource, args);
+                    if (!method.getName().equals("getConnection")) {
+                        return result;
+                    }
+                    Connection real = (Connection) result;
+                    return Proxy.newProxyInstance(getClass().getClassLoader(), new Class<?>[] {Connection.class}, (p, m, a) -> {
+                        if (m.getName().equals("prepareStatement") && WorkQueue.CLAIM_ITEMS.equals(a[0])) {
+                            throw new SQLException("injected: connection lost");
+                        }
+                        try {
+                            return m.invoke(real, a);
+                        } catch (InvocationTargetException e) {
+                            throw e.getCause();
+                        }
+                    });
+                });
+        assertThatThrownBy(() -> new WorkQueue(failingItemClaim).claimLane("process-a", CLAIM, 100, ORDERED, KINDS))
+                .hasMessageContaining("injected");
+
+        WorkRun next = queue.claimLane("process-b", CLAIM, 100, ORDERED, KINDS);
+        assertThat(next).as("the chat's run, claimed by the next worker at once").isNotNull();
+        assertThat(next.items()).extracting(WorkItem::sourceId).containsExactly(1L, 2L);
     }
 }
