@@ -294,9 +294,12 @@ public final class WorkQueue {
         try {
             claimed = inRedoableTransaction(dataSource, c -> claimItems(c, worker, claim, lanes.runs()));
         } catch (SQLException | RuntimeException e) {
-            // No worker here will run these lanes: free them now, not when the claim expires minutes later.
+            // No worker here will run these lanes: finish them as runs given back whole, now, not
+            // when the claim expires minutes later. An item the failed statement did claim after all
+            // keeps its claim's expiry as its due time, so the lane's next run waits for it.
             try {
-                inTransaction(dataSource, c -> releaseUnrun(c, lanes.runs()));
+                inRedoableTransaction(dataSource, c -> finishLanes(c, lanes.runs().stream()
+                        .map(run -> new Finished(run, List.of(), run.items())).toList(), false));
             } catch (SQLException | RuntimeException release) {
                 e.addSuppressed(release);
             }
@@ -427,22 +430,6 @@ public final class WorkQueue {
             runs.add(new WorkRun(tokens[i], lane.kind(), lane.chatKey(), head, lane.ordered(), List.copyOf(run)));
         }
         return runs;
-    }
-
-    // Lanes claimed a moment ago whose items could not be claimed: due again at once. An item the
-    // failed statement did claim after all keeps its claim's expiry as its due time, so it waits for that.
-    private static final String RELEASE_UNRUN = """
-            UPDATE work_lane l SET due_at = now(), claimed_by = NULL, claim_token = NULL
-              FROM unnest(?::text[], ?::text[], ?::bigint[]) AS u(kind, chat_key, token)
-             WHERE l.kind = u.kind AND l.chat_key = u.chat_key AND l.claim_token = u.token""";
-
-    private static int releaseUnrun(Connection c, List<WorkRun> runs) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement(RELEASE_UNRUN)) {
-            ps.setArray(1, c.createArrayOf("text", runs.stream().map(WorkRun::kind).toArray()));
-            ps.setArray(2, c.createArrayOf("text", runs.stream().map(WorkRun::chatKey).toArray()));
-            ps.setArray(3, c.createArrayOf("bigint", runs.stream().map(WorkRun::token).toArray()));
-            return ps.executeUpdate();
-        }
     }
 
     /** @return items claimed per token: only those of lanes that still carry the token */
