@@ -18,7 +18,6 @@ import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Iterator;
 import java.util.List;
 
 /**
@@ -115,13 +114,23 @@ public final class BotApiClient {
         return answer;
     }
 
-    /**
-     * One update of the result array, the parser at its start: its id and type are read and the
-     * rest skipped, since only its text is kept (no tree is built for a 1 KB update that nothing reads).
-     * The type is the first field other than update_id, as {@link #typeOf} finds it.
-     */
+    /** One update of the result array, the parser at its start; its text is kept exactly as sent. */
     private static RawUpdate readUpdate(JsonParser parser, String body) throws IOException {
         int start = (int) parser.currentTokenLocation().getCharOffset();
+        IdAndType read = readIdAndType(parser);
+        int end = (int) parser.currentTokenLocation().getCharOffset() + 1;
+        return new RawUpdate(read.updateId(), read.type(), body.substring(start, end));
+    }
+
+    private record IdAndType(long updateId, String type) {
+    }
+
+    /**
+     * An update's id and its type, the one field besides update_id ("unknown" when there is none),
+     * read from its start to its end with the rest skipped: no tree is built for a 1 KB update
+     * that nothing else reads.
+     */
+    private static IdAndType readIdAndType(JsonParser parser) throws IOException {
         long updateId = 0;
         String type = null;
         while (parser.nextToken() == JsonToken.FIELD_NAME) {
@@ -134,8 +143,7 @@ public final class BotApiClient {
                 parser.skipChildren();
             }
         }
-        int end = (int) parser.currentTokenLocation().getCharOffset() + 1;
-        return new RawUpdate(updateId, type == null ? "unknown" : type, body.substring(start, end));
+        return new IdAndType(updateId, type == null ? "unknown" : type);
     }
 
     public WebhookInfo getWebhookInfo() throws BotApiException {
@@ -188,15 +196,11 @@ public final class BotApiClient {
         return response.body();
     }
 
-    static String typeOf(JsonNode update) {
-        Iterator<String> names = update.fieldNames();
-        while (names.hasNext()) {
-            String name = names.next();
-            if (!name.equals("update_id")) {
-                return name;
-            }
+    /** The type of an update given as JSON text; "unknown" when it names none (or is not an object). */
+    static String typeOf(String update) throws IOException {
+        try (JsonParser parser = JSON.createParser(update)) {
+            return parser.nextToken() == JsonToken.START_OBJECT ? readIdAndType(parser).type() : "unknown";
         }
-        return "unknown";
     }
 
     /**

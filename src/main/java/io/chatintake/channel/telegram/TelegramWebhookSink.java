@@ -1,6 +1,5 @@
 package io.chatintake.channel.telegram;
 
-import com.fasterxml.jackson.databind.ObjectMapper;
 import io.chatintake.channel.webhook.Delivery;
 import io.chatintake.channel.webhook.WebhookEvent;
 import io.chatintake.channel.webhook.WebhookEventSink;
@@ -23,7 +22,6 @@ import javax.sql.DataSource;
 public final class TelegramWebhookSink implements WebhookEventSink {
     /** The route's path parameter naming the bot: {@code /webhooks/telegram/{bot}}. */
     public static final String BOT_PARAMETER = "bot";
-    private static final ObjectMapper JSON = new ObjectMapper();
 
     private DataSource dataSource;
     private ChildMessageListener childMessageListener;
@@ -47,7 +45,7 @@ public final class TelegramWebhookSink implements WebhookEventSink {
             throw new IllegalArgumentException("an authenticated request that is not a Telegram update (no update_id); not stored");
         }
         try {
-            return new BotApiClient.RawUpdate(Long.parseLong(event.eventId()), BotApiClient.typeOf(JSON.readTree(event.payloadJson())),
+            return new BotApiClient.RawUpdate(Long.parseLong(event.eventId()), BotApiClient.typeOf(event.payloadJson()),
                     event.payloadJson());
         } catch (IOException e) {
             throw new IllegalArgumentException("a Telegram update that is not JSON; not stored");

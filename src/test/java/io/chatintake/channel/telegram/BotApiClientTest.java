@@ -27,4 +27,12 @@ class BotApiClientTest {
                             "{\"update_id\":%d,\"brand_new_kind\":[{\"k\":{}}],\"poll\":{}}".formatted(third)));
         }
     }
+
+    @Test
+    void anUpdateGivenAsTextIsTypedTheSameWay() throws Exception {
+        assertThat(BotApiClient.typeOf("{\"update_id\": 1, \"message\": {\"text\": \"}\"}}")).isEqualTo("message");
+        assertThat(BotApiClient.typeOf("{\"message_reaction\": {}, \"update_id\": 1}")).isEqualTo("message_reaction");
+        assertThat(BotApiClient.typeOf("{\"update_id\": 1}")).isEqualTo("unknown");
+        assertThat(BotApiClient.typeOf("[1]")).isEqualTo("unknown");
+    }
 }
