@@ -72,12 +72,11 @@ public final class WorkDispatcher {
     private static final int RECORD_ATTEMPTS = 4;
     /** Lanes one claim takes at most: a burst over many chats costs a few claims and commits, not one per chat. */
     static final int LANES_PER_CLAIM = 32;
-    /** Slices smaller than this make a worker woken by new work gather before its next claim. */
+    /** A lane claim that took fewer items than this makes the next one gather first. */
     private static final int GATHER_BELOW = 10;
     /**
-     * A slice of several chats' runs averaging fewer items than this makes its worker gather too:
-     * the chats are visited faster than their items arrive, and each visit costs lane writes that
-     * a longer run would share.
+     * So does a claim of several chats' runs averaging fewer items than this: the chats are visited
+     * faster than their items arrive, and each visit costs lane writes that a longer run would share.
      */
     private static final int FEW_PER_RUN = 4;
     /** A handler running this long hands the runs queued behind it in its slice to other workers. */
@@ -160,6 +159,8 @@ public final class WorkDispatcher {
     private final Map<String, Counter> attemptCounters = new ConcurrentHashMap<>();
     private final Object idle = new Object();
     private final ReentrantLock laneClaim = new ReentrantLock();
+    /** System.nanoTime() before which the next lane claim gathers; guarded by laneClaim. */
+    private long gatheredUntil = System.nanoTime();
     private final Object beatPause = new Object();
     private final List<Thread> threads = new ArrayList<>();
     private Thread beatThread;
@@ -307,18 +308,13 @@ public final class WorkDispatcher {
 
     private void work() {
         boolean lanesFirst = Thread.currentThread().getName().hashCode() % 2 == 0;
-        int lastSlice = 0;
         while (running) {
             synchronized (idle) {
                 nudged = false;
             }
             List<ActiveRun> slice = takeSlice();
             if (!slice.isEmpty()) {
-                lastSlice = slice.stream().mapToInt(r -> r.run.items().size()).sum();
                 handle(new Slice(slice));
-                if (slice.size() > 1 && lastSlice < FEW_PER_RUN * slice.size() && claimed.isEmpty()) {
-                    gather();
-                }
                 continue;
             }
             boolean found = false;
@@ -336,37 +332,43 @@ public final class WorkDispatcher {
             if (found) {
                 continue;
             }
-            boolean woken = false;
             synchronized (idle) {
                 // A nudge that came while this worker was looking is not lost: it looks again at once.
                 if (running && !nudged && claimed.isEmpty()) {
                     try {
                         idle.wait(options.pollInterval().toMillis());
-                        woken = nudged;
                     } catch (InterruptedException e) {
                         // Nothing here interrupts workers to stop them (stop() clears running): a stray
                         // interrupt, e.g. left by a handler, must not end this worker.
-                        continue;
                     }
                 }
-            }
-            if (woken && lastSlice < GATHER_BELOW && claimed.isEmpty()) {
-                gather();
             }
         }
     }
 
     /**
-     * Woken by new work, an idle worker whose last slice was small lets more arrive before it
-     * claims: deliveries come one at a time, and one claim and one commit for what came in the
-     * meantime cost far less than one each. A worker whose slices are large (a backlog, batches)
-     * never waits here: the wait would only idle it. An interrupt only ends the wait.
+     * After a thin lane claim the next one lets more arrive first: deliveries come one at a time,
+     * and one claim and one commit for what came in the meantime cost far less than one each
+     * (claiming one item takes about eight round trips). After a claim that took plenty (a
+     * backlog, batches) the next one goes at once: a wait would only idle the workers.
      */
     private void gather() {
-        try {
-            Thread.sleep(options.gather().toMillis());
-        } catch (InterruptedException e) {
-            // as in the idle wait: a stray interrupt does not end the worker
+        long wait = gatheredUntil - System.nanoTime();
+        if (wait > 0) {
+            try {
+                TimeUnit.NANOSECONDS.sleep(wait);
+            } catch (InterruptedException e) {
+                // as in the idle wait: a stray interrupt does not end the worker
+            }
+        }
+    }
+
+    /** A claim that found nothing changes nothing: the worker waits for new work, and claims it as soon as allowed. */
+    private void gatherAfter(WorkQueue.Claimed lanes) {
+        int items = lanes.items();
+        if (items > 0) {
+            boolean thin = items < GATHER_BELOW || lanes.runs().size() > 1 && items < FEW_PER_RUN * lanes.runs().size();
+            gatheredUntil = System.nanoTime() + (thin ? options.gather().toNanos() : 0);
         }
     }
 
@@ -404,8 +406,10 @@ public final class WorkDispatcher {
         // then claims what is still due, so a nudge it was woken by is never lost.
         laneClaim.lock();
         try {
+            gather();
             WorkQueue.Claimed lanes = queue.claimLanes(worker, options.claim(), options.runSize(), LANES_PER_CLAIM,
                     options.orderedKinds(), handledKinds());
+            gatherAfter(lanes);
             queueRuns(lanes.runs());
             return !lanes.runs().isEmpty();
         } finally {
