@@ -21,9 +21,11 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.TreeSet;
 import java.util.Map;
+import java.util.Queue;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedDeque;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -155,6 +157,7 @@ public final class WorkDispatcher {
     private final Set<Slice> slices = ConcurrentHashMap.newKeySet();
     private MeterRegistry registry;
     private final Map<String, AtomicLong> depth = new ConcurrentHashMap<>();
+    private final Queue<Gauge> depthGauges = new ConcurrentLinkedQueue<>();
     private final Map<String, Timer> handlerTimers = new ConcurrentHashMap<>();
     private final Map<String, Counter> attemptCounters = new ConcurrentHashMap<>();
     private final Object idle = new Object();
@@ -224,6 +227,12 @@ public final class WorkDispatcher {
         }
         threads.clear();
         giveBackQueued();
+        // A dispatcher started later on the same registry registers its own depth gauges: these would
+        // shadow them (Micrometer keeps the first gauge of a name and tags) and show this one's last values.
+        for (Gauge gauge = depthGauges.poll(); gauge != null; gauge = depthGauges.poll()) {
+            registry.remove(gauge);
+        }
+        depth.clear();
         // Beating (and extending claims) until the last handler returned.
         beating = false;
         synchronized (beatPause) {
@@ -819,7 +828,8 @@ public final class WorkDispatcher {
                 String state = rs.getString(2);
                 depth.computeIfAbsent(kind + "|" + state, k -> {
                     AtomicLong value = new AtomicLong();
-                    Gauge.builder("chat_intake_work_items", value, AtomicLong::get).tag("kind", kind).tag("state", state).register(registry);
+                    depthGauges.add(Gauge.builder("chat_intake_work_items", value, AtomicLong::get).tag("kind", kind).tag("state", state)
+                            .register(registry));
                     return value;
                 }).set(rs.getLong(3));
             }

@@ -11,6 +11,11 @@ import io.chatintake.testkit.Sql;
 import io.chatintake.testkit.TestDatabase;
 import io.chatintake.testkit.WebhookServer;
 import io.chatintake.app.CamelConfiguration;
+import io.chatintake.channel.telegram.TelegramWorkSource;
+import io.chatintake.config.Settings;
+import io.chatintake.support.MeterRegistryLookup;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
 import java.sql.Connection;
 import java.time.Duration;
 import java.time.Instant;
@@ -327,5 +332,31 @@ class WorkDispatcherTest {
         startProduct(3, "direct:telegram-update");
         Await.until("handled where a handler is configured", WAIT, () -> handled.contains(BOT + ":21"));
         Await.until("done", WAIT, () -> "done 1".equals(Sql.string(dataSource, "SELECT state || ' ' || attempts FROM work_item")));
+    }
+
+    @Test
+    void aStoppedDispatcherTakesItsDepthGaugesAlongSoTheNextOneOnTheSameRegistryShowsItsOwnCounts() throws Exception {
+        store(1, 1);
+        startDispatcher(3);
+        MeterRegistry registry = MeterRegistryLookup.of(camel);
+        Await.until("the depth gauge of the first dispatcher", WAIT,
+                () -> registry.find("chat_intake_work_items").tag("kind", "telegram-update").gauge() != null);
+        Await.until("handled", WAIT, () -> handled.contains(BOT + ":1"));
+
+        WorkDispatcher.of(camel).stop();
+        assertThat(registry.find("chat_intake_work_items").gauges()).as("a stopped dispatcher's gauges would shadow the next one's").isEmpty();
+
+        store(1, 2);
+        WorkDispatcher next = new WorkDispatcher(camel, new WorkQueue(dataSource), List.of(new TelegramWorkSource("direct:telegram-update")),
+                WorkDispatcher.Options.from(Settings.of(Map.of("work.ordered-kinds", "telegram-update"))));
+        next.start();
+        try {
+            // Item 2 is pending or already claimed at its first count (done items are not counted).
+            Await.until("the next dispatcher's own count of the unfinished item", WAIT, () -> registry.find("chat_intake_work_items")
+                    .tag("kind", "telegram-update").gauges().stream().mapToDouble(Gauge::value).sum() == 1);
+            Await.until("handled by the next dispatcher", WAIT, () -> handled.contains(BOT + ":2"));
+        } finally {
+            next.stop();
+        }
     }
 }
