@@ -71,7 +71,9 @@ public final class WorkDispatcher {
     private static final Duration DEPTH_REFRESH = Duration.ofSeconds(5);
     /** A long run records what it has done at least this often, so a crash repeats little. */
     static final Duration FLUSH_EVERY = Duration.ofMillis(250);
+    /** Failed attempts at recording outcomes after which a warning says they are still being tried. */
     private static final int RECORD_ATTEMPTS = 4;
+    private static final Duration RECORD_PAUSE_CAP = Duration.ofSeconds(2);
     /** Lanes one claim takes at most: a burst over many chats costs a few claims and commits, not one per chat. */
     static final int LANES_PER_CLAIM = 32;
     /** A lane claim that took fewer items than this makes the next one gather first. */
@@ -617,12 +619,18 @@ public final class WorkDispatcher {
         return exchanges;
     }
 
-    /** Records what was done with these runs in one commit; runs whose claim was lost are marked so and go no further. */
+    /**
+     * Records what was done with these runs in one commit; runs whose claim was lost are marked so
+     * and go no further. A database that is away (a failover, a restart) does not leave the chats
+     * claimed until their claims expire: the worker keeps trying for as long as a claim lasts, the
+     * claims extended meanwhile, so the chats go on within a few seconds of the database's return.
+     */
     private void record(List<WorkQueue.Finished> finished) {
         if (finished.isEmpty()) {
             return;
         }
-        // A database blip should not leave chats claimed until the claim expires: try a few times.
+        int items = finished.stream().mapToInt(f -> f.outcomes().size()).sum();
+        long giveUpAt = System.nanoTime() + options.claim().toNanos();
         for (int attempt = 1; ; attempt++) {
             try {
                 for (Long token : queue.finish(finished)) {
@@ -632,9 +640,12 @@ public final class WorkDispatcher {
                         claimLost(run, dropped);
                     }
                 }
+                if (attempt >= RECORD_ATTEMPTS) {
+                    LOG.info("work: outcomes of {} item(s) recorded at attempt {}", items, attempt);
+                }
                 return;
             } catch (SQLException e) {
-                if (attempt == RECORD_ATTEMPTS) {
+                if (!running || System.nanoTime() - giveUpAt >= 0) {
                     // The claims expire and the items run again: handlers are guarded for that.
                     for (WorkQueue.Finished f : finished) {
                         ActiveRun run = active.get(f.run().token());
@@ -642,9 +653,12 @@ public final class WorkDispatcher {
                             run.lost.set(true);
                         }
                     }
-                    LOG.warn("work: outcomes of {} item(s) not recorded ({}); they run again once their claims expire",
-                            finished.stream().mapToInt(f -> f.outcomes().size()).sum(), e.getMessage());
+                    LOG.warn("work: outcomes of {} item(s) not recorded ({}); they run again once their claims expire", items, e.getMessage());
                     return;
+                }
+                if (attempt == RECORD_ATTEMPTS) {
+                    LOG.warn("work: outcomes of {} item(s) not recorded yet ({}); trying every {} s for up to {} s, their chats' claims held",
+                            items, e.getMessage(), RECORD_PAUSE_CAP.toSeconds(), options.claim().toSeconds());
                 }
                 pauseBeforeRecording(attempt);
             }
@@ -653,9 +667,9 @@ public final class WorkDispatcher {
 
     private static void pauseBeforeRecording(int attempt) {
         try {
-            Thread.sleep(500L * attempt);
+            Thread.sleep(Math.min(500L * attempt, RECORD_PAUSE_CAP.toMillis()));
         } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
+            // as in the idle wait: a stray interrupt (e.g. left by a handler) only ends the pause
         }
     }
 

@@ -16,7 +16,10 @@ import io.chatintake.config.Settings;
 import io.chatintake.support.MeterRegistryLookup;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Proxy;
 import java.sql.Connection;
+import java.sql.SQLTransientConnectionException;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -26,6 +29,7 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 import javax.sql.DataSource;
 import org.apache.camel.CamelContext;
 import org.apache.camel.Message;
@@ -357,6 +361,42 @@ class WorkDispatcherTest {
             Await.until("handled by the next dispatcher", WAIT, () -> handled.contains(BOT + ":2"));
         } finally {
             next.stop();
+        }
+    }
+
+    @Test
+    void outcomesThatCouldNotBeRecordedWhileTheDatabaseWasAwayAreRecordedWhenItIsBackNotWhenTheClaimExpires() throws Exception {
+        store(1, 41);
+        slow.add(BOT + ":41");
+        AtomicReference<Instant> awayUntil = new AtomicReference<>(Instant.MIN);
+        DataSource comesAndGoes = (DataSource) Proxy.newProxyInstance(getClass().getClassLoader(), new Class<?>[] {DataSource.class},
+                (proxy, method, args) -> {
+                    if (method.getName().equals("getConnection") && Instant.now().isBefore(awayUntil.get())) {
+                        throw new SQLTransientConnectionException("injected: the database is away", "08001");
+                    }
+                    try {
+                        return method.invoke(dataSource, args);
+                    } catch (InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                });
+        camel = startProduct(3, "").context();
+        WorkDispatcher dispatcher = new WorkDispatcher(camel, new WorkQueue(comesAndGoes),
+                List.of(new TelegramWorkSource("direct:telegram-update")), WorkDispatcher.Options.from(Settings.of(Map.of(
+                        "work.ordered-kinds", "telegram-update", "work.claim-seconds", "60"))));
+        dispatcher.start();
+        try {
+            Await.until("the handler started", WAIT, () -> !attemptTimes.isEmpty());
+            // Longer than the first few attempts at recording (0.5 + 1 + 1.5 s after the handler's 2.5 s).
+            Instant back = Instant.now().plusSeconds(6);
+            awayUntil.set(back);
+            Await.until("done", WAIT, () -> "done 1".equals(Sql.string(dataSource, "SELECT state || ' ' || attempts FROM work_item")));
+            assertThat(Duration.between(back, Instant.now())).as("recorded within seconds of the database's return, not at the claim's expiry")
+                    .isLessThan(Duration.ofSeconds(10));
+            assertThat(Sql.count(dataSource, "SELECT count(*) FROM work_lane WHERE claim_token IS NOT NULL")).isZero();
+            assertThat(handled).containsExactly(BOT + ":41");
+        } finally {
+            dispatcher.stop();
         }
     }
 }
