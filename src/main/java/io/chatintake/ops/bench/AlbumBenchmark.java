@@ -15,6 +15,7 @@ import io.chatintake.store.EmbeddedDatabase;
 import io.chatintake.store.Migrations;
 import io.chatintake.work.WorkDispatcher;
 import io.chatintake.work.WorkQueue;
+import java.io.IOException;
 import java.io.PrintStream;
 import java.lang.management.ManagementFactory;
 import java.nio.file.Files;
@@ -186,9 +187,8 @@ public final class AlbumBenchmark {
         }
     }
 
-    private static long heapAfterGc() {
-        System.gc();
-        return ManagementFactory.getMemoryMXBean().getHeapMemoryUsage().getUsed();
+    private static long heapAfterGc() throws IOException {
+        return BenchRunner.heapLeftByCollection(ManagementFactory.getPlatformMBeanServer());
     }
 
     private static long percentile(long[] sorted, double p) {
