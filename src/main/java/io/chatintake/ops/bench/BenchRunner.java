@@ -3,6 +3,7 @@ package io.chatintake.ops.bench;
 import io.chatintake.config.ConfigurationException;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.lang.management.CompilationMXBean;
 import java.lang.management.MemoryMXBean;
 import java.lang.management.MemoryPoolMXBean;
 import java.lang.management.MemoryType;
@@ -28,6 +29,8 @@ import javax.management.remote.JMXServiceURL;
  */
 final class BenchRunner implements AutoCloseable {
     private static final Duration READY_WAIT = Duration.ofSeconds(120);
+    /** Share of a round's time the runner's compilers may still work for its JIT to count as settled. */
+    private static final double SETTLED = 0.05;
 
     private final Process process;
     private final Path log;
@@ -113,10 +116,52 @@ final class BenchRunner implements AutoCloseable {
 
     /** Heap in use right after a full collection in the runner, in bytes. */
     long heapAfterGc() throws IOException {
-        JMXServiceURL url = new JMXServiceURL("service:jmx:rmi:///jndi/rmi://127.0.0.1:" + jmxPort + "/jmxrmi");
-        try (JMXConnector connector = JMXConnectorFactory.connect(url)) {
+        try (JMXConnector connector = jmx()) {
             return heapLeftByCollection(connector.getMBeanServerConnection());
         }
+    }
+
+    /** One round of load on the runner. */
+    @FunctionalInterface
+    interface Round {
+        void run() throws Exception;
+    }
+
+    /**
+     * What warming up took: the rounds run, and the time the runner's compilers worked during the
+     * last one as a share of it (summed over the compiler threads, so it can exceed 1).
+     */
+    record Warmed(int rounds, double compiling) {
+        String describe() {
+            return compiling < SETTLED ? "its JIT settled" : "its JIT still compiling %.0f %% of the time".formatted(compiling * 100);
+        }
+    }
+
+    /**
+     * Runs rounds of load until the runner's JIT has settled: until a round during which its
+     * compilers worked less than {@link #SETTLED} of the time, or {@code maxRounds}. On 2 cores the
+     * one C2 thread still took 0.4-0.7 of a core through the first ~25,000 webhook deliveries, so a
+     * runner measured before that is measured compiling itself, not running, and a runner in
+     * production runs for days.
+     */
+    Warmed warmUntilCompiled(int maxRounds, Round round) throws Exception {
+        try (JMXConnector connector = jmx()) {
+            CompilationMXBean jit = ManagementFactory.newPlatformMXBeanProxy(connector.getMBeanServerConnection(),
+                    ManagementFactory.COMPILATION_MXBEAN_NAME, CompilationMXBean.class);
+            for (int rounds = 1; ; rounds++) {
+                long compiledBefore = jit.getTotalCompilationTime();
+                long start = System.nanoTime();
+                round.run();
+                double compiling = (jit.getTotalCompilationTime() - compiledBefore) / ((System.nanoTime() - start) / 1e6);
+                if (compiling < SETTLED || rounds == maxRounds) {
+                    return new Warmed(rounds, compiling);
+                }
+            }
+        }
+    }
+
+    private JMXConnector jmx() throws IOException {
+        return JMXConnectorFactory.connect(new JMXServiceURL("service:jmx:rmi:///jndi/rmi://127.0.0.1:" + jmxPort + "/jmxrmi"));
     }
 
     /**
