@@ -13,6 +13,7 @@ import java.sql.PreparedStatement;
 import java.sql.SQLException;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicLong;
 import org.apache.camel.CamelContext;
 import org.apache.camel.builder.RouteBuilder;
 import org.apache.camel.impl.DefaultCamelContext;
@@ -72,22 +73,19 @@ public final class TelegramIntakeBenchmark {
             env.put("TELEGRAM_POLL_TIMEOUT_SECONDS", "1");
             double ours;
             long handled;
-            long warmedUpWith;
+            AtomicLong warmedUpWith = new AtomicLong();
             BenchRunner.Warmed warmed;
             try (BenchRunner runner = BenchRunner.start(database.dir().resolve("runner"), env)) {
-                long[] warmedWith = {0};
                 warmed = runner.warmUntilCompiled(MAX_WARM_UP_ROUNDS, () -> {
                     enqueue(simulator, token, WARM_UP);
-                    warmedWith[0] += WARM_UP;
-                    awaitOffset(database, warmedWith[0] + 1);
+                    awaitOffset(database, warmedUpWith.addAndGet(WARM_UP) + 1);
                     if (!"0".equals(System.getenv("WORK_CONCURRENCY"))) {
                         // Ours starts with nothing left to handle, as the contender starts with nothing to do.
-                        await(database, HANDLED, warmedWith[0], "handle the warm-up's updates");
+                        await(database, HANDLED, warmedUpWith.get(), "the runner did not handle the warm-up's updates");
                     }
                 });
-                warmedUpWith = warmedWith[0];
                 long handledBefore = handled(database);
-                ours = timed(simulator, token, updates, () -> awaitOffset(database, warmedWith[0] + updates + 1L));
+                ours = timed(simulator, token, updates, () -> awaitOffset(database, warmedUpWith.get() + updates + 1L));
                 handled = handled(database) - handledBefore;
             }
             double after = timed(simulator, contenderToken, updates, () -> loop.take(updates));
@@ -102,7 +100,7 @@ public final class TelegramIntakeBenchmark {
             double contender = (before + after) / 2;
             double ratio = ours / contender;
             out.printf("updates: %d of ~1 KB in %d chats, batches of %d, fsync on; runner with routes/ and the work dispatcher,"
-                    + " warmed up with %d updates (%s)%n", updates, CHATS, BATCH, warmedUpWith, warmed.describe());
+                    + " warmed up with %d updates (%s)%n", updates, CHATS, BATCH, warmedUpWith.get(), warmed.describe());
             out.printf("hand-written loop (getUpdates -> JDBC batch + checkpoint, one commit): %.0f/s before, %.0f/s after, mean %.0f updates/s%n",
                     before, after, contender);
             out.printf("stock Camel (camel-telegram consumer -> camel-sql INSERT per update):  %.0f updates/s"
@@ -116,13 +114,8 @@ public final class TelegramIntakeBenchmark {
         }
     }
 
-    @FunctionalInterface
-    private interface Work {
-        void run() throws Exception;
-    }
-
     /** Updates per second from queuing {@code updates} at the simulator to {@code untilStored} returning. */
-    private static double timed(BotApiSimulator simulator, String token, int updates, Work untilStored) throws Exception {
+    private static double timed(BotApiSimulator simulator, String token, int updates, BenchRunner.Round untilStored) throws Exception {
         long start = System.nanoTime();
         enqueue(simulator, token, updates);
         untilStored.run();
@@ -136,15 +129,15 @@ public final class TelegramIntakeBenchmark {
     }
 
     private static void awaitOffset(BenchDatabase database, long offset) throws Exception {
-        await(database, "SELECT next_offset FROM chat_intake.telegram_checkpoint WHERE bot_id = " + RUNNER_BOT, offset, "store the updates");
+        await(database, "SELECT next_offset FROM chat_intake.telegram_checkpoint WHERE bot_id = " + RUNNER_BOT, offset, "the runner did not store the updates");
     }
 
-    /** Waits until the query's number reaches {@code atLeast}: at most 10 minutes, then fails saying what the runner did not do. */
-    private static void await(BenchDatabase database, String query, long atLeast, String what) throws Exception {
+    /** Waits until the query's number reaches {@code atLeast}: at most 10 minutes, then fails with {@code failure}. */
+    private static void await(BenchDatabase database, String query, long atLeast, String failure) throws Exception {
         long deadline = System.nanoTime() + 600_000_000_000L;
         while (database.queryLong(query) < atLeast) {
             if (System.nanoTime() > deadline) {
-                throw new IllegalStateException("the runner did not " + what + " within 10 minutes");
+                throw new IllegalStateException(failure + " within 10 minutes");
             }
             Thread.sleep(10);
         }
@@ -189,13 +182,7 @@ public final class TelegramIntakeBenchmark {
         }
 
         void awaitStored(long stored) throws Exception {
-            long deadline = System.nanoTime() + 600_000_000_000L;
-            while (database.queryLong("SELECT count(*) FROM public.bench_stock_update") < stored) {
-                if (System.nanoTime() > deadline) {
-                    throw new IllegalStateException("the stock Camel route did not store " + stored + " updates within 10 minutes");
-                }
-                Thread.sleep(10);
-            }
+            await(database, "SELECT count(*) FROM public.bench_stock_update", stored, "the stock Camel route did not store " + stored + " updates");
         }
 
         @Override
