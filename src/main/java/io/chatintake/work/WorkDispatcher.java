@@ -76,24 +76,17 @@ public final class WorkDispatcher {
     private static final Duration RECORD_PAUSE_CAP = Duration.ofSeconds(2);
     /** Lanes one claim takes at most: a burst over many chats costs a few claims and commits, not one per chat. */
     static final int LANES_PER_CLAIM = 32;
-    /** A lane claim that took fewer items than this makes the next one gather first. */
-    private static final int GATHER_BELOW = 10;
-    /**
-     * So does a claim of several chats' runs averaging fewer items than this: the chats are visited
-     * faster than their items arrive, and each visit costs lane writes that a longer run would share.
-     */
-    private static final int FEW_PER_RUN = 4;
     /** A handler running this long hands the runs queued behind it in its slice to other workers. */
     static final Duration STALL = Duration.ofMillis(500);
 
     public record Options(int concurrency, int maxAttempts, Duration backoffBase, Duration backoffCap, Duration claim,
                           Duration pollInterval, Set<String> orderedKinds, Duration heartbeat, int deadAfterHeartbeats, int runSize,
-                          Duration gather) {
-        /** With the default heartbeat (2 s, dead after 4 missed), runs of up to 500 items and a gathering wait of 20 ms. */
+                          Duration gather, Duration gatherMax) {
+        /** With the default heartbeat (2 s, dead after 4 missed), runs of up to 500 items and a gathering wait of 20-160 ms. */
         public Options(int concurrency, int maxAttempts, Duration backoffBase, Duration backoffCap, Duration claim,
                        Duration pollInterval, Set<String> orderedKinds) {
             this(concurrency, maxAttempts, backoffBase, backoffCap, claim, pollInterval, orderedKinds, Duration.ofSeconds(2), 4, 500,
-                    Duration.ofMillis(20));
+                    Duration.ofMillis(20), Duration.ofMillis(160));
         }
 
         public static Options from(Settings settings) {
@@ -109,7 +102,8 @@ public final class WorkDispatcher {
                     Duration.ofSeconds(settings.getLong("work.heartbeat-seconds", 2)),
                     settings.getInt("work.dead-after-heartbeats", 4),
                     settings.getInt("work.run-size", 500),
-                    Duration.ofMillis(settings.getLong("work.gather-millis", 20)));
+                    Duration.ofMillis(settings.getLong("work.gather-millis", 20)),
+                    Duration.ofMillis(settings.getLong("work.gather-max-millis", 160)));
         }
 
         /** How long a process may stay silent before its claims are released. */
@@ -164,8 +158,9 @@ public final class WorkDispatcher {
     private final Map<String, Counter> attemptCounters = new ConcurrentHashMap<>();
     private final Object idle = new Object();
     private final ReentrantLock laneClaim = new ReentrantLock();
-    /** System.nanoTime() before which the next lane claim gathers; guarded by laneClaim. */
+    /** System.nanoTime() before which the next lane claim gathers, and how long it will; guarded by laneClaim. */
     private long gatheredUntil = System.nanoTime();
+    private final Gathering gathering;
     private final Object beatPause = new Object();
     private final List<Thread> threads = new ArrayList<>();
     private Thread beatThread;
@@ -181,6 +176,7 @@ public final class WorkDispatcher {
         this.queue = queue;
         this.sources = sources.stream().collect(Collectors.toMap(WorkSource::kind, s -> s));
         this.options = options;
+        this.gathering = new Gathering(options.gather(), options.gatherMax());
         this.backoff = new Backoff(options.backoffBase(), options.backoffCap());
         this.heartbeat = new RunnerHeartbeat(queue.dataSource(), worker);
         this.effects = new EffectGuard(queue.dataSource());
@@ -215,9 +211,11 @@ public final class WorkDispatcher {
             thread.start();
         }
         LOG.info("work: {} dispatcher thread(s) for {}; at most {} attempts, then parked; claims last {} s, extended while"
-                        + " handlers run; heartbeat every {} s, claims of a process silent for {} s are released; runs of up to {} item(s)",
+                        + " handlers run; heartbeat every {} s, claims of a process silent for {} s are released; runs of up to {} item(s),"
+                        + " gathered for {}-{} ms when they come in thin",
                 options.concurrency(), handledKinds(), options.maxAttempts(), options.claim().toSeconds(),
-                options.heartbeat().toSeconds(), options.silence().toSeconds(), options.runSize());
+                options.heartbeat().toSeconds(), options.silence().toSeconds(), options.runSize(), options.gather().toMillis(),
+                Math.max(options.gather().toMillis(), options.gatherMax().toMillis()));
     }
 
     /** Lets running handlers finish; their outcomes are recorded before this returns. */
@@ -357,12 +355,7 @@ public final class WorkDispatcher {
         }
     }
 
-    /**
-     * After a thin lane claim the next one lets more arrive first: deliveries come one at a time,
-     * and one claim and one commit for what came in the meantime cost far less than one each
-     * (claiming one item takes about eight round trips). After a claim that took plenty (a
-     * backlog, batches) the next one goes at once: a wait would only idle the workers.
-     */
+    /** Waits as long as {@link Gathering} said after the previous lane claim. */
     private void gather() {
         long wait = gatheredUntil - System.nanoTime();
         if (wait > 0) {
@@ -376,10 +369,8 @@ public final class WorkDispatcher {
 
     /** A claim that found nothing changes nothing: the worker waits for new work, and claims it as soon as allowed. */
     private void gatherAfter(WorkQueue.Claimed lanes) {
-        int items = lanes.items();
-        if (items > 0) {
-            boolean thin = items < GATHER_BELOW || lanes.runs().size() > 1 && items < FEW_PER_RUN * lanes.runs().size();
-            gatheredUntil = System.nanoTime() + (thin ? options.gather().toNanos() : 0);
+        if (lanes.items() > 0) {
+            gatheredUntil = System.nanoTime() + gathering.after(lanes.items(), lanes.runs().size());
         }
     }
 

@@ -1,0 +1,49 @@
+package io.chatintake.work;
+
+import java.time.Duration;
+
+/**
+ * How long a process's next lane claim lets work gather after the previous one took some.
+ * <p>
+ * After a thin claim the next one lets more arrive first: deliveries come one at a time, and one
+ * claim and one commit for what came in the meantime cost far less than one each (claiming one
+ * item takes about eight round trips). After a claim that took plenty (a backlog, batches) the
+ * next one goes at once: a wait would only idle the workers.
+ * <p>
+ * The wait adapts to the load between {@code work.gather-millis} and {@code work.gather-max-millis}:
+ * a busy stream over many chats (a claim of several chats' short runs) doubles it, so each chat's
+ * run grows instead of each visit paying its lane writes for two or three items; work arriving
+ * one item at a time halves it back, so a quiet chat is not kept waiting.
+ */
+final class Gathering {
+    /** A claim that took fewer items than this is thin: work is arriving one item at a time. */
+    static final int FEW_ITEMS = 10;
+    /**
+     * So is a claim of several chats' runs averaging fewer items than this: the chats are visited
+     * faster than their items arrive, and each visit costs lane writes that a longer run would share.
+     */
+    static final int FEW_PER_RUN = 4;
+
+    private final long least;
+    private final long most;
+    private long wait;
+
+    Gathering(Duration least, Duration most) {
+        this.least = least.toNanos();
+        this.most = Math.max(this.least, most.toNanos());
+        this.wait = this.least;
+    }
+
+    /** @return nanoseconds the next claim waits after one that took {@code items} (at least one) in {@code runs} runs */
+    long after(int items, int runs) {
+        if (items < FEW_ITEMS) {
+            wait = Math.max(least, wait / 2);
+            return wait;
+        }
+        if (runs > 1 && items < FEW_PER_RUN * runs) {
+            wait = Math.min(most, wait * 2);
+            return wait;
+        }
+        return 0;
+    }
+}
