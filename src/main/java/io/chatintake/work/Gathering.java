@@ -46,4 +46,10 @@ final class Gathering {
         }
         return 0;
     }
+
+    /** The range the wait moves in, e.g. "20-160 ms". */
+    @Override
+    public String toString() {
+        return least / 1_000_000 + "-" + most / 1_000_000 + " ms";
+    }
 }

@@ -158,7 +158,7 @@ public final class WorkDispatcher {
     private final Map<String, Counter> attemptCounters = new ConcurrentHashMap<>();
     private final Object idle = new Object();
     private final ReentrantLock laneClaim = new ReentrantLock();
-    /** System.nanoTime() before which the next lane claim gathers, and how long it will; guarded by laneClaim. */
+    /** System.nanoTime() before which the next lane claim gathers; guarded by laneClaim, as is gathering. */
     private long gatheredUntil = System.nanoTime();
     private final Gathering gathering;
     private final Object beatPause = new Object();
@@ -212,10 +212,9 @@ public final class WorkDispatcher {
         }
         LOG.info("work: {} dispatcher thread(s) for {}; at most {} attempts, then parked; claims last {} s, extended while"
                         + " handlers run; heartbeat every {} s, claims of a process silent for {} s are released; runs of up to {} item(s),"
-                        + " gathered for {}-{} ms when they come in thin",
+                        + " gathered for {} when they come in thin",
                 options.concurrency(), handledKinds(), options.maxAttempts(), options.claim().toSeconds(),
-                options.heartbeat().toSeconds(), options.silence().toSeconds(), options.runSize(), options.gather().toMillis(),
-                Math.max(options.gather().toMillis(), options.gatherMax().toMillis()));
+                options.heartbeat().toSeconds(), options.silence().toSeconds(), options.runSize(), gathering);
     }
 
     /** Lets running handlers finish; their outcomes are recorded before this returns. */

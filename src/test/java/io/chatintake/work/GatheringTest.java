@@ -49,6 +49,12 @@ class GatheringTest {
     }
 
     @Test
+    void itSaysItsRange() {
+        assertThat(gathering).hasToString("20-160 ms");
+        assertThat(new Gathering(Duration.ofMillis(50), Duration.ofMillis(10))).hasToString("50-50 ms");
+    }
+
+    @Test
     void noGatheringStaysNone() {
         Gathering none = new Gathering(Duration.ZERO, Duration.ofMillis(160));
         assertThat(none.after(1, 1)).isZero();
