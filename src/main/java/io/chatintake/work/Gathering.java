@@ -13,7 +13,9 @@ import java.time.Duration;
  * The wait adapts to the load between {@code work.gather-millis} and {@code work.gather-max-millis}:
  * a busy stream over many chats (a claim of several chats' short runs) doubles it, so each chat's
  * run grows instead of each visit paying its lane writes for two or three items; work arriving
- * one item at a time halves it back, so a quiet chat is not kept waiting.
+ * one item at a time halves it back, so a quiet chat is not kept waiting. A claim that took as
+ * many lanes as one claim may leaves others due now: the next goes at once, whatever it took, or
+ * a busy bot in a thousand chats would see each chat visited once per thirty waits.
  */
 final class Gathering {
     /** A claim that took fewer items than this is thin: work is arriving one item at a time. */
@@ -34,8 +36,14 @@ final class Gathering {
         this.wait = this.least;
     }
 
-    /** @return nanoseconds the next claim waits after one that took {@code items} (at least one) in {@code runs} runs */
-    long after(int items, int runs) {
+    /**
+     * @param full whether the claim looked at as many lanes as one claim may (more may be due)
+     * @return nanoseconds the next claim waits after one that took {@code items} (at least one) in {@code runs} runs
+     */
+    long after(int items, int runs, boolean full) {
+        if (full) {
+            return 0;
+        }
         if (items < FEW_ITEMS) {
             wait = Math.max(least, wait / 2);
             return wait;

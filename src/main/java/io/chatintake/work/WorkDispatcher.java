@@ -369,7 +369,7 @@ public final class WorkDispatcher {
     /** A claim that found nothing changes nothing: the worker waits for new work, and claims it as soon as allowed. */
     private void gatherAfter(WorkQueue.Claimed lanes) {
         if (lanes.items() > 0) {
-            gatheredUntil = System.nanoTime() + gathering.after(lanes.items(), lanes.runs().size());
+            gatheredUntil = System.nanoTime() + gathering.after(lanes.items(), lanes.runs().size(), lanes.lanesLooked() >= LANES_PER_CLAIM);
         }
     }
 

@@ -9,43 +9,60 @@ class GatheringTest {
     private static final long MS = 1_000_000;
     private final Gathering gathering = new Gathering(Duration.ofMillis(20), Duration.ofMillis(160));
 
+    /** A claim of 16 chats' runs of 2 items each: a busy stream over many chats. */
+    private long afterShortRuns() {
+        return gathering.after(32, 16, false);
+    }
+
+    private long afterOneItem() {
+        return gathering.after(1, 1, false);
+    }
+
     @Test
     void workArrivingOneItemAtATimeGathersTheLeast() {
-        assertThat(gathering.after(1, 1)).isEqualTo(20 * MS);
-        assertThat(gathering.after(9, 3)).isEqualTo(20 * MS);
+        assertThat(afterOneItem()).isEqualTo(20 * MS);
+        assertThat(gathering.after(9, 3, false)).isEqualTo(20 * MS);
     }
 
     @Test
     void aBusyStreamOfShortRunsDoublesTheWaitUpToTheMost() {
-        assertThat(gathering.after(64, 32)).isEqualTo(40 * MS);
-        assertThat(gathering.after(64, 32)).isEqualTo(80 * MS);
-        assertThat(gathering.after(64, 32)).isEqualTo(160 * MS);
-        assertThat(gathering.after(64, 32)).isEqualTo(160 * MS);
+        assertThat(afterShortRuns()).isEqualTo(40 * MS);
+        assertThat(afterShortRuns()).isEqualTo(80 * MS);
+        assertThat(afterShortRuns()).isEqualTo(160 * MS);
+        assertThat(afterShortRuns()).isEqualTo(160 * MS);
     }
 
     @Test
     void aClaimThatTookPlentyGoesOnAtOnceAndKeepsTheWaitForTheNextThinOne() {
-        gathering.after(64, 32);
-        gathering.after(64, 32);
-        assertThat(gathering.after(500, 1)).isZero();
-        assertThat(gathering.after(320, 32)).isZero();
-        assertThat(gathering.after(64, 32)).isEqualTo(160 * MS);
+        afterShortRuns();
+        afterShortRuns();
+        assertThat(gathering.after(500, 1, false)).isZero();
+        assertThat(gathering.after(160, 16, false)).isZero();
+        assertThat(afterShortRuns()).isEqualTo(160 * MS);
+    }
+
+    @Test
+    void aClaimThatTookAllTheLanesItMayLeavesOthersDueSoTheNextGoesAtOnce() {
+        afterShortRuns();
+        assertThat(gathering.after(32, 32, true)).isZero();
+        assertThat(gathering.after(3, 1, true)).isZero();
+        assertThat(afterShortRuns()).isEqualTo(80 * MS);
     }
 
     @Test
     void thinClaimsAfterABusySpellHalveTheWaitBackToTheLeast() {
         for (int i = 0; i < 5; i++) {
-            gathering.after(64, 32);
+            afterShortRuns();
         }
-        assertThat(gathering.after(2, 2)).isEqualTo(80 * MS);
-        assertThat(gathering.after(1, 1)).isEqualTo(40 * MS);
-        assertThat(gathering.after(1, 1)).isEqualTo(20 * MS);
-        assertThat(gathering.after(1, 1)).isEqualTo(20 * MS);
+        assertThat(gathering.after(2, 2, false)).isEqualTo(80 * MS);
+        assertThat(afterOneItem()).isEqualTo(40 * MS);
+        assertThat(afterOneItem()).isEqualTo(20 * MS);
+        assertThat(afterOneItem()).isEqualTo(20 * MS);
     }
 
     @Test
     void aSingleLongRunIsNotThinWhateverItsLength() {
-        assertThat(gathering.after(10, 1)).isZero();
+        assertThat(gathering.after(10, 1, false)).isZero();
     }
 
     @Test
@@ -57,7 +74,7 @@ class GatheringTest {
     @Test
     void noGatheringStaysNone() {
         Gathering none = new Gathering(Duration.ZERO, Duration.ofMillis(160));
-        assertThat(none.after(1, 1)).isZero();
-        assertThat(none.after(64, 32)).isZero();
+        assertThat(none.after(1, 1, false)).isZero();
+        assertThat(none.after(32, 16, false)).isZero();
     }
 }
