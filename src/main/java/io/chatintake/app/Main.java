@@ -77,7 +77,8 @@ public final class Main {
                             case "webhook" -> new WebhookIntakeBenchmark(out).run(n);
                             case "memory" -> new MemoryBenchmark(out).run(args.size() > 2 ? n : 1_000_000);
                             case "start" -> new StartBenchmark(out).run();
-                            default -> throw new ConfigurationException("usage: bench telegram|dispatch|albums|webhook|memory|start [N]");
+                            case "latency" -> new DispatchBenchmark(out).latency(args.size() > 2 ? n : 20);
+                            default -> throw new ConfigurationException("usage: bench telegram|dispatch|albums|webhook|memory|start|latency [N]");
                         };
                     } catch (ConfigurationException e) {
                         throw e;
@@ -163,6 +164,7 @@ public final class Main {
                 "  bench webhook [N]                        UnifyPort deliveries at 16 and 1 clients as ratios to single-row commits",
                 "  bench memory [N]                         runner heap with N stored updates pending (default 1,000,000) vs 10,000",
                 "  bench start                              time to ready on a warm data dir, by phase",
+                "  bench latency [SECONDS]                  commit-to-handler wait over 1,000 chats, shipped vs a growing gathering wait (20 s a rate)",
                 "  bench albums [N]                         album decision latency with N albums open (default 20,000), heap flat",
                 "  bench dispatch [N]                       ordered work handled as a ratio to the intake rate; claim cost vs backlog",
                 "  config    print the effective configuration, secrets redacted",

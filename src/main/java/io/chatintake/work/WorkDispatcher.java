@@ -82,11 +82,11 @@ public final class WorkDispatcher {
     public record Options(int concurrency, int maxAttempts, Duration backoffBase, Duration backoffCap, Duration claim,
                           Duration pollInterval, Set<String> orderedKinds, Duration heartbeat, int deadAfterHeartbeats, int runSize,
                           Duration gather, Duration gatherMax) {
-        /** With the default heartbeat (2 s, dead after 4 missed), runs of up to 500 items and a gathering wait of 20-80 ms. */
+        /** With the default heartbeat (2 s, dead after 4 missed), runs of up to 500 items and a gathering wait of 20 ms. */
         public Options(int concurrency, int maxAttempts, Duration backoffBase, Duration backoffCap, Duration claim,
                        Duration pollInterval, Set<String> orderedKinds) {
             this(concurrency, maxAttempts, backoffBase, backoffCap, claim, pollInterval, orderedKinds, Duration.ofSeconds(2), 4, 500,
-                    Duration.ofMillis(20), Duration.ofMillis(80));
+                    Duration.ofMillis(20), Duration.ofMillis(20));
         }
 
         public static Options from(Settings settings) {
@@ -103,7 +103,7 @@ public final class WorkDispatcher {
                     settings.getInt("work.dead-after-heartbeats", 4),
                     settings.getInt("work.run-size", 500),
                     Duration.ofMillis(settings.getLong("work.gather-millis", 20)),
-                    Duration.ofMillis(settings.getLong("work.gather-max-millis", 80)));
+                    Duration.ofMillis(settings.getLong("work.gather-max-millis", 20)));
         }
 
         /** How long a process may stay silent before its claims are released. */

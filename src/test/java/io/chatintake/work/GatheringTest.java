@@ -68,7 +68,7 @@ class GatheringTest {
     @Test
     void itSaysItsRange() {
         assertThat(gathering).hasToString("20-160 ms");
-        assertThat(new Gathering(Duration.ofMillis(50), Duration.ofMillis(10))).hasToString("50-50 ms");
+        assertThat(new Gathering(Duration.ofMillis(50), Duration.ofMillis(10))).hasToString("50 ms");
     }
 
     @Test

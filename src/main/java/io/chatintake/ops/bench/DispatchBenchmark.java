@@ -32,6 +32,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import javax.sql.DataSource;
 import org.apache.camel.CamelContext;
@@ -56,11 +57,24 @@ public final class DispatchBenchmark {
     private static final int CLAIM_RUN_SIZE = 10;
     private static final String CLAIM_KIND = "bench-claim";
     private static final Duration LEASE = Duration.ofMinutes(10);
+    private static final int LATENCY_CHATS = 1_000;
+    private static final int[] LATENCY_RATES = {1_000, 3_000};
+    private static final String LATENCY_TEXT = "x".repeat(200);
+    private static final String GROWING_TO = "80";
+    private static final Duration TICK = Duration.ofMillis(10);
+    /** Items stored in the first seconds are handled but not measured: the JIT and the wait settle first. */
+    private static final Duration SETTLE = Duration.ofSeconds(5);
+    private static final Duration DRAIN = Duration.ofMinutes(2);
+    /** The stored-at time of an item whose commit is under way. */
+    private static final long COMMITTING = Long.MIN_VALUE;
 
     private final PrintStream out;
     private final Map<String, Long> lastUpdatePerChat = new ConcurrentHashMap<>();
     private final AtomicLong handled = new AtomicLong();
     private final AtomicLong outOfOrder = new AtomicLong();
+    private final Map<Long, Long> storedAt = new ConcurrentHashMap<>();
+    private final List<Long> waits = new ArrayList<>();
+    private long nextUpdateId = 1;
 
     public DispatchBenchmark(PrintStream out) {
         this.out = out;
@@ -68,7 +82,70 @@ public final class DispatchBenchmark {
 
     /** @return 0 when every target is met and no item was lost, repeated or reordered */
     public int run(int items) throws Exception {
-        Path dir = Files.createTempDirectory("chat-intake-bench-dispatch");
+        return onFreshDatabase("dispatch", (embedded, database, camel) -> {
+            WorkDispatcher.Options options = WorkDispatcher.Options.from(Settings.of(Map.of()));
+            out.printf("dispatch bench: %d items of ~1 KB, durable embedded PostgreSQL, %d dispatcher threads, runs of up to %d%n",
+                    items, options.concurrency(), options.runSize());
+            Scenario one = scenario(database.dataSource(), camel, options, 9101, 1, items);
+            Scenario many = scenario(database.dataSource(), camel, options, 9102, 100, items);
+            double[][] claims = claimLatencies(embedded, database.dataSource());
+            double[] small = claims[0];
+            double[] large = claims[1];
+            double growth = small[0] == 0 ? Double.NaN : large[0] / small[0];
+            boolean correct = outOfOrder.get() == 0 && one.allDone && many.allDone;
+
+            out.printf("%-24s %12s %12s %7s %8s%n", "ordered work", "intake /s", "handled /s", "ratio", "target");
+            one.print(out, "1 chat", ONE_CHAT_TARGET);
+            many.print(out, "100 chats", MANY_CHATS_TARGET);
+            out.printf("claim latency (run of %d, 100 chats): 1,000 queued p50 %.2f ms p99 %.2f ms; 100,000 queued p50 %.2f ms"
+                    + " p99 %.2f ms; growth %.2fx (target <= %.1fx): %s%n", CLAIM_RUN_SIZE, small[0], small[1], large[0], large[1],
+                    growth, CLAIM_GROWTH_TARGET, growth <= CLAIM_GROWTH_TARGET ? "met" : "NOT met");
+            out.printf("order and completeness: %s%n", correct ? "every item done once, each chat in order"
+                    : "BROKEN (" + outOfOrder.get() + " out of order)");
+            boolean met = correct && one.ratio() >= ONE_CHAT_TARGET && many.ratio() >= MANY_CHATS_TARGET && growth <= CLAIM_GROWTH_TARGET;
+            return met ? 0 : 1;
+        });
+    }
+
+    /**
+     * {@code bench latency [SECONDS]}: how long a stored item waits for its handler, from the
+     * commit that stored it to the handler route, while updates of 1,000 chats are stored at a
+     * steady rate (1,000 and 3,000 a second, 10 ms apart), with the shipped dispatcher settings
+     * and with a gathering wait that may grow to 80 ms ({@code work.gather-max-millis=80}), in the
+     * same run. No target: the figures show what a growing wait costs in latency, against what it
+     * buys in throughput when the machine is saturated ({@code bench telegram}).
+     * @return 0 when every item stored was handled
+     */
+    public int latency(int seconds) throws Exception {
+        return onFreshDatabase("latency", (embedded, database, camel) -> {
+            WorkDispatcher.Options shipped = WorkDispatcher.Options.from(Settings.of(Map.of()));
+            WorkDispatcher.Options growing = WorkDispatcher.Options.from(Settings.of(Map.of("work.gather-max-millis", GROWING_TO)));
+            out.printf("handling latency: commit -> handler, %d chats, %d s per rate (the first %d s not measured), durable embedded"
+                    + " PostgreSQL; gathering as shipped (work.gather-millis %d, work.gather-max-millis %d) and growing to %s ms%n",
+                    LATENCY_CHATS, seconds, SETTLE.toSeconds(), shipped.gather().toMillis(), shipped.gatherMax().toMillis(), GROWING_TO);
+            boolean complete = true;
+            long bot = 9300;
+            for (int rate : LATENCY_RATES) {
+                Waits asShipped = waits(database.dataSource(), camel, shipped, bot++, rate, seconds);
+                Waits grown = waits(database.dataSource(), camel, growing, bot++, rate, seconds);
+                out.printf("%,6d items/s  as shipped:         %s%n", rate, asShipped.describe());
+                out.printf("%,6d items/s  growing to %3s ms:  %s  (p99 %.2fx)%n", rate, GROWING_TO, grown.describe(),
+                        grown.p99() / asShipped.p99());
+                complete &= asShipped.complete() && grown.complete();
+            }
+            out.printf("completeness: %s%n", complete ? "every stored item reached its handler" : "BROKEN: items were not handled");
+            return complete ? 0 : 1;
+        });
+    }
+
+    @FunctionalInterface
+    private interface Bench {
+        int run(EmbeddedDatabase embedded, Database database, CamelContext camel) throws Exception;
+    }
+
+    /** A fresh durable database with the schema, and a handler route that notes each Telegram update handled. */
+    private int onFreshDatabase(String name, Bench bench) throws Exception {
+        Path dir = Files.createTempDirectory("chat-intake-bench-" + name);
         EmbeddedDatabase embedded = EmbeddedDatabase.start(dir.resolve("pg"), 0, true);
         try (Database database = Database.embedded(embedded, 16)) {
             Migrations.apply(database.dataSource());
@@ -76,7 +153,7 @@ public final class DispatchBenchmark {
             camel.addRoutes(new RouteBuilder() {
                 @Override
                 public void configure() {
-                    from("direct:telegram-update").routeId("bench-handler").process(e -> count(
+                    from("direct:telegram-update").routeId("bench-handler").process(e -> onHandled(
                             e.getMessage().getHeader(TelegramInboxConsumer.BOT_ID, Long.class) + ":"
                                     + e.getMessage().getHeader(TelegramInboxConsumer.CHAT_ID, String.class),
                             e.getMessage().getHeader(TelegramInboxConsumer.UPDATE_ID, Long.class)));
@@ -84,31 +161,108 @@ public final class DispatchBenchmark {
             });
             camel.start();
             try {
-                WorkDispatcher.Options options = WorkDispatcher.Options.from(Settings.of(Map.of()));
-                out.printf("dispatch bench: %d items of ~1 KB, durable embedded PostgreSQL, %d dispatcher threads, runs of up to %d%n",
-                        items, options.concurrency(), options.runSize());
-                Scenario one = scenario(database.dataSource(), camel, options, 9101, 1, items);
-                Scenario many = scenario(database.dataSource(), camel, options, 9102, 100, items);
-                double[][] claims = claimLatencies(embedded, database.dataSource());
-                double[] small = claims[0];
-                double[] large = claims[1];
-                double growth = small[0] == 0 ? Double.NaN : large[0] / small[0];
-                boolean correct = outOfOrder.get() == 0 && one.allDone && many.allDone;
-
-                out.printf("%-24s %12s %12s %7s %8s%n", "ordered work", "intake /s", "handled /s", "ratio", "target");
-                one.print(out, "1 chat", ONE_CHAT_TARGET);
-                many.print(out, "100 chats", MANY_CHATS_TARGET);
-                out.printf("claim latency (run of %d, 100 chats): 1,000 queued p50 %.2f ms p99 %.2f ms; 100,000 queued p50 %.2f ms"
-                        + " p99 %.2f ms; growth %.2fx (target <= %.1fx): %s%n", CLAIM_RUN_SIZE, small[0], small[1], large[0], large[1],
-                        growth, CLAIM_GROWTH_TARGET, growth <= CLAIM_GROWTH_TARGET ? "met" : "NOT met");
-                out.printf("order and completeness: %s%n", correct ? "every item done once, each chat in order"
-                        : "BROKEN (" + outOfOrder.get() + " out of order)");
-                boolean met = correct && one.ratio() >= ONE_CHAT_TARGET && many.ratio() >= MANY_CHATS_TARGET && growth <= CLAIM_GROWTH_TARGET;
-                return met ? 0 : 1;
+                return bench.run(embedded, database, camel);
             } finally {
                 camel.stop();
             }
         }
+    }
+
+    private void onHandled(String chat, long updateId) {
+        count(chat, updateId);
+        Long at = storedAt.remove(updateId);
+        if (at != null) {
+            // Handled before the storing thread read the clock after its commit: no wait to speak of.
+            long waited = at == COMMITTING ? 0 : System.nanoTime() - at;
+            synchronized (waits) {
+                waits.add(waited);
+            }
+        }
+    }
+
+    /** A bot's inbox as intake uses it, under the bot's poll lease. */
+    private record BotInbox(TelegramInbox inbox, PollLease.Held lease) {
+        static BotInbox open(DataSource dataSource, long bot) throws SQLException {
+            new OffsetCheckpoint(dataSource).load(bot, "bench-" + bot);
+            return new BotInbox(new TelegramInbox(dataSource,
+                    ChildMessageListener.all(List.of(AttachmentStore::recordChildren, AlbumKey.scheduler(QuietPeriods.DEFAULTS)))),
+                    new PollLease(dataSource).tryAcquire(bot, "bench", LEASE).orElseThrow());
+        }
+
+        void store(List<BotApiClient.RawUpdate> batch) throws Exception {
+            inbox.store(lease, LEASE, batch);
+        }
+
+        static BotApiClient.RawUpdate message(long updateId, long chatId, String text) {
+            return new BotApiClient.RawUpdate(updateId, "message", "{\"update_id\":" + updateId + ",\"message\":{\"message_id\":" + updateId
+                    + ",\"chat\":{\"id\":" + chatId + ",\"type\":\"private\"},\"date\":1,\"text\":\"" + text + "\"}}");
+        }
+    }
+
+    private record Waits(long measured, long stored, double p50, double p99, double max) {
+        boolean complete() {
+            return measured == stored;
+        }
+
+        String describe() {
+            return String.format("p50 %6.0f ms  p99 %6.0f ms  max %6.0f ms", p50, p99, max);
+        }
+    }
+
+    /** Stores updates of 1,000 chats at {@code rate} for {@code seconds} with a dispatcher of these options running; how long items waited. */
+    private Waits waits(DataSource dataSource, CamelContext camel, WorkDispatcher.Options options, long bot, int rate, int seconds)
+            throws Exception {
+        BotInbox inbox = BotInbox.open(dataSource, bot);
+        synchronized (waits) {
+            waits.clear();
+        }
+        storedAt.clear();
+        WorkDispatcher dispatcher = new WorkDispatcher(camel, new WorkQueue(dataSource), List.of(new TelegramWorkSource("direct:telegram-update")),
+                options);
+        dispatcher.start();
+        long measuredStored = 0;
+        try {
+            int perTick = (int) (rate * TICK.toMillis() / 1000);
+            long start = System.nanoTime();
+            long settled = start + SETTLE.toNanos();
+            for (long tick = 0; tick < seconds * 1000L / TICK.toMillis(); tick++) {
+                long wait = start + tick * TICK.toNanos() - System.nanoTime();
+                if (wait > 0) {
+                    TimeUnit.NANOSECONDS.sleep(wait);
+                }
+                List<BotApiClient.RawUpdate> batch = new ArrayList<>(perTick);
+                for (int i = 0; i < perTick; i++, nextUpdateId++) {
+                    batch.add(BotInbox.message(nextUpdateId, 1 + nextUpdateId % LATENCY_CHATS, LATENCY_TEXT));
+                }
+                boolean measured = System.nanoTime() >= settled;
+                if (measured) {
+                    batch.forEach(u -> storedAt.put(u.updateId(), COMMITTING));
+                    measuredStored += batch.size();
+                }
+                inbox.store(batch);
+                long committed = System.nanoTime();
+                if (measured) {
+                    batch.forEach(u -> storedAt.replace(u.updateId(), COMMITTING, committed));
+                }
+                // The poller nudges the dispatcher after each commit; so does this loop.
+                dispatcher.nudge();
+            }
+            long deadline = System.nanoTime() + DRAIN.toNanos();
+            while (!storedAt.isEmpty() && System.nanoTime() < deadline) {
+                Thread.sleep(20);
+            }
+        } finally {
+            dispatcher.stop();
+        }
+        long[] sorted;
+        synchronized (waits) {
+            sorted = waits.stream().mapToLong(Long::longValue).sorted().toArray();
+        }
+        if (sorted.length == 0) {
+            return new Waits(0, measuredStored, Double.NaN, Double.NaN, Double.NaN);
+        }
+        return new Waits(sorted.length, measuredStored, sorted[sorted.length / 2] / 1e6, sorted[(int) (sorted.length * 0.99)] / 1e6,
+                sorted[sorted.length - 1] / 1e6);
     }
 
     private void count(String chat, long updateId) {
@@ -132,19 +286,15 @@ public final class DispatchBenchmark {
 
     private Scenario scenario(DataSource dataSource, CamelContext camel, WorkDispatcher.Options options, long bot, int chats, int items)
             throws Exception {
-        new OffsetCheckpoint(dataSource).load(bot, "bench-" + bot);
-        PollLease.Held lease = new PollLease(dataSource).tryAcquire(bot, "bench", LEASE).orElseThrow();
-        TelegramInbox inbox = new TelegramInbox(dataSource,
-                ChildMessageListener.all(List.of(AttachmentStore::recordChildren, AlbumKey.scheduler(QuietPeriods.DEFAULTS))));
+        BotInbox inbox = BotInbox.open(dataSource, bot);
         String text = "x".repeat(900);
         long start = System.nanoTime();
         for (int first = 1; first <= items; first += BATCH) {
             List<BotApiClient.RawUpdate> batch = new ArrayList<>(BATCH);
             for (int id = first; id < first + BATCH && id <= items; id++) {
-                batch.add(new BotApiClient.RawUpdate(id, "message", "{\"update_id\":" + id + ",\"message\":{\"message_id\":" + id
-                        + ",\"chat\":{\"id\":" + (1 + id % chats) + ",\"type\":\"private\"},\"date\":1,\"text\":\"" + text + "\"}}"));
+                batch.add(BotInbox.message(id, 1 + id % chats, text));
             }
-            inbox.store(lease, LEASE, batch);
+            inbox.store(batch);
         }
         double intakeRate = items / ((System.nanoTime() - start) / 1e9);
 
