@@ -46,7 +46,8 @@ import org.apache.camel.impl.DefaultCamelContext;
  * database). Handling runs the real dispatcher with its default options and the real work source
  * (each item's row is read back) into a handler route that only counts, so the figure is the
  * dispatcher's own cost. Targets: one chat with N queued >= 0.5x, 100 chats >= 0.8x, and the cost
- * of a claim with 100,000 queued <= 1.5x that with 1,000 (p50).
+ * of a claim with 100,000 queued <= 1.5x that with 1,000 (p50). {@code bench latency} ({@link #latency})
+ * runs here too: the same database, handler route and inbox, measuring how long items wait instead.
  */
 public final class DispatchBenchmark {
     private static final int BATCH = 100;
