@@ -78,15 +78,20 @@ public final class WorkDispatcher {
     static final int LANES_PER_CLAIM = 32;
     /** A handler running this long hands the runs queued behind it in its slice to other workers. */
     static final Duration STALL = Duration.ofMillis(500);
+    /** How long intake counts as behind after it last said so: the workers it held back start soon after it caught up. */
+    static final Duration INTAKE_BEHIND = Duration.ofMillis(500);
 
     public record Options(int concurrency, int maxAttempts, Duration backoffBase, Duration backoffCap, Duration claim,
                           Duration pollInterval, Set<String> orderedKinds, Duration heartbeat, int deadAfterHeartbeats, int runSize,
-                          Duration gather, Duration gatherMax) {
-        /** With the default heartbeat (2 s, dead after 4 missed), runs of up to 500 items and a gathering wait of 20 ms. */
+                          Duration gather, Duration gatherMax, int concurrencyWhileIntakeBehind) {
+        /**
+         * With the default heartbeat (2 s, dead after 4 missed), runs of up to 500 items, a gathering
+         * wait of 20 ms and every worker at work while intake is behind.
+         */
         public Options(int concurrency, int maxAttempts, Duration backoffBase, Duration backoffCap, Duration claim,
                        Duration pollInterval, Set<String> orderedKinds) {
             this(concurrency, maxAttempts, backoffBase, backoffCap, claim, pollInterval, orderedKinds, Duration.ofSeconds(2), 4, 500,
-                    Duration.ofMillis(20), Duration.ofMillis(20));
+                    Duration.ofMillis(20), Duration.ofMillis(20), concurrency);
         }
 
         public static Options from(Settings settings) {
@@ -103,7 +108,9 @@ public final class WorkDispatcher {
                     settings.getInt("work.dead-after-heartbeats", 4),
                     settings.getInt("work.run-size", 500),
                     Duration.ofMillis(settings.getLong("work.gather-millis", 20)),
-                    Duration.ofMillis(settings.getLong("work.gather-max-millis", 20)));
+                    Duration.ofMillis(settings.getLong("work.gather-max-millis", 20)),
+                    // At least one: handling that stopped while intake stays behind would never catch up.
+                    Math.max(1, settings.getInt("work.concurrency-while-intake-behind", 1)));
         }
 
         /** How long a process may stay silent before its claims are released. */
@@ -157,6 +164,10 @@ public final class WorkDispatcher {
     private final Map<String, Timer> handlerTimers = new ConcurrentHashMap<>();
     private final Map<String, Counter> attemptCounters = new ConcurrentHashMap<>();
     private final Object idle = new Object();
+    /** Workers claiming or handling right now (not those waiting for work or for intake). */
+    private final AtomicInteger working = new AtomicInteger();
+    /** System.nanoTime() until which intake is behind its source. */
+    private volatile long intakeBehindUntil = System.nanoTime();
     private final ReentrantLock laneClaim = new ReentrantLock();
     /** System.nanoTime() before which the next lane claim gathers; guarded by laneClaim, as is gathering. */
     private long gatheredUntil = System.nanoTime();
@@ -212,9 +223,11 @@ public final class WorkDispatcher {
         }
         LOG.info("work: {} dispatcher thread(s) for {}; at most {} attempts, then parked; claims last {} s, extended while"
                         + " handlers run; heartbeat every {} s, claims of a process silent for {} s are released; runs of up to {} item(s),"
-                        + " gathered for {} when they come in thin",
+                        + " gathered for {} when they come in thin; {} while intake is behind its source",
                 options.concurrency(), handledKinds(), options.maxAttempts(), options.claim().toSeconds(),
-                options.heartbeat().toSeconds(), options.silence().toSeconds(), options.runSize(), gathering);
+                options.heartbeat().toSeconds(), options.silence().toSeconds(), options.runSize(), gathering,
+                options.concurrencyWhileIntakeBehind() >= options.concurrency() ? "all of them"
+                        : "at most " + options.concurrencyWhileIntakeBehind());
     }
 
     /** Lets running handlers finish; their outcomes are recorded before this returns. */
@@ -295,6 +308,24 @@ public final class WorkDispatcher {
         }
     }
 
+    /** Tells this context's dispatcher, if it has one, that intake is behind ({@link #intakeBehind()}). */
+    public static void intakeBehind(CamelContext context) {
+        WorkDispatcher dispatcher = of(context);
+        if (dispatcher != null) {
+            dispatcher.intakeBehind();
+        }
+    }
+
+    /**
+     * Intake's source holds more than intake just took (a full batch; deliveries that queued for
+     * a commit): for {@link #INTAKE_BEHIND}
+     * from now, fewer workers run ({@link #waitedForIntake}). A hint like {@link #nudge}; it never
+     * waits.
+     */
+    public void intakeBehind() {
+        intakeBehindUntil = System.nanoTime() + INTAKE_BEHIND.toNanos();
+    }
+
     /** Wakes every idle worker: runs are queued here for them, or the dispatcher stops. */
     private void wakeAll() {
         synchronized (idle) {
@@ -320,13 +351,16 @@ public final class WorkDispatcher {
             synchronized (idle) {
                 nudged = false;
             }
-            List<ActiveRun> slice = takeSlice();
-            if (!slice.isEmpty()) {
-                handle(new Slice(slice));
+            if (waitedForIntake()) {
                 continue;
             }
             boolean found = false;
             try {
+                List<ActiveRun> slice = takeSlice();
+                if (!slice.isEmpty()) {
+                    handle(new Slice(slice));
+                    continue;
+                }
                 refreshDepth();
                 // Alternating, so that neither chats nor items without a chat can starve the other.
                 found = lanesFirst ? claimLanes() : claimUnlaned();
@@ -336,6 +370,8 @@ public final class WorkDispatcher {
                 lanesFirst = !lanesFirst;
             } catch (SQLException e) {
                 LOG.warn("work: cannot claim work ({}); retrying", e.getMessage());
+            } finally {
+                working.decrementAndGet();
             }
             if (found) {
                 continue;
@@ -352,6 +388,50 @@ public final class WorkDispatcher {
                 }
             }
         }
+    }
+
+    /**
+     * While intake is behind its source ({@link #intakeBehind}), at most
+     * {@code work.concurrency-while-intake-behind} workers claim or handle: storing and confirming
+     * get the cores first, and the work they store waits in the database, where it is safe, until
+     * intake has caught up. A handler stalled on a slow call ({@link #STALL}) uses no core and
+     * does not count.
+     * @return true when this worker waited instead of working (it looks again); false when it
+     *         may work, counted in {@link #working} until it is done
+     */
+    private boolean waitedForIntake() {
+        while (true) {
+            int now = working.get();
+            long behind = intakeBehindUntil - System.nanoTime();
+            if (behind <= 0 || now - stalledHandlers() < options.concurrencyWhileIntakeBehind()) {
+                if (working.compareAndSet(now, now + 1)) {
+                    return false;
+                }
+                continue;
+            }
+            synchronized (idle) {
+                if (running) {
+                    try {
+                        idle.wait(Math.max(1, Math.min(TimeUnit.NANOSECONDS.toMillis(behind), options.pollInterval().toMillis())));
+                    } catch (InterruptedException e) {
+                        // as in the idle wait: a stray interrupt does not end the worker
+                    }
+                }
+            }
+            return true;
+        }
+    }
+
+    private int stalledHandlers() {
+        long now = System.nanoTime();
+        int stalled = 0;
+        for (Slice slice : slices) {
+            long since = slice.handlerSince;
+            if (since != 0 && now - since >= STALL.toNanos()) {
+                stalled++;
+            }
+        }
+        return stalled;
     }
 
     /** Waits as long as {@link Gathering} said after the previous lane claim. */

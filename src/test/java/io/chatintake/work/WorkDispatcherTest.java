@@ -53,6 +53,10 @@ class WorkDispatcherTest {
     private final List<WebhookServer> products = new ArrayList<>();
     private final Set<String> slow = ConcurrentHashMap.newKeySet();
     private final Set<String> interrupting = ConcurrentHashMap.newKeySet();
+    /** Keys whose handler takes this many milliseconds, and how many handlers ran at once at most meanwhile. */
+    private final Map<String, Integer> paced = new ConcurrentHashMap<>();
+    private final AtomicInteger handlingNow = new AtomicInteger();
+    private final AtomicInteger mostAtOnce = new AtomicInteger();
     private CamelContext camel;
     private PollLease.Held lease;
 
@@ -96,6 +100,15 @@ class WorkDispatcherTest {
                     attemptTimes.add(Instant.now());
                     if (slow.contains(key)) {
                         Thread.sleep(2500);
+                    }
+                    Integer pace = paced.get(key);
+                    if (pace != null) {
+                        mostAtOnce.accumulateAndGet(handlingNow.incrementAndGet(), Math::max);
+                        try {
+                            Thread.sleep(pace);
+                        } finally {
+                            handlingNow.decrementAndGet();
+                        }
                     }
                     AtomicInteger left = failuresLeft.get(key);
                     if (left != null && left.getAndDecrement() > 0) {
@@ -323,6 +336,69 @@ class WorkDispatcherTest {
         assertThat(handled).doesNotContain(BOT + ":1");
         Await.until("the slow chat done", WAIT, () -> handled.contains(BOT + ":1"));
         assertThat(handled).hasSize(6);
+    }
+
+    /** An intake that keeps telling the dispatcher it is behind its source, as a poller taking full batches does, until closed. */
+    private static final class IntakeBehind implements AutoCloseable {
+        private final Thread thread;
+
+        IntakeBehind(WorkDispatcher dispatcher) {
+            thread = new Thread(() -> {
+                while (!Thread.currentThread().isInterrupted()) {
+                    dispatcher.intakeBehind();
+                    try {
+                        Thread.sleep(20);
+                    } catch (InterruptedException e) {
+                        return;
+                    }
+                }
+            }, "intake-behind");
+            thread.start();
+        }
+
+        @Override
+        public void close() throws InterruptedException {
+            thread.interrupt();
+            thread.join();
+        }
+    }
+
+    @Test
+    void whileIntakeIsBehindOneWorkerHandlesAndBothDoOnceItCaughtUp() throws Exception {
+        startDispatcher(3);
+        // Two chats, each with its own worker (no more runs than workers), unless intake is behind.
+        try (IntakeBehind behind = new IntakeBehind(WorkDispatcher.of(camel))) {
+            paced.put(BOT + ":1", 300);
+            paced.put(BOT + ":2", 300);
+            store(1, 1);
+            store(2, 2);
+            Await.until("both chats handled while intake is behind", WAIT, () -> handled.containsAll(List.of(BOT + ":1", BOT + ":2")));
+            assertThat(mostAtOnce.get()).as("handlers at once while intake is behind").isEqualTo(1);
+        }
+
+        // Caught up: both workers again, as soon as the last hint is older than INTAKE_BEHIND.
+        Thread.sleep(WorkDispatcher.INTAKE_BEHIND.toMillis());
+        paced.put(BOT + ":3", 300);
+        paced.put(BOT + ":4", 300);
+        store(3, 3);
+        store(4, 4);
+        Await.until("both chats handled after intake caught up", WAIT, () -> handled.containsAll(List.of(BOT + ":3", BOT + ":4")));
+        assertThat(mostAtOnce.get()).as("handlers at once once intake caught up").isEqualTo(2);
+    }
+
+    @Test
+    void aHandlerStalledOnASlowCallDoesNotCountAgainstTheWorkersLeftWhileIntakeIsBehind() throws Exception {
+        startDispatcher(3);
+        slow.add(BOT + ":1");
+        store(1, 1);
+        Await.until("the slow handler started", WAIT, () -> !attemptTimes.isEmpty());
+        try (IntakeBehind behind = new IntakeBehind(WorkDispatcher.of(camel))) {
+            store(2, 2);
+            // The slow handler takes 2.5 s; past the stall time (0.5 s) the other worker may take chat 2.
+            Await.until("the other chat handled while the slow handler runs", Duration.ofMillis(2000), () -> handled.contains(BOT + ":2"));
+            assertThat(handled).doesNotContain(BOT + ":1");
+        }
+        Await.until("the slow chat done", WAIT, () -> handled.contains(BOT + ":1"));
     }
 
     @Test

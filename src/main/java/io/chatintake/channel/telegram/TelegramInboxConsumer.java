@@ -237,7 +237,7 @@ public class TelegramInboxConsumer extends DefaultConsumer {
                     offset = result.nextOffset();
                     metrics.stored(result.stored().size(), result.duplicates());
                     reportRaw(result.stored());
-                    handOff(identity, result.stored());
+                    handOff(identity, result.stored(), batch.size() >= endpoint.getLimit());
                 }
                 lastSuccess = clock.instant();
                 metrics.polled(offset, lastSuccess.toEpochMilli());
@@ -383,9 +383,13 @@ public class TelegramInboxConsumer extends DefaultConsumer {
      * so slow handlers never hold up polling (and with it the confirmation of the next batch);
      * batches it cannot take are left in the inbox.
      */
-    private void handOff(BotApiClient.BotIdentity identity, List<TelegramInbox.StoredUpdate> stored) {
+    private void handOff(BotApiClient.BotIdentity identity, List<TelegramInbox.StoredUpdate> stored, boolean fullBatch) {
         WorkDispatcher dispatcher = WorkDispatcher.of(getEndpoint().getCamelContext());
         if (dispatcher != null && dispatcher.handles(TelegramWorkSource.KIND)) {
+            if (fullBatch) {
+                // Telegram holds more for this bot: taking it in comes before handling what is stored.
+                dispatcher.intakeBehind();
+            }
             dispatcher.nudge();
             return;
         }
