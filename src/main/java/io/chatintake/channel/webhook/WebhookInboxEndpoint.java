@@ -3,6 +3,7 @@ package io.chatintake.channel.webhook;
 import io.chatintake.config.Secret;
 import io.chatintake.config.Settings;
 import io.chatintake.message.ChildMessageListener;
+import io.chatintake.work.WorkDispatcher;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.List;
@@ -127,7 +128,7 @@ public class WebhookInboxEndpoint extends DefaultEndpoint {
         health = new WebhookIntakeHealthCheck(channel, state);
         health.register(getCamelContext());
         sink = eventSink != null ? eventSink : new WebhookEventStore(dataSource(), Duration.ofMillis(statementTimeoutMs),
-                workspace, channel, getWorkKind(), childMessageListener());
+                workspace, channel, getWorkKind(), childMessageListener(), () -> WorkDispatcher.intakeBehind(getCamelContext()));
         if (eventSink == null) {
             // The dispatcher finds every WorkSource in the registry: this channel's events reach its handler.
             getCamelContext().getRegistry().bind("workSource:" + getWorkKind(), new WebhookWorkSource(getWorkKind(), getHandler()));
