@@ -160,7 +160,7 @@ public final class WorkDispatcher {
     private final Set<Slice> slices = ConcurrentHashMap.newKeySet();
     private MeterRegistry registry;
     private final Map<String, AtomicLong> depth = new ConcurrentHashMap<>();
-    private final Queue<Gauge> depthGauges = new ConcurrentLinkedQueue<>();
+    private final Queue<Gauge> gauges = new ConcurrentLinkedQueue<>();
     private final Map<String, Timer> handlerTimers = new ConcurrentHashMap<>();
     private final Map<String, Counter> attemptCounters = new ConcurrentHashMap<>();
     private final Object idle = new Object();
@@ -203,6 +203,8 @@ public final class WorkDispatcher {
         }
         // Looked up at start: camel-micrometer binds its registry while the context starts.
         registry = MeterRegistryLookup.of(camel);
+        gauges.add(Gauge.builder("chat_intake_work_workers_allowed", this, WorkDispatcher::workersAllowed)
+                .description("dispatcher threads that may claim or handle now: fewer while intake is behind its source").register(registry));
         try {
             // Before the first claim, so no claim of this process is ever without its heartbeat.
             heartbeat.beat();
@@ -239,9 +241,9 @@ public final class WorkDispatcher {
         }
         threads.clear();
         giveBackQueued();
-        // A dispatcher started later on the same registry registers its own depth gauges: these would
+        // A dispatcher started later on the same registry registers its own gauges: these would
         // shadow them (Micrometer keeps the first gauge of a name and tags) and show this one's last values.
-        for (Gauge gauge = depthGauges.poll(); gauge != null; gauge = depthGauges.poll()) {
+        for (Gauge gauge = gauges.poll(); gauge != null; gauge = gauges.poll()) {
             registry.remove(gauge);
         }
         depth.clear();
@@ -402,13 +404,13 @@ public final class WorkDispatcher {
     private boolean waitedForIntake() {
         while (true) {
             int now = working.get();
-            long behind = intakeBehindUntil - System.nanoTime();
-            if (behind <= 0 || now - stalledHandlers() < options.concurrencyWhileIntakeBehind()) {
+            if (now - stalledHandlers() < workersAllowed()) {
                 if (working.compareAndSet(now, now + 1)) {
                     return false;
                 }
                 continue;
             }
+            long behind = intakeBehindUntil - System.nanoTime();
             synchronized (idle) {
                 if (running) {
                     try {
@@ -420,6 +422,11 @@ public final class WorkDispatcher {
             }
             return true;
         }
+    }
+
+    private int workersAllowed() {
+        return intakeBehindUntil - System.nanoTime() > 0
+                ? Math.min(options.concurrency(), options.concurrencyWhileIntakeBehind()) : options.concurrency();
     }
 
     private int stalledHandlers() {
@@ -912,7 +919,7 @@ public final class WorkDispatcher {
                 String state = rs.getString(2);
                 depth.computeIfAbsent(kind + "|" + state, k -> {
                     AtomicLong value = new AtomicLong();
-                    depthGauges.add(Gauge.builder("chat_intake_work_items", value, AtomicLong::get).tag("kind", kind).tag("state", state)
+                    gauges.add(Gauge.builder("chat_intake_work_items", value, AtomicLong::get).tag("kind", kind).tag("state", state)
                             .register(registry));
                     return value;
                 }).set(rs.getLong(3));

@@ -366,24 +366,23 @@ class WorkDispatcherTest {
     @Test
     void whileIntakeIsBehindOneWorkerHandlesAndBothDoOnceItCaughtUp() throws Exception {
         startDispatcher(3);
-        // Two chats, each with its own worker (no more runs than workers), unless intake is behind.
         try (IntakeBehind behind = new IntakeBehind(WorkDispatcher.of(camel))) {
-            paced.put(BOT + ":1", 300);
-            paced.put(BOT + ":2", 300);
-            store(1, 1);
-            store(2, 2);
-            Await.until("both chats handled while intake is behind", WAIT, () -> handled.containsAll(List.of(BOT + ":1", BOT + ":2")));
-            assertThat(mostAtOnce.get()).as("handlers at once while intake is behind").isEqualTo(1);
+            assertThat(mostHandlersAtOnceForTwoChats(1)).as("handlers at once while intake is behind").isEqualTo(1);
         }
-
         // Caught up: both workers again, as soon as the last hint is older than INTAKE_BEHIND.
         Thread.sleep(WorkDispatcher.INTAKE_BEHIND.toMillis());
-        paced.put(BOT + ":3", 300);
-        paced.put(BOT + ":4", 300);
-        store(3, 3);
-        store(4, 4);
-        Await.until("both chats handled after intake caught up", WAIT, () -> handled.containsAll(List.of(BOT + ":3", BOT + ":4")));
-        assertThat(mostAtOnce.get()).as("handlers at once once intake caught up").isEqualTo(2);
+        assertThat(mostHandlersAtOnceForTwoChats(3)).as("handlers at once once intake caught up").isEqualTo(2);
+    }
+
+    /** Two chats whose handlers take 300 ms, each with its own worker (no more runs than workers) unless intake is behind. */
+    private int mostHandlersAtOnceForTwoChats(long firstUpdate) throws Exception {
+        mostAtOnce.set(0);
+        List<String> keys = List.of(BOT + ":" + firstUpdate, BOT + ":" + (firstUpdate + 1));
+        keys.forEach(key -> paced.put(key, 300));
+        store(firstUpdate, firstUpdate);
+        store(firstUpdate + 1, firstUpdate + 1);
+        Await.until("both chats handled", WAIT, () -> handled.containsAll(keys));
+        return mostAtOnce.get();
     }
 
     @Test

@@ -12,6 +12,7 @@ import io.chatintake.sim.AdjustableClock;
 import io.chatintake.sim.BotApiSimulator;
 import io.chatintake.sim.BotApiSimulator.Fault;
 import io.chatintake.testkit.TestDatabase;
+import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import org.apache.camel.Exchange;
@@ -21,6 +22,7 @@ import java.sql.Statement;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.Collectors;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -71,6 +73,25 @@ class TelegramInboxConsumerTest {
         assertThat(count("SELECT count(*) FROM telegram_update WHERE payload->'message'->>'media_group_id' = 'album-1'")).isEqualTo(2);
         assertThat(simulator.violations()).isEmpty();
         assertThat(simulator.requests()).filteredOn(r -> r.offset() != null).allMatch(r -> r.offset() >= 0);
+    }
+
+    @Test
+    void fullBatchesHoldTheHandlersBackUntilTheBotsBacklogIsTakenIn() throws Exception {
+        for (int i = 0; i < 1_000; i++) {
+            simulator.enqueueText(token, 2000 + i % 10, "backlog " + i);
+        }
+        AtomicInteger handled = new AtomicInteger();
+        try (TelegramIntake intake = new TelegramIntake(simulator).property("telegram.bot-token", token)
+                .workHandler(exchange -> handled.incrementAndGet()).route("main", FAST, false).start()) {
+            Gauge allowed = intake.meters.get("chat_intake_work_workers_allowed").gauge();
+            // Polls come back full (100) while the backlog lasts: one worker of two meanwhile.
+            await("one worker allowed while the backlog is taken in", WAIT, () -> allowed.value() == 1);
+            await("the backlog confirmed", WAIT, () -> simulator.queued(token) == 0);
+            await("both workers allowed once intake caught up", WAIT, () -> allowed.value() == 2);
+            await("every update handled", WAIT, () -> handled.get() == 1_000);
+            assertThat(intake.received).as("handled as work, not on the consumer's thread").isEmpty();
+        }
+        assertThat(simulator.violations()).isEmpty();
     }
 
     @Test

@@ -15,6 +15,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.function.BooleanSupplier;
 import org.apache.camel.CamelContext;
 import org.apache.camel.Exchange;
+import org.apache.camel.Processor;
 import org.apache.camel.builder.RouteBuilder;
 
 /**
@@ -67,6 +68,18 @@ final class TelegramIntake implements AutoCloseable {
                 });
             }
         });
+        return this;
+    }
+
+    /** Stored updates run as work, as in the runner: the dispatcher (two workers) hands them to {@code handler}. */
+    TelegramIntake workHandler(Processor handler) {
+        product.setting("work.handlers.telegram-update", "direct:telegram-update").setting("work.concurrency", "2")
+                .routes(new RouteBuilder() {
+                    @Override
+                    public void configure() {
+                        from("direct:telegram-update").process(handler);
+                    }
+                });
         return this;
     }
 
