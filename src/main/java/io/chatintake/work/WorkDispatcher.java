@@ -320,9 +320,8 @@ public final class WorkDispatcher {
 
     /**
      * Intake's source holds more than intake just took (a full batch; deliveries that queued for
-     * a commit): for {@link #INTAKE_BEHIND}
-     * from now, fewer workers run ({@link #waitedForIntake}). A hint like {@link #nudge}; it never
-     * waits.
+     * a commit): for {@link #INTAKE_BEHIND} from now, fewer workers run ({@link #waitedForIntake}).
+     * A hint like {@link #nudge}; it never waits.
      */
     public void intakeBehind() {
         intakeBehindUntil = System.nanoTime() + INTAKE_BEHIND.toNanos();
