@@ -51,26 +51,15 @@ public final class WebhookEventStore implements WebhookEventSink {
     private final String channel;
     private final String workKind;
     private final ChildMessageListener childListener;
-    private final Runnable intakeBehind;
 
     /** @param workKind the kind of work item each new event becomes */
     public WebhookEventStore(DataSource dataSource, Duration statementTimeout, String workspace, String channel, String workKind,
                              ChildMessageListener childListener) {
-        this(dataSource, statementTimeout, workspace, channel, workKind, childListener, () -> { });
-    }
-
-    /**
-     * @param intakeBehind told (a hint; it must not wait) when deliveries had to queue for a
-     *                     transaction: they come faster than one commit each
-     */
-    public WebhookEventStore(DataSource dataSource, Duration statementTimeout, String workspace, String channel, String workKind,
-                             ChildMessageListener childListener, Runnable intakeBehind) {
         this.commits = new GroupCommit<>(dataSource, statementTimeout, COMMITTERS, MAX_GROUP, this::scheduleAll);
         this.workspace = workspace;
         this.channel = channel;
         this.workKind = workKind;
         this.childListener = childListener;
-        this.intakeBehind = intakeBehind;
     }
 
     @Override
@@ -118,9 +107,6 @@ public final class WebhookEventStore implements WebhookEventSink {
      * statement in one order.
      */
     private void scheduleAll(Connection connection, List<Written> deliveries) throws SQLException {
-        if (deliveries.size() > 1) {
-            intakeBehind.run();
-        }
         childListener.stored(connection, deliveries.stream().flatMap(d -> d.children().stream()).toList());
         WorkQueue.schedule(connection, deliveries.stream().flatMap(d -> d.work().stream()).toList());
     }

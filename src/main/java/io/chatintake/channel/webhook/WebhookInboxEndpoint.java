@@ -3,7 +3,6 @@ package io.chatintake.channel.webhook;
 import io.chatintake.config.Secret;
 import io.chatintake.config.Settings;
 import io.chatintake.message.ChildMessageListener;
-import io.chatintake.work.WorkDispatcher;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.List;
@@ -128,7 +127,7 @@ public class WebhookInboxEndpoint extends DefaultEndpoint {
         health = new WebhookIntakeHealthCheck(channel, state);
         health.register(getCamelContext());
         sink = eventSink != null ? eventSink : new WebhookEventStore(dataSource(), Duration.ofMillis(statementTimeoutMs),
-                workspace, channel, getWorkKind(), childMessageListener(), () -> WorkDispatcher.intakeBehind(getCamelContext()));
+                workspace, channel, getWorkKind(), childMessageListener());
         if (eventSink == null) {
             // The dispatcher finds every WorkSource in the registry: this channel's events reach its handler.
             getCamelContext().getRegistry().bind("workSource:" + getWorkKind(), new WebhookWorkSource(getWorkKind(), getHandler()));
