@@ -310,18 +310,10 @@ public final class WorkDispatcher {
         }
     }
 
-    /** Tells this context's dispatcher, if it has one, that intake is behind ({@link #intakeBehind()}). */
-    public static void intakeBehind(CamelContext context) {
-        WorkDispatcher dispatcher = of(context);
-        if (dispatcher != null) {
-            dispatcher.intakeBehind();
-        }
-    }
-
     /**
-     * Intake's source holds more than intake just took (a full batch; deliveries that queued for
-     * a commit): for {@link #INTAKE_BEHIND} from now, fewer workers run ({@link #waitedForIntake}).
-     * A hint like {@link #nudge}; it never waits.
+     * Intake's source holds more than intake just took (a Telegram poll came back full): for
+     * {@link #INTAKE_BEHIND} from now, fewer workers run ({@link #waitedForIntake}). A hint like
+     * {@link #nudge}; it never waits.
      */
     public void intakeBehind() {
         intakeBehindUntil = System.nanoTime() + INTAKE_BEHIND.toNanos();

@@ -40,8 +40,7 @@ public final class WebhookEventStore implements WebhookEventSink {
      * Transactions in flight at once, each holding the deliveries that arrived while the others ran.
      * Two: one still goes on while the other waits (a lock, a slow fsync), and bigger groups cost
      * fewer commits: bench webhook at 16 clients took 1,210-1,280/s with 2, 1,180/s with 4 and
-     * 870-910/s with 8 on 2 cores; again with the handlers held back while deliveries queue,
-     * 2,277-2,313/s with 2 against 1,866-2,123/s with 4.
+     * 870-910/s with 8 on 2 cores.
      */
     private static final int COMMITTERS = 2;
     private static final int MAX_GROUP = 32;
