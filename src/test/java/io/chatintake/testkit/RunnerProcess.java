@@ -27,7 +27,6 @@ import java.util.stream.Collectors;
  * Its stdout and stderr go to one log file the test can read.
  */
 public final class RunnerProcess implements AutoCloseable {
-    private static final HttpClient HTTP = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
     /** Runners not closed yet: what a failed wait shows ({@link #diagnostics}). */
     private static final Set<RunnerProcess> LIVE = ConcurrentHashMap.newKeySet();
 
@@ -35,6 +34,8 @@ public final class RunnerProcess implements AutoCloseable {
     private final Path log;
     private final int httpPort;
     private final Path dataDir;
+    /** This runner's own, so that no request to it can travel on a kept-alive connection to an earlier runner on the same port. */
+    private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
 
     private RunnerProcess(Process process, Path log, int httpPort, Path dataDir) {
         this.process = process;
@@ -168,10 +169,22 @@ public final class RunnerProcess implements AutoCloseable {
         return awaitOutput("chat-intake ready", Duration.ofSeconds(90));
     }
 
+    /**
+     * A GET, sent again once when the connection closed before any answer, as a readiness probe
+     * would be: once in many CI runs the first request to a runner that had just printed "ready"
+     * read EOF on a fresh connection (printed here when it happens).
+     */
     public HttpResponse<String> get(String path) {
+        HttpRequest request = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + httpPort + path))
+                .timeout(Duration.ofSeconds(10)).GET().build();
         try {
-            return HTTP.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + httpPort + path))
-                    .timeout(Duration.ofSeconds(10)).GET().build(), HttpResponse.BodyHandlers.ofString());
+            try {
+                return http.send(request, HttpResponse.BodyHandlers.ofString());
+            } catch (IOException e) {
+                System.err.println("GET " + path + " on port " + httpPort + " read no answer (" + e.getMessage() + "); sending it again");
+                sleep(200);
+                return http.send(request, HttpResponse.BodyHandlers.ofString());
+            }
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         } catch (InterruptedException e) {
@@ -182,7 +195,7 @@ public final class RunnerProcess implements AutoCloseable {
 
     public HttpResponse<String> post(String path, byte[] body) {
         try {
-            return HTTP.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + httpPort + path))
+            return http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + httpPort + path))
                     .timeout(Duration.ofSeconds(10)).POST(HttpRequest.BodyPublishers.ofByteArray(body)).build(),
                     HttpResponse.BodyHandlers.ofString());
         } catch (IOException e) {
