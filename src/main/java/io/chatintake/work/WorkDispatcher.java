@@ -145,6 +145,12 @@ public final class WorkDispatcher {
         Slice(List<ActiveRun> runs) {
             this.runs = runs;
         }
+
+        /** Its handler has run longer than {@link #STALL} at {@code now} (System.nanoTime()). */
+        boolean stalled(long now) {
+            long since = handlerSince;
+            return since != 0 && now - since >= STALL.toNanos();
+        }
     }
 
     private final CamelContext camel;
@@ -395,7 +401,8 @@ public final class WorkDispatcher {
     private boolean waitedForIntake() {
         while (true) {
             int now = working.get();
-            if (now - stalledHandlers() < workersAllowed()) {
+            int allowed = workersAllowed();
+            if (allowed >= options.concurrency() || now - stalledHandlers() < allowed) {
                 if (working.compareAndSet(now, now + 1)) {
                     return false;
                 }
@@ -422,14 +429,7 @@ public final class WorkDispatcher {
 
     private int stalledHandlers() {
         long now = System.nanoTime();
-        int stalled = 0;
-        for (Slice slice : slices) {
-            long since = slice.handlerSince;
-            if (since != 0 && now - since >= STALL.toNanos()) {
-                stalled++;
-            }
-        }
-        return stalled;
+        return (int) slices.stream().filter(slice -> slice.stalled(now)).count();
     }
 
     /** Waits as long as {@link Gathering} said after the previous lane claim. */
@@ -604,8 +604,7 @@ public final class WorkDispatcher {
         long now = System.nanoTime();
         int handedBack = 0;
         for (Slice slice : slices) {
-            long since = slice.handlerSince;
-            if (since == 0 || now - since < STALL.toNanos()) {
+            if (!slice.stalled(now)) {
                 continue;
             }
             for (ActiveRun run : slice.runs) {
