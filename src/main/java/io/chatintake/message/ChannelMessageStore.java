@@ -1,14 +1,16 @@
 package io.chatintake.message;
 
+import io.chatintake.store.SqlArrays;
+import io.chatintake.store.UpsertRounds;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
-import java.sql.Types;
 import java.time.Instant;
-import java.time.OffsetDateTime;
-import java.time.ZoneOffset;
+import java.util.Arrays;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.stream.Collectors;
 
 /**
@@ -26,12 +28,25 @@ public final class ChannelMessageStore {
     private static final String EVENT_IS_NEWEST =
             "(channel_message.last_event_at IS NULL OR EXCLUDED.last_event_at >= channel_message.last_event_at)";
 
+    /** Many rows in one statement: one array per column, unnested in the given order. */
     private static final String INSERT = """
             INSERT INTO channel_message (workspace, provider, account_id, conversation_id, message_id,
                                          message_type, text, caption, attachments, sent_at,
                                          album_id, album_index, album_total,
                                          deleted_at, first_event_id, last_event_at)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, CAST(? AS jsonb), ?, ?, ?, ?, ?, ?, ?)
+            SELECT ?, m.provider, m.account_id, m.conversation_id, m.message_id,
+                   m.message_type, m.text, m.caption, CAST(m.attachments AS jsonb), CAST(m.sent_at AS timestamptz),
+                   m.album_id, m.album_index, m.album_total,
+                   CAST(m.deleted_at AS timestamptz), m.first_event_id, CAST(m.last_event_at AS timestamptz)
+              FROM unnest(CAST(? AS text[]), CAST(? AS text[]), CAST(? AS text[]), CAST(? AS text[]),
+                          CAST(? AS text[]), CAST(? AS text[]), CAST(? AS text[]), CAST(? AS text[]), CAST(? AS text[]),
+                          CAST(? AS text[]), CAST(? AS int[]), CAST(? AS int[]),
+                          CAST(? AS text[]), CAST(? AS text[]), CAST(? AS text[]))
+                   WITH ORDINALITY AS m(provider, account_id, conversation_id, message_id,
+                                        message_type, text, caption, attachments, sent_at,
+                                        album_id, album_index, album_total,
+                                        deleted_at, first_event_id, last_event_at, n)
+             ORDER BY m.n
             ON CONFLICT (workspace, provider, account_id, conversation_id, message_id) DO UPDATE SET
             """;
 
@@ -40,7 +55,7 @@ public final class ChannelMessageStore {
                 deleted_at = COALESCE(channel_message.deleted_at, EXCLUDED.deleted_at),
                 last_event_at = GREATEST(channel_message.last_event_at, EXCLUDED.last_event_at),
                 updated_at = now()
-            RETURNING id, (xmax = 0) AS inserted,
+            RETURNING provider, account_id, conversation_id, message_id, id, (xmax = 0) AS inserted,
                       channel_message.album_id IS NOT NULL AND channel_message.album_id IS DISTINCT FROM
                           (SELECT o.album_id FROM channel_message o WHERE o.id = channel_message.id) AS album_assigned,
                       COALESCE(jsonb_typeof(channel_message.attachments) = 'array' AND channel_message.attachments <> '[]'::jsonb, false)
@@ -70,36 +85,61 @@ public final class ChannelMessageStore {
     public record Applied(long id, boolean inserted, boolean albumAssigned, boolean hasAttachments) {
     }
 
-    public static Applied apply(Connection connection, String workspace, String eventId, Instant occurredAt, ChannelMessage m,
-                         ChannelMessage.Change change) throws SQLException {
-        String sql = change == ChannelMessage.Change.CONTENT ? UPSERT_CONTENT : UPSERT_FILL_ONLY;
-        try (PreparedStatement ps = connection.prepareStatement(sql)) {
-            int i = 0;
-            ps.setString(++i, workspace);
-            ps.setString(++i, m.provider());
-            ps.setString(++i, m.accountId());
-            ps.setString(++i, m.conversationId());
-            ps.setString(++i, m.messageId());
-            ps.setString(++i, m.messageType());
-            ps.setString(++i, m.text());
-            ps.setString(++i, m.caption());
-            ps.setString(++i, m.attachmentsJson());
-            ps.setObject(++i, timestamp(m.sentAt()), Types.TIMESTAMP_WITH_TIMEZONE);
-            ps.setString(++i, m.albumId());
-            ps.setObject(++i, m.albumIndex(), Types.INTEGER);
-            ps.setObject(++i, m.albumTotal(), Types.INTEGER);
-            Instant deletedAt = change == ChannelMessage.Change.DELETE ? (occurredAt != null ? occurredAt : Instant.now()) : null;
-            ps.setObject(++i, timestamp(deletedAt), Types.TIMESTAMP_WITH_TIMEZONE);
-            ps.setString(++i, eventId);
-            ps.setObject(++i, timestamp(occurredAt), Types.TIMESTAMP_WITH_TIMEZONE);
-            try (ResultSet rs = ps.executeQuery()) {
-                rs.next();
-                return new Applied(rs.getLong(1), rs.getBoolean(2), rs.getBoolean(3), rs.getBoolean(4));
-            }
+    /** An event about a child message: what it says about the child, and when it happened. */
+    public record MessageEvent(String eventId, Instant occurredAt, ChannelMessage message, ChannelMessage.Change change) {
+        private List<String> key() {
+            return Arrays.asList(message.provider(), message.accountId(), message.conversationId(), message.messageId());
         }
     }
 
-    public static OffsetDateTime timestamp(Instant instant) {
-        return instant == null ? null : OffsetDateTime.ofInstant(instant, ZoneOffset.UTC);
+    /**
+     * Applies the events to their children, in order, in a few statements (one per round of
+     * distinct children and kind of change); what each did is returned in the events' order.
+     */
+    public static List<Applied> applyAll(Connection connection, String workspace, List<MessageEvent> events) throws SQLException {
+        Applied[] applied = new Applied[events.size()];
+        for (List<Integer> round : UpsertRounds.of(events, MessageEvent::key)) {
+            Map<Boolean, List<Integer>> byKind = round.stream()
+                    .collect(Collectors.partitioningBy(i -> events.get(i).change() == ChannelMessage.Change.CONTENT));
+            for (Map.Entry<Boolean, List<Integer>> kind : byKind.entrySet()) {
+                if (!kind.getValue().isEmpty()) {
+                    upsert(connection, workspace, kind.getKey() ? UPSERT_CONTENT : UPSERT_FILL_ONLY, events, kind.getValue(), applied);
+                }
+            }
+        }
+        return Arrays.asList(applied);
+    }
+
+    private static void upsert(Connection connection, String workspace, String sql, List<MessageEvent> events, List<Integer> rows,
+                               Applied[] applied) throws SQLException {
+        List<MessageEvent> these = rows.stream().map(events::get).toList();
+        try (PreparedStatement ps = connection.prepareStatement(sql)) {
+            int i = 0;
+            ps.setString(++i, workspace);
+            ps.setArray(++i, SqlArrays.texts(connection, these, e -> e.message().provider()));
+            ps.setArray(++i, SqlArrays.texts(connection, these, e -> e.message().accountId()));
+            ps.setArray(++i, SqlArrays.texts(connection, these, e -> e.message().conversationId()));
+            ps.setArray(++i, SqlArrays.texts(connection, these, e -> e.message().messageId()));
+            ps.setArray(++i, SqlArrays.texts(connection, these, e -> e.message().messageType()));
+            ps.setArray(++i, SqlArrays.texts(connection, these, e -> e.message().text()));
+            ps.setArray(++i, SqlArrays.texts(connection, these, e -> e.message().caption()));
+            ps.setArray(++i, SqlArrays.texts(connection, these, e -> e.message().attachmentsJson()));
+            ps.setArray(++i, SqlArrays.texts(connection, these, e -> SqlArrays.timestamp(e.message().sentAt())));
+            ps.setArray(++i, SqlArrays.texts(connection, these, e -> e.message().albumId()));
+            ps.setArray(++i, SqlArrays.integers(connection, these, e -> e.message().albumIndex()));
+            ps.setArray(++i, SqlArrays.integers(connection, these, e -> e.message().albumTotal()));
+            ps.setArray(++i, SqlArrays.texts(connection, these, e -> e.change() == ChannelMessage.Change.DELETE
+                    ? SqlArrays.timestamp(e.occurredAt() != null ? e.occurredAt() : Instant.now()) : null));
+            ps.setArray(++i, SqlArrays.texts(connection, these, MessageEvent::eventId));
+            ps.setArray(++i, SqlArrays.texts(connection, these, e -> SqlArrays.timestamp(e.occurredAt())));
+            Map<List<String>, Integer> positions = new HashMap<>();
+            rows.forEach(row -> positions.put(events.get(row).key(), row));
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    List<String> key = Arrays.asList(rs.getString(1), rs.getString(2), rs.getString(3), rs.getString(4));
+                    applied[positions.get(key)] = new Applied(rs.getLong(5), rs.getBoolean(6), rs.getBoolean(7), rs.getBoolean(8));
+                }
+            }
+        }
     }
 }

@@ -4,6 +4,8 @@ import io.chatintake.store.DatabaseSchema;
 import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.Statement;
+import java.util.ArrayList;
+import java.util.List;
 import javax.sql.DataSource;
 import org.postgresql.ds.PGSimpleDataSource;
 
@@ -30,6 +32,24 @@ public final class Sql {
     public static String string(DataSource db, String sql) {
         try (Connection c = db.getConnection(); Statement s = c.createStatement(); ResultSet rs = s.executeQuery(sql)) {
             return rs.next() ? rs.getString(1) : null;
+        } catch (Exception e) {
+            throw new IllegalStateException(sql + ": " + e.getMessage(), e);
+        }
+    }
+
+    /** Every row, each as its columns' values; numbers as {@code Long}, so {@code List.of("a", 2L)} matches a row. */
+    public static List<List<Object>> rows(DataSource db, String sql) {
+        try (Connection c = db.getConnection(); Statement s = c.createStatement(); ResultSet rs = s.executeQuery(sql)) {
+            List<List<Object>> rows = new ArrayList<>();
+            while (rs.next()) {
+                List<Object> row = new ArrayList<>();
+                for (int i = 1; i <= rs.getMetaData().getColumnCount(); i++) {
+                    Object value = rs.getObject(i);
+                    row.add(value instanceof Number n ? (Object) n.longValue() : value);
+                }
+                rows.add(row);
+            }
+            return rows;
         } catch (Exception e) {
             throw new IllegalStateException(sql + ": " + e.getMessage(), e);
         }

@@ -1,6 +1,5 @@
 package io.chatintake.channel.webhook;
 
-import io.chatintake.store.Transactions;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.SQLTimeoutException;
@@ -18,34 +17,33 @@ import java.util.concurrent.atomic.AtomicInteger;
 import javax.sql.DataSource;
 
 /**
- * Group commit: units of work submitted at about the same time run in one transaction, so a
- * burst of N deliveries costs one commit (one WAL flush) instead of N. {@link #submit} returns
- * only after the transaction holding its unit committed, so a caller may answer 2xx on return.
+ * Group commit: inputs submitted at about the same time are written by one call of the
+ * {@link GroupWork} in one transaction, so a burst of N deliveries costs one commit (one WAL
+ * flush) and a few set-based statements instead of N of each. {@link #submit} returns only after
+ * the transaction holding its input committed, so a caller may answer 2xx on return.
  * <p>
- * A unit that fails is the only one that fails: the transaction is rolled back and the rest of
- * its group runs again without it (units are plain database work, safe to run again in a new
- * transaction). A failure of the transaction itself (connection, commit) fails exactly the
- * units it held, none of which is then stored.
- * <p>
- * A {@link BeforeCommit} step runs once per transaction, after its units, with their results: the
- * place for writes that lock rows of several units (one statement locks them in one order, where
- * units locking one row each would lock them in arrival order and could wait for one another in
- * a circle). When it fails, the units of a group run again one transaction each, so that the
- * failure stays with the unit it belongs to.
+ * An input that fails is the only one that fails: when the work fails for a group of several,
+ * the transaction is rolled back and each input of the group runs again in a transaction of its
+ * own (the work is plain database work, safe to run again). A failure of the transaction itself
+ * (connection, commit) fails exactly the inputs it held, none of which is then stored.
  * <p>
  * No thread of its own: a submitter that finds a free slot (at most {@code committers} groups run
- * at once) leads, i.e. runs whatever is queued, its own unit included, on its own thread; the
+ * at once) leads, i.e. runs whatever is queued, its own input included, on its own thread; the
  * others wait for a leader to commit theirs. So a lone request pays no hand-over between threads
  * (on a busy machine each one costs a scheduling delay), and a burst shares commits.
  */
-public final class GroupCommit<T> {
-    /** Runs in each transaction after its units, with their results in order; the same rules as a unit. */
+public final class GroupCommit<I, O> {
+    /**
+     * Writes a group of inputs in the caller's transaction and returns one result per input, in
+     * order. Called with a group of one to tell which input fails, so it must not commit, roll
+     * back or keep the connection.
+     */
     @FunctionalInterface
-    public interface BeforeCommit<T> {
-        void run(Connection transaction, List<T> results) throws SQLException;
+    public interface GroupWork<I, O> {
+        List<O> run(Connection transaction, List<I> inputs) throws SQLException;
     }
 
-    /** How long a waiting submitter trusts the leaders before it looks whether its unit needs one. */
+    /** How long a waiting submitter trusts the leaders before it looks whether its input needs one. */
     private static final Duration LEADER_CHECK = Duration.ofMillis(10);
 
     private final DataSource dataSource;
@@ -53,41 +51,24 @@ public final class GroupCommit<T> {
     private final Duration answerTimeout;
     private final int committers;
     private final int maxGroup;
-    private final BeforeCommit<T> beforeCommit;
-    private final Queue<Pending<T>> queue = new ConcurrentLinkedQueue<>();
+    private final GroupWork<I, O> work;
+    private final Queue<Pending<I, O>> queue = new ConcurrentLinkedQueue<>();
     private final AtomicInteger leading = new AtomicInteger();
 
-    private static final class Pending<T> {
-        final Transactions.Work<T> unit;
-        final CompletableFuture<T> outcome = new CompletableFuture<>();
-        T result;
-
-        Pending(Transactions.Work<T> unit) {
-            this.unit = unit;
-        }
-
-        void runIn(Connection c) throws SQLException {
-            result = unit.run(c);
-        }
-
-        void committed() {
-            outcome.complete(result);
+    private record Pending<I, O>(I input, CompletableFuture<O> outcome) {
+        Pending(I input) {
+            this(input, new CompletableFuture<>());
         }
     }
 
     /**
      * @param statementTimeout bound on each statement; a submitter waits at most twice this (plus a second) for its answer
      * @param committers groups that may run at once (each holds one connection while it runs)
-     * @param maxGroup units at most in one transaction
+     * @param maxGroup inputs at most in one transaction
      */
-    public GroupCommit(DataSource dataSource, Duration statementTimeout, int committers, int maxGroup) {
-        this(dataSource, statementTimeout, committers, maxGroup, (transaction, results) -> { });
-    }
-
-    /** @param beforeCommit runs in each transaction after its units */
-    public GroupCommit(DataSource dataSource, Duration statementTimeout, int committers, int maxGroup, BeforeCommit<T> beforeCommit) {
+    public GroupCommit(DataSource dataSource, Duration statementTimeout, int committers, int maxGroup, GroupWork<I, O> work) {
         this.dataSource = dataSource;
-        this.beforeCommit = beforeCommit;
+        this.work = work;
         this.statementTimeout = statementTimeout;
         this.answerTimeout = statementTimeout.multipliedBy(2).plusSeconds(1);
         this.committers = committers;
@@ -95,18 +76,18 @@ public final class GroupCommit<T> {
     }
 
     /**
-     * Runs the unit in a shared transaction and returns its result once that transaction has
-     * committed. Throws when the unit failed, the transaction failed, or no answer came in time
-     * (then the unit may still commit later: callers answer "retry", and a retry finds it stored).
+     * Writes the input in a shared transaction and returns its result once that transaction has
+     * committed. Throws when its write failed, the transaction failed, or no answer came in time
+     * (then it may still commit later: callers answer "retry", and a retry finds it stored).
      */
-    public T submit(Transactions.Work<T> unit) throws SQLException {
-        Pending<T> pending = new Pending<>(unit);
+    public O submit(I input) throws SQLException {
+        Pending<I, O> pending = new Pending<>(input);
         queue.add(pending);
         long deadline = System.nanoTime() + answerTimeout.toNanos();
         while (true) {
             lead(pending);
             try {
-                return pending.outcome.get(Math.min(LEADER_CHECK.toNanos(), Math.max(0, deadline - System.nanoTime())), TimeUnit.NANOSECONDS);
+                return pending.outcome().get(Math.min(LEADER_CHECK.toNanos(), Math.max(0, deadline - System.nanoTime())), TimeUnit.NANOSECONDS);
             } catch (ExecutionException e) {
                 if (e.getCause() instanceof SQLException sql) {
                     throw sql;
@@ -127,17 +108,17 @@ public final class GroupCommit<T> {
     }
 
     /**
-     * With a free slot, runs queued groups until the caller's own unit is answered. A leader then
-     * returns, so a steady stream never holds one request; a unit it leaves queued is taken by the
-     * next submitter, or by its own submitter when it looks again ({@link #LEADER_CHECK}).
+     * With a free slot, runs queued groups until the caller's own input is answered. A leader then
+     * returns, so a steady stream never holds one request; an input it leaves queued is taken by
+     * the next submitter, or by its own submitter when it looks again ({@link #LEADER_CHECK}).
      */
-    private void lead(Pending<T> own) {
+    private void lead(Pending<I, O> own) {
         if (queue.isEmpty() || !tryTakeSlot()) {
             return;
         }
         try {
-            while (!own.outcome.isDone()) {
-                List<Pending<T>> group = nextGroup();
+            while (!own.outcome().isDone()) {
+                List<Pending<I, O>> group = nextGroup();
                 if (group.isEmpty()) {
                     return;
                 }
@@ -157,25 +138,25 @@ public final class GroupCommit<T> {
         return false;
     }
 
-    private List<Pending<T>> nextGroup() {
-        List<Pending<T>> group = new ArrayList<>();
-        for (Pending<T> next = queue.poll(); next != null; next = group.size() < maxGroup ? queue.poll() : null) {
+    private List<Pending<I, O>> nextGroup() {
+        List<Pending<I, O>> group = new ArrayList<>();
+        for (Pending<I, O> next = queue.poll(); next != null; next = group.size() < maxGroup ? queue.poll() : null) {
             group.add(next);
         }
         return group;
     }
 
-    private void runGuarded(List<Pending<T>> group) {
+    private void runGuarded(List<Pending<I, O>> group) {
         try {
             if (!runGroup(group)) {
-                // The step before commit failed for the group: each unit alone, so it fails only its own.
-                for (Pending<T> pending : group) {
+                // The work failed for the group: each input alone, so a failure stays with its own input.
+                for (Pending<I, O> pending : group) {
                     runGroup(List.of(pending));
                 }
             }
         } catch (RuntimeException | Error e) {
             // Never leave a submitter waiting: whatever is not answered yet fails with this.
-            group.forEach(p -> p.outcome.completeExceptionally(e));
+            group.forEach(p -> p.outcome().completeExceptionally(e));
             if (e instanceof Error error) {
                 throw error;
             }
@@ -183,72 +164,45 @@ public final class GroupCommit<T> {
     }
 
     /**
-     * Runs the group in one transaction (again without a unit that fails) and answers its units.
-     * @return false when the step before commit failed in a group of several units: none is answered yet
+     * Runs the group in one transaction and answers its inputs.
+     * @return false when the work failed for a group of several on a sound connection: none is answered yet
      */
-    private boolean runGroup(List<Pending<T>> group) {
-        List<Pending<T>> remaining = new ArrayList<>(group);
-        while (!remaining.isEmpty()) {
-            try (Connection c = dataSource.getConnection()) {
-                // Client side too: statement_timeout cannot fire when the server is gone mid-request.
-                c.setNetworkTimeout(Runnable::run, (int) answerTimeout.toMillis());
-                c.setAutoCommit(false);
+    private boolean runGroup(List<Pending<I, O>> group) {
+        try (Connection c = dataSource.getConnection()) {
+            // Client side too: statement_timeout cannot fire when the server is gone mid-request.
+            c.setNetworkTimeout(Runnable::run, (int) answerTimeout.toMillis());
+            c.setAutoCommit(false);
+            List<O> results;
+            try {
+                try (Statement s = c.createStatement()) {
+                    s.execute("SET LOCAL statement_timeout = " + statementTimeout.toMillis());
+                }
                 try {
-                    try (Statement s = c.createStatement()) {
-                        s.execute("SET LOCAL statement_timeout = " + statementTimeout.toMillis());
+                    results = work.run(c, group.stream().map(Pending::input).toList());
+                    if (results.size() != group.size()) {
+                        throw new IllegalStateException(results.size() + " results for " + group.size() + " inputs");
                     }
-                    Pending<T> failed = runUntilFailure(c, remaining);
-                    if (failed != null) {
-                        rollbackQuietly(c);
-                        remaining.remove(failed);
-                        continue;
-                    }
-                    if (!runBeforeCommit(c, remaining)) {
-                        return false;
-                    }
-                    c.commit();
                 } catch (SQLException | RuntimeException e) {
                     rollbackQuietly(c);
-                    throw e;
+                    if (group.size() > 1 && !c.isClosed()) {
+                        return false;
+                    }
+                    group.get(0).outcome().completeExceptionally(e);
+                    return true;
                 }
-                remaining.forEach(Pending::committed);
-                remaining.clear();
-            } catch (SQLException e) {
-                // The transaction itself failed (connection, setup or commit): it held all of these, none is stored.
-                remaining.forEach(p -> p.outcome.completeExceptionally(e));
-                remaining.clear();
+                c.commit();
+            } catch (SQLException | RuntimeException e) {
+                rollbackQuietly(c);
+                throw e;
             }
+            for (int i = 0; i < group.size(); i++) {
+                group.get(i).outcome().complete(results.get(i));
+            }
+        } catch (SQLException e) {
+            // The transaction itself failed (connection, setup or commit): it held all of these, none is stored.
+            group.forEach(p -> p.outcome().completeExceptionally(e));
         }
         return true;
-    }
-
-    /** @return false (rolled back) when the step failed for several units; a lone unit gets the failure */
-    private boolean runBeforeCommit(Connection c, List<Pending<T>> units) throws SQLException {
-        try {
-            beforeCommit.run(c, units.stream().map(p -> p.result).toList());
-            return true;
-        } catch (SQLException | RuntimeException e) {
-            rollbackQuietly(c);
-            if (units.size() > 1) {
-                return false;
-            }
-            units.get(0).outcome.completeExceptionally(e);
-            units.clear();
-            return true;
-        }
-    }
-
-    /** @return the unit that failed (its submitter has the failure), or null when all ran */
-    private static <T> Pending<T> runUntilFailure(Connection c, List<Pending<T>> units) {
-        for (Pending<T> pending : units) {
-            try {
-                pending.runIn(c);
-            } catch (SQLException | RuntimeException e) {
-                pending.outcome.completeExceptionally(e);
-                return pending;
-            }
-        }
-        return null;
     }
 
     private static void rollbackQuietly(Connection c) {

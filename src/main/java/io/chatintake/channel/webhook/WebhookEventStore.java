@@ -2,15 +2,19 @@ package io.chatintake.channel.webhook;
 
 import io.chatintake.message.ChannelMessageStore;
 import io.chatintake.message.ChildMessageListener;
+import io.chatintake.store.SqlArrays;
+import io.chatintake.store.UpsertRounds;
 import io.chatintake.work.WorkQueue;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
-import java.sql.Types;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import javax.sql.DataSource;
 
 /**
@@ -23,17 +27,23 @@ import javax.sql.DataSource;
 public final class WebhookEventStore implements WebhookEventSink {
     /**
      * (workspace, channel, event id) is the idempotency key: a redelivery only counts itself on
-     * the existing row. {@code xmax = 0} tells a fresh insert from a conflict update.
+     * the existing row. {@code xmax = 0} tells a fresh insert from a conflict update. The events
+     * of a group go in one statement, one array per column, ids in the group's order.
      */
-    private static final String INSERT_EVENT = """
+    private static final String INSERT_EVENTS = """
             INSERT INTO webhook_event (workspace, channel, event_id, first_delivery_id, last_delivery_id,
                                        event_type, provider, account_id, occurred_at, body, payload, parse_error)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, CAST(? AS jsonb), ?)
+            SELECT ?, ?, e.event_id, e.delivery_id, e.delivery_id,
+                   e.event_type, e.provider, e.account_id, CAST(e.occurred_at AS timestamptz), e.body, CAST(e.payload AS jsonb), e.parse_error
+              FROM unnest(CAST(? AS text[]), CAST(? AS text[]), CAST(? AS text[]), CAST(? AS text[]), CAST(? AS text[]),
+                          CAST(? AS text[]), CAST(? AS bytea[]), CAST(? AS text[]), CAST(? AS text[]))
+                   WITH ORDINALITY AS e(event_id, delivery_id, event_type, provider, account_id, occurred_at, body, payload, parse_error, n)
+             ORDER BY e.n
             ON CONFLICT (workspace, channel, event_id) DO UPDATE
                SET delivery_count = webhook_event.delivery_count + 1,
                    last_delivery_id = EXCLUDED.last_delivery_id,
                    last_received_at = now()
-            RETURNING id, (xmax = 0) AS inserted
+            RETURNING event_id, id, (xmax = 0) AS inserted
             """;
 
     /**
@@ -45,7 +55,7 @@ public final class WebhookEventStore implements WebhookEventSink {
     private static final int COMMITTERS = 2;
     private static final int MAX_GROUP = 32;
 
-    private final GroupCommit<Written> commits;
+    private final GroupCommit<List<WebhookEvent>, List<Stored>> commits;
     private final String workspace;
     private final String channel;
     private final String workKind;
@@ -54,7 +64,7 @@ public final class WebhookEventStore implements WebhookEventSink {
     /** @param workKind the kind of work item each new event becomes */
     public WebhookEventStore(DataSource dataSource, Duration statementTimeout, String workspace, String channel, String workKind,
                              ChildMessageListener childListener) {
-        this.commits = new GroupCommit<>(dataSource, statementTimeout, COMMITTERS, MAX_GROUP, this::scheduleAll);
+        this.commits = new GroupCommit<>(dataSource, statementTimeout, COMMITTERS, MAX_GROUP, this::write);
         this.workspace = workspace;
         this.channel = channel;
         this.workKind = workKind;
@@ -66,68 +76,74 @@ public final class WebhookEventStore implements WebhookEventSink {
         return store(events);
     }
 
-    /** What one delivery wrote, and what its transaction still has to write for it before the commit. */
-    private record Written(List<Stored> stored, List<ChildMessageListener.StoredChild> children, List<WorkQueue.NewWork> work) {
-    }
-
     /**
      * The one transaction of a delivery: every event, its child, the child's listeners, its work
      * item. Deliveries arriving together share it ({@link GroupCommit}); returning means committed.
      */
     public List<Stored> store(List<WebhookEvent> events) throws SQLException {
-        return commits.submit(connection -> write(connection, events)).stored();
-    }
-
-    private Written write(Connection connection, List<WebhookEvent> events) throws SQLException {
-        List<Stored> result = new ArrayList<>(events.size());
-        List<ChildMessageListener.StoredChild> children = new ArrayList<>();
-        List<WorkQueue.NewWork> work = new ArrayList<>();
-        for (WebhookEvent event : events) {
-            Stored stored = insertEvent(connection, event);
-            result.add(stored);
-            // A redelivery was applied and scheduled when it was first stored; applying it again
-            // could undo a newer change, scheduling it again would run its business work twice.
-            if (stored.firstDelivery()) {
-                if (event.message() != null) {
-                    ChannelMessageStore.Applied child = ChannelMessageStore.apply(connection, workspace, event.eventId(),
-                            event.occurredAt(), event.message(), event.change());
-                    children.add(ChildMessageListener.StoredChild.of(child));
-                }
-                work.add(new WorkQueue.NewWork(workKind, String.join(":", workspace, channel, event.eventId()),
-                        stored.id(), event.chatKey(workspace)));
-            }
-        }
-        return new Written(result, children, work);
+        return commits.submit(events);
     }
 
     /**
-     * For all deliveries of the transaction at once: attachments, downloads and albums commit with
-     * their children (albums rule 8), and the work items, whose chats' lanes are locked in one
-     * statement in one order.
+     * The deliveries of one transaction, in a few statements for all of them: their events; the
+     * children of the new ones; what the children's listeners write (attachments, downloads and
+     * albums commit with their children); the new events' work items, whose chats' lanes are
+     * locked in one statement in one order.
      */
-    private void scheduleAll(Connection connection, List<Written> deliveries) throws SQLException {
-        childListener.stored(connection, deliveries.stream().flatMap(d -> d.children().stream()).toList());
-        WorkQueue.schedule(connection, deliveries.stream().flatMap(d -> d.work().stream()).toList());
+    private List<List<Stored>> write(Connection connection, List<List<WebhookEvent>> deliveries) throws SQLException {
+        List<WebhookEvent> events = deliveries.stream().flatMap(List::stream).toList();
+        Stored[] stored = new Stored[events.size()];
+        for (List<Integer> round : UpsertRounds.of(events, WebhookEvent::eventId)) {
+            insertEvents(connection, events, round, stored);
+        }
+        // A redelivery was applied and scheduled when it was first stored; applying it again
+        // could undo a newer change, scheduling it again would run its business work twice.
+        List<ChannelMessageStore.MessageEvent> messageEvents = new ArrayList<>();
+        List<WorkQueue.NewWork> work = new ArrayList<>();
+        for (int i = 0; i < events.size(); i++) {
+            WebhookEvent event = events.get(i);
+            if (stored[i].firstDelivery()) {
+                if (event.message() != null) {
+                    messageEvents.add(new ChannelMessageStore.MessageEvent(event.eventId(), event.occurredAt(), event.message(),
+                            event.change()));
+                }
+                work.add(new WorkQueue.NewWork(workKind, String.join(":", workspace, channel, event.eventId()),
+                        stored[i].id(), event.chatKey(workspace)));
+            }
+        }
+        childListener.stored(connection, ChannelMessageStore.applyAll(connection, workspace, messageEvents).stream()
+                .map(ChildMessageListener.StoredChild::of).toList());
+        WorkQueue.schedule(connection, work);
+        List<List<Stored>> result = new ArrayList<>(deliveries.size());
+        int next = 0;
+        for (List<WebhookEvent> delivery : deliveries) {
+            result.add(Arrays.asList(stored).subList(next, next + delivery.size()));
+            next += delivery.size();
+        }
+        return result;
     }
 
-    private Stored insertEvent(Connection connection, WebhookEvent event) throws SQLException {
-        try (PreparedStatement ps = connection.prepareStatement(INSERT_EVENT)) {
+    private void insertEvents(Connection connection, List<WebhookEvent> events, List<Integer> rows, Stored[] stored) throws SQLException {
+        List<WebhookEvent> these = rows.stream().map(events::get).toList();
+        try (PreparedStatement ps = connection.prepareStatement(INSERT_EVENTS)) {
             int i = 0;
             ps.setString(++i, workspace);
             ps.setString(++i, channel);
-            ps.setString(++i, event.eventId());
-            ps.setString(++i, event.deliveryId());
-            ps.setString(++i, event.deliveryId());
-            ps.setString(++i, event.type());
-            ps.setString(++i, event.provider());
-            ps.setString(++i, event.accountId());
-            ps.setObject(++i, ChannelMessageStore.timestamp(event.occurredAt()), Types.TIMESTAMP_WITH_TIMEZONE);
-            ps.setBytes(++i, event.body());
-            ps.setString(++i, event.payloadJson());
-            ps.setString(++i, event.parseError());
+            ps.setArray(++i, SqlArrays.texts(connection, these, WebhookEvent::eventId));
+            ps.setArray(++i, SqlArrays.texts(connection, these, WebhookEvent::deliveryId));
+            ps.setArray(++i, SqlArrays.texts(connection, these, WebhookEvent::type));
+            ps.setArray(++i, SqlArrays.texts(connection, these, WebhookEvent::provider));
+            ps.setArray(++i, SqlArrays.texts(connection, these, WebhookEvent::accountId));
+            ps.setArray(++i, SqlArrays.texts(connection, these, e -> SqlArrays.timestamp(e.occurredAt())));
+            ps.setArray(++i, SqlArrays.bytes(connection, these, WebhookEvent::body));
+            ps.setArray(++i, SqlArrays.texts(connection, these, WebhookEvent::payloadJson));
+            ps.setArray(++i, SqlArrays.texts(connection, these, WebhookEvent::parseError));
+            Map<String, Integer> positions = new HashMap<>();
+            rows.forEach(row -> positions.put(events.get(row).eventId(), row));
             try (ResultSet rs = ps.executeQuery()) {
-                rs.next();
-                return new Stored(rs.getLong("id"), rs.getBoolean("inserted"));
+                while (rs.next()) {
+                    stored[positions.get(rs.getString(1))] = new Stored(rs.getLong(2), rs.getBoolean(3));
+                }
             }
         }
     }

@@ -149,17 +149,16 @@ public final class AlbumBenchmark {
                 if (wait > 0) {
                     TimeUnit.NANOSECONDS.sleep(wait);
                 }
-                List<ChildMessageListener.StoredChild> stored = new ArrayList<>();
+                List<ChannelMessageStore.MessageEvent> children = new ArrayList<>();
                 for (int i = first; i < Math.min(albums, first + ALBUMS_PER_COMMIT); i++) {
                     for (int child = 1; child <= 2; child++) {
                         ChannelMessage message = new ChannelMessage("whatsapp", "acc", "c" + i, "m" + i + "-" + child, "image",
                                 null, null, null, null, "a" + i, child, null);
-                        ChannelMessageStore.Applied applied = ChannelMessageStore.apply(c, "bench", "e" + i + "-" + child,
-                                Instant.now(), message, ChannelMessage.Change.CONTENT);
-                        stored.add(ChildMessageListener.StoredChild.of(applied));
+                        children.add(new ChannelMessageStore.MessageEvent("e" + i + "-" + child, Instant.now(), message,
+                                ChannelMessage.Change.CONTENT));
                     }
                 }
-                listener.stored(c, stored);
+                listener.stored(c, ChannelMessageStore.applyAll(c, "bench", children).stream().map(ChildMessageListener.StoredChild::of).toList());
                 c.commit();
             }
         }

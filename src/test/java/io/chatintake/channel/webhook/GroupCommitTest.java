@@ -3,7 +3,6 @@ package io.chatintake.channel.webhook;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.chatintake.store.Transactions;
 import io.chatintake.testkit.Await;
 import io.chatintake.testkit.TestDatabase;
 import java.sql.Connection;
@@ -28,12 +27,12 @@ import org.junit.jupiter.api.extension.ExtendWith;
 /**
  * Group commit against a real PostgreSQL: units that arrive while a transaction is running share
  * the next one; each submitter returns only once its row is committed; a failing unit fails
- * alone and the rest of its group is stored.
+ * alone and the rest of its group is stored, each in a transaction of its own.
  */
 @ExtendWith(TestDatabase.class)
 class GroupCommitTest {
     /** One committer, so what queues while it is busy is one group. */
-    private GroupCommit<Long> commits;
+    private GroupCommit<String, Long> commits;
     private ExecutorService submitters;
     private DataSource dataSource;
 
@@ -44,7 +43,7 @@ class GroupCommitTest {
             s.execute("CREATE TABLE IF NOT EXISTS public.group_commit_probe (name text PRIMARY KEY, txid bigint NOT NULL)");
             s.execute("TRUNCATE public.group_commit_probe");
         }
-        commits = new GroupCommit<>(dataSource, Duration.ofSeconds(5), 1, 32);
+        commits = new GroupCommit<>(dataSource, Duration.ofSeconds(5), 1, 32, GroupCommitTest::insertAll);
         submitters = Executors.newFixedThreadPool(16);
     }
 
@@ -55,16 +54,13 @@ class GroupCommitTest {
 
     @Test
     void unitsArrivingTogetherShareOneCommitAndEachReturnsOnlyWhenItsRowIsCommitted() throws Exception {
-        Future<Long> blocker = submitters.submit(() -> commits.submit(c -> {
-            sleep(c, 0.5);
-            return insert(c, "blocker");
-        }));
+        Future<Long> blocker = submitters.submit(() -> commits.submit("blocker"));
         awaitRunning("blocker");
         List<Future<Boolean>> units = new ArrayList<>();
         for (int i = 0; i < 15; i++) {
             String name = "unit-" + i;
             units.add(submitters.submit(() -> {
-                commits.submit(c -> insert(c, name));
+                commits.submit(name);
                 // Seen from another connection the moment submit returns: committed, not just written.
                 return committedTxid(name) != null;
             }));
@@ -81,55 +77,45 @@ class GroupCommitTest {
 
     @Test
     void aFailingUnitFailsAloneAndTheRestOfItsGroupIsStored() throws Exception {
-        assertFailsAloneInAGroup(c -> {
-            insert(c, "bad");
-            try (Statement s = c.createStatement()) {
-                s.execute("SELECT 1 / 0");
-            }
-            return 0L;
-        });
-    }
-
-    @Test
-    void aFailureOfTheStepBeforeCommitFailsOnlyTheUnitItBelongsTo() throws Exception {
-        // The step fails in any transaction that holds the unit whose result is -1.
-        commits = new GroupCommit<>(dataSource, Duration.ofSeconds(5), 1, 32, (c, results) -> {
-            if (results.contains(-1L)) {
-                try (Statement s = c.createStatement()) {
-                    s.execute("SELECT 1 / 0");
-                }
-            }
-        });
-        assertFailsAloneInAGroup(c -> {
-            insert(c, "bad");
-            return -1L;
-        });
-    }
-
-    /** Queues {@code bad} amid six good units behind a blocker, so that all seven form one group. */
-    private void assertFailsAloneInAGroup(Transactions.Work<Long> bad) throws Exception {
-        Future<Long> blocker = submitters.submit(() -> commits.submit(c -> {
-            sleep(c, 0.5);
-            return insert(c, "blocker");
-        }));
+        Future<Long> blocker = submitters.submit(() -> commits.submit("blocker"));
         awaitRunning("blocker");
         List<Future<Long>> good = new ArrayList<>();
         for (int i = 0; i < 3; i++) {
             String name = "good-" + i;
-            good.add(submitters.submit(() -> commits.submit(c -> insert(c, name))));
+            good.add(submitters.submit(() -> commits.submit(name)));
         }
-        Future<Long> failing = submitters.submit(() -> commits.submit(bad));
+        Future<Long> failing = submitters.submit(() -> commits.submit("bad"));
         for (int i = 3; i < 6; i++) {
             String name = "good-" + i;
-            good.add(submitters.submit(() -> commits.submit(c -> insert(c, name))));
+            good.add(submitters.submit(() -> commits.submit(name)));
         }
         blocker.get();
         assertThatThrownBy(failing::get).hasRootCauseInstanceOf(SQLException.class).hasMessageContaining("division by zero");
+        Set<Long> transactions = new HashSet<>();
         for (int i = 0; i < good.size(); i++) {
             good.get(i).get();
             assertThat(committedTxid("good-" + i)).as("good-%d stored", i).isNotNull();
+            transactions.add(committedTxid("good-" + i));
         }
         assertThat(committedTxid("bad")).as("the failing unit's own write is rolled back").isNull();
+        assertThat(transactions).as("after the group failed, each good unit in a transaction of its own").hasSize(6);
+    }
+
+    /** The group's work: "blocker" holds its transaction for half a second, "bad" fails after its insert. */
+    private static List<Long> insertAll(Connection c, List<String> names) throws SQLException {
+        List<Long> txids = new ArrayList<>();
+        for (String name : names) {
+            if (name.equals("blocker")) {
+                sleep(c, 0.5);
+            }
+            txids.add(insert(c, name));
+            if (name.equals("bad")) {
+                try (Statement s = c.createStatement()) {
+                    s.execute("SELECT 1 / 0");
+                }
+            }
+        }
+        return txids;
     }
 
     private static long insert(Connection c, String name) throws SQLException {

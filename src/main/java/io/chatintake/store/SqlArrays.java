@@ -1,0 +1,34 @@
+package io.chatintake.store;
+
+import java.sql.Array;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.time.Instant;
+import java.util.List;
+import java.util.function.Function;
+
+/** Columns of many rows as array parameters, for statements that write the rows at once ({@code unnest}). */
+public final class SqlArrays {
+    private SqlArrays() {
+    }
+
+    /** One text column of the rows. */
+    public static <T> Array texts(Connection connection, List<T> rows, Function<T, String> column) throws SQLException {
+        return connection.createArrayOf("text", rows.stream().map(column).toArray());
+    }
+
+    /** One integer column of the rows (nulls stay null). */
+    public static <T> Array integers(Connection connection, List<T> rows, Function<T, Integer> column) throws SQLException {
+        return connection.createArrayOf("int4", rows.stream().map(column).toArray());
+    }
+
+    /** One bytea column of the rows. */
+    public static <T> Array bytes(Connection connection, List<T> rows, Function<T, byte[]> column) throws SQLException {
+        return connection.createArrayOf("bytea", rows.stream().map(column).toArray(byte[][]::new));
+    }
+
+    /** An instant as PostgreSQL reads a timestamptz (ISO 8601, UTC), for a text column cast in SQL; null stays null. */
+    public static String timestamp(Instant instant) {
+        return instant == null ? null : instant.toString();
+    }
+}

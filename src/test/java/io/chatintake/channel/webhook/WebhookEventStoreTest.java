@@ -1,0 +1,83 @@
+package io.chatintake.channel.webhook;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.chatintake.app.CamelConfiguration;
+import io.chatintake.channel.webhook.WebhookEventSink.Stored;
+import io.chatintake.sim.SignedDeliverySender;
+import io.chatintake.testkit.RouteFile;
+import io.chatintake.testkit.Sql;
+import io.chatintake.testkit.TestDatabase;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import javax.sql.DataSource;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+/**
+ * The event store writes the deliveries of a transaction in set-based statements: what each
+ * event and child gets must be exactly what one statement per event gave, also when one group
+ * holds an event twice or several events about one child.
+ */
+@ExtendWith(TestDatabase.class)
+class WebhookEventStoreTest {
+    private final DataSource db = TestDatabase.dataSource();
+    private final WebhookEventStore store = new WebhookEventStore(db, Duration.ofSeconds(5), "default", "unifyport", "unifyport-event",
+            CamelConfiguration.childMessages());
+    private final Instant now = Instant.parse("2026-12-01T08:00:00Z");
+
+    @Test
+    void eventsAboutOneChildInOneTransactionApplyInOrderAndARepeatedEventCountsAsARedelivery() throws Exception {
+        List<WebhookEvent> events = new ArrayList<>();
+        events.addAll(event("evt_rcv", "message.received", now, "first text"));
+        events.addAll(event("evt_upd", "message.updated", now.plusSeconds(2), "edited text"));
+        events.addAll(event("evt_del", "message.deleted", now.plusSeconds(3), null));
+        events.addAll(event("evt_rcv", "message.received", now, "first text"));
+
+        List<Stored> stored = store.store(events);
+
+        assertThat(stored).extracting(Stored::firstDelivery).containsExactly(true, true, true, false);
+        assertThat(stored.get(3).id()).as("the repeat finds the row its first occurrence wrote").isEqualTo(stored.get(0).id());
+        assertThat(Sql.rows(db, "SELECT event_id, delivery_count, id FROM webhook_event ORDER BY id")).containsExactly(
+                List.of("evt_rcv", 2L, stored.get(0).id()), List.of("evt_upd", 1L, stored.get(1).id()), List.of("evt_del", 1L, stored.get(2).id()));
+        assertThat(Sql.rows(db, "SELECT text, deleted_at IS NOT NULL, first_event_id FROM channel_message"))
+                .as("one child: the newest content, marked deleted, first written by the first event")
+                .containsExactly(List.of("edited text", true, "evt_rcv"));
+        assertThat(Sql.rows(db, "SELECT source_id FROM work_item ORDER BY id")).as("one work item per new event, in order")
+                .containsExactly(List.of(stored.get(0).id()), List.of(stored.get(1).id()), List.of(stored.get(2).id()));
+    }
+
+    @Test
+    void deliveriesSharingTransactionsEachGetTheRowsOfTheirOwnEvents() throws Exception {
+        ExecutorService senders = Executors.newFixedThreadPool(16);
+        try {
+            List<Future<List<Stored>>> answers = new ArrayList<>();
+            for (int i = 0; i < 200; i++) {
+                List<WebhookEvent> delivery = event("evt_" + i, "message.received", now, "text " + i);
+                answers.add(senders.submit(() -> store.store(delivery)));
+            }
+            for (int i = 0; i < answers.size(); i++) {
+                Stored stored = answers.get(i).get().get(0);
+                assertThat(stored.firstDelivery()).isTrue();
+                assertThat(Sql.rows(db, "SELECT event_id FROM webhook_event WHERE id = " + stored.id()))
+                        .as("delivery %d is answered with its own row", i).containsExactly(List.of("evt_" + i));
+            }
+        } finally {
+            senders.shutdownNow();
+        }
+        assertThat(Sql.rows(db, "SELECT count(*), count(DISTINCT txid) < 200 FROM (SELECT xmin::text AS txid FROM webhook_event) t"))
+                .as("all stored, some of them sharing a transaction").containsExactly(List.of(200L, true));
+    }
+
+    private List<WebhookEvent> event(String id, String type, Instant at, String text) {
+        String textField = text == null ? "" : ",\"text\":\"" + text + "\"";
+        return RouteFile.unifyPortEvents(SignedDeliverySender.envelope(id, type, "whatsapp", "acc", at,
+                "{\"conversation\":{\"id\":\"c1\",\"type\":\"user\"},\"message\":{\"id\":\"m1\",\"type\":\"text\"" + textField + "}}"),
+                "dlv-" + id);
+    }
+}
