@@ -50,27 +50,48 @@ public final class WorkQueue {
     public record Scheduled(long workItemId, long sourceId, String sourceKey) {
     }
 
-    // Taken before the items are inserted and held to commit: items of one chat then get their
-    // ids in commit order (a lane's head never passes an item committed later), and a worker that
-    // finds the lane empty either sees these items or makes the lane due again after this commit.
-    // An unclaimed lane becomes due now; a claimed one is made due when its run is finished.
-    private static final String LOCK_LANES = """
-            INSERT INTO work_lane (kind, chat_key, due_at)
-            SELECT n.kind, n.chat_key, now() FROM unnest(?::text[], ?::text[]) WITH ORDINALITY AS n(kind, chat_key, o) ORDER BY o
+    /** A lane taken for new work: due now unless it is claimed (then its run's end makes it due). */
+    private static final String LANE_DUE = """
             ON CONFLICT (kind, chat_key) DO UPDATE SET due_at = now()
              WHERE work_lane.claim_token IS NULL AND (work_lane.due_at IS NULL OR work_lane.due_at > now())""";
 
-    // One round trip: the lanes' locks, then the items. The uncorrelated sub-select runs once,
-    // before the first item row and so before any item takes its id, and it runs the lanes'
-    // statement to its end.
+    /**
+     * Two CTEs, {@code lanes} and {@code items}, that schedule the rows of the relation
+     * {@code source} (kind, source_key, source_id, chat_key, o) in the order of {@code o}, for a
+     * statement that works out its new work in SQL; {@code items} returns (id, source_id,
+     * source_key) of the items it created. Scheduling the same source twice schedules it once.
+     * <p>
+     * The chats' lanes are taken first, in one order (two transactions never wait for each other
+     * in a circle), and held to commit: items of one chat then get their ids in commit order (a
+     * lane's head never passes an item committed later), and a worker that finds the lane empty
+     * either sees these items or makes the lane due again after this commit. An unclaimed lane
+     * becomes due now; a claimed one is made due when its run is finished. The uncorrelated
+     * sub-select runs once, before the first item takes its id, and runs {@code lanes} to its end.
+     */
+    public static String scheduleFrom(String source) {
+        return """
+                lanes AS (
+                    INSERT INTO work_lane (kind, chat_key, due_at)
+                    SELECT DISTINCT kind, chat_key, now() FROM %1$s WHERE chat_key IS NOT NULL ORDER BY kind, chat_key
+                    %2$s
+                    RETURNING 1),
+                items AS (
+                    INSERT INTO work_item (kind, source_key, source_id, chat_key)
+                    SELECT kind, source_key, source_id, chat_key FROM %1$s
+                     WHERE (SELECT count(*) FROM lanes) >= 0
+                     ORDER BY o
+                    ON CONFLICT ON CONSTRAINT work_item_source DO NOTHING
+                    RETURNING id, source_id, source_key)""".formatted(source, LANE_DUE);
+    }
+
     private static final String SCHEDULE = """
-            WITH lanes AS (%s RETURNING 1)
-            INSERT INTO work_item (kind, source_key, source_id, chat_key)
-            SELECT n.kind, n.source_key, n.source_id, n.chat_key FROM unnest(?::text[], ?::text[], ?::bigint[], ?::text[]) WITH ORDINALITY AS n(kind, source_key, source_id, chat_key, o)
-             WHERE (SELECT count(*) FROM lanes) >= 0
-             ORDER BY o
-            ON CONFLICT ON CONSTRAINT work_item_source DO NOTHING
-            RETURNING id, source_id, source_key""".formatted(LOCK_LANES);
+            WITH new_work AS (
+                SELECT * FROM unnest(?::text[], ?::text[], ?::bigint[], ?::text[]) WITH ORDINALITY AS n(kind, source_key, source_id, chat_key, o)),
+            %s
+            SELECT id, source_id, source_key FROM items""".formatted(scheduleFrom("new_work"));
+
+    // A single lane, taken before its item is written (see scheduleFrom).
+    private static final String LOCK_LANE = "INSERT INTO work_lane (kind, chat_key, due_at) VALUES (?, ?, now()) " + LANE_DUE;
 
     /**
      * Schedules work inside the caller's transaction (the one that stored its source), so that
@@ -81,11 +102,10 @@ public final class WorkQueue {
             return List.of();
         }
         try (PreparedStatement ps = transaction.prepareStatement(SCHEDULE)) {
-            bindLanes(transaction, ps, work);
-            ps.setArray(3, transaction.createArrayOf("text", work.stream().map(NewWork::kind).toArray()));
-            ps.setArray(4, transaction.createArrayOf("text", work.stream().map(NewWork::sourceKey).toArray()));
-            ps.setArray(5, transaction.createArrayOf("bigint", work.stream().map(NewWork::sourceId).toArray()));
-            ps.setArray(6, transaction.createArrayOf("text", work.stream().map(NewWork::chatKey).toArray()));
+            ps.setArray(1, transaction.createArrayOf("text", work.stream().map(NewWork::kind).toArray()));
+            ps.setArray(2, transaction.createArrayOf("text", work.stream().map(NewWork::sourceKey).toArray()));
+            ps.setArray(3, transaction.createArrayOf("bigint", work.stream().map(NewWork::sourceId).toArray()));
+            ps.setArray(4, transaction.createArrayOf("text", work.stream().map(NewWork::chatKey).toArray()));
             List<Scheduled> scheduled = new ArrayList<>(work.size());
             try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {
@@ -94,24 +114,6 @@ public final class WorkQueue {
             }
             return scheduled;
         }
-    }
-
-    private static void lockLanes(Connection transaction, Collection<NewWork> work) throws SQLException {
-        if (work.stream().allMatch(w -> w.chatKey() == null)) {
-            return;
-        }
-        try (PreparedStatement ps = transaction.prepareStatement(LOCK_LANES)) {
-            bindLanes(transaction, ps, work);
-            ps.executeUpdate();
-        }
-    }
-
-    /** The lanes of the work's chats as parameters 1 and 2, sorted: two transactions locking the same lanes never wait for each other in a circle. */
-    private static void bindLanes(Connection transaction, PreparedStatement ps, Collection<NewWork> work) throws SQLException {
-        TreeSet<List<String>> lanes = new TreeSet<>((a, b) -> a.get(0).equals(b.get(0)) ? a.get(1).compareTo(b.get(1)) : a.get(0).compareTo(b.get(0)));
-        work.stream().filter(w -> w.chatKey() != null).forEach(w -> lanes.add(List.of(w.kind(), w.chatKey())));
-        ps.setArray(1, transaction.createArrayOf("text", lanes.stream().map(l -> l.get(0)).toArray()));
-        ps.setArray(2, transaction.createArrayOf("text", lanes.stream().map(l -> l.get(1)).toArray()));
     }
 
     // Items put back to pending below their lane's head (retry, replay, schedule again): the head
@@ -147,7 +149,13 @@ public final class WorkQueue {
 
     /** Schedules one item, or runs an existing one again from the start (done, parked or still retrying). */
     public static void scheduleAgain(Connection transaction, NewWork work) throws SQLException {
-        lockLanes(transaction, List.of(work));
+        if (work.chatKey() != null) {
+            try (PreparedStatement ps = transaction.prepareStatement(LOCK_LANE)) {
+                ps.setString(1, work.kind());
+                ps.setString(2, work.chatKey());
+                ps.executeUpdate();
+            }
+        }
         try (PreparedStatement ps = transaction.prepareStatement("""
                 INSERT INTO work_item (kind, source_key, source_id, chat_key) VALUES (?, ?, ?, ?)
                 ON CONFLICT ON CONSTRAINT work_item_source DO UPDATE

@@ -3,7 +3,7 @@ package io.chatintake.channel.webhook;
 import io.chatintake.message.ChannelMessageStore;
 import io.chatintake.message.ChildMessageListener;
 import io.chatintake.store.SqlArrays;
-import io.chatintake.store.UpsertRounds;
+import io.chatintake.store.UpsertRuns;
 import io.chatintake.work.WorkQueue;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -12,9 +12,7 @@ import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
 import javax.sql.DataSource;
 
 /**
@@ -26,25 +24,44 @@ import javax.sql.DataSource;
  */
 public final class WebhookEventStore implements WebhookEventSink {
     /**
-     * (workspace, channel, event id) is the idempotency key: a redelivery only counts itself on
-     * the existing row. {@code xmax = 0} tells a fresh insert from a conflict update. The events
-     * of a group go in one statement, one array per column, ids in the group's order.
+     * The events of a run of deliveries, in one statement (one round trip): each event; for a new
+     * one, its child and its work item. (workspace, channel, event id) is the idempotency key: a
+     * redelivery only counts itself on the existing row ({@code xmax = 0} tells a fresh insert
+     * from a conflict update), and is neither applied again (that could undo a newer change) nor
+     * scheduled again (its business work would run twice). One array per column, rows in order;
+     * each event and each child occurs once in a run.
      */
-    private static final String INSERT_EVENTS = """
-            INSERT INTO webhook_event (workspace, channel, event_id, first_delivery_id, last_delivery_id,
-                                       event_type, provider, account_id, occurred_at, body, payload, parse_error)
-            SELECT ?, ?, e.event_id, e.delivery_id, e.delivery_id,
-                   e.event_type, e.provider, e.account_id, CAST(e.occurred_at AS timestamptz), e.body, CAST(e.payload AS jsonb), e.parse_error
-              FROM unnest(CAST(? AS text[]), CAST(? AS text[]), CAST(? AS text[]), CAST(? AS text[]), CAST(? AS text[]),
-                          CAST(? AS text[]), CAST(? AS bytea[]), CAST(? AS text[]), CAST(? AS text[]))
-                   WITH ORDINALITY AS e(event_id, delivery_id, event_type, provider, account_id, occurred_at, body, payload, parse_error, n)
+    private static final String WRITE = """
+            WITH e AS (
+                SELECT e.event_id, e.delivery_id, e.event_type, e.provider, e.account_id, CAST(e.occurred_at AS timestamptz) AS occurred_at,
+                       e.body, CAST(e.payload AS jsonb) AS payload, e.parse_error, e.chat_key, e.n
+                  FROM unnest(CAST(? AS text[]), CAST(? AS text[]), CAST(? AS text[]), CAST(? AS text[]), CAST(? AS text[]),
+                              CAST(? AS text[]), CAST(? AS bytea[]), CAST(? AS text[]), CAST(? AS text[]), CAST(? AS text[]))
+                       WITH ORDINALITY AS e(event_id, delivery_id, event_type, provider, account_id, occurred_at, body, payload, parse_error,
+                                            chat_key, n)),
+            child_rows AS (%s),
+            ev AS (
+                INSERT INTO webhook_event (workspace, channel, event_id, first_delivery_id, last_delivery_id,
+                                           event_type, provider, account_id, occurred_at, body, payload, parse_error)
+                SELECT ?, ?, event_id, delivery_id, delivery_id, event_type, provider, account_id, occurred_at, body, payload, parse_error
+                  FROM e ORDER BY n
+                ON CONFLICT (workspace, channel, event_id) DO UPDATE
+                   SET delivery_count = webhook_event.delivery_count + 1,
+                       last_delivery_id = EXCLUDED.last_delivery_id,
+                       last_received_at = now()
+                RETURNING event_id, id, (xmax = 0) AS inserted),
+            fresh AS (SELECT e.n, e.event_id, e.chat_key, ev.id FROM e JOIN ev ON ev.event_id = e.event_id WHERE ev.inserted),
+            new_child AS (SELECT c.* FROM child_rows c JOIN fresh ON fresh.n = c.n WHERE c.message_id IS NOT NULL),
+            %s,
+            new_work AS (SELECT CAST(? AS text) AS kind, CAST(? AS text) || event_id AS source_key, id AS source_id, chat_key, n AS o FROM fresh),
+            %s
+            SELECT ev.id, ev.inserted, c.id, c.inserted, c.album_assigned, c.has_attachments
+              FROM e JOIN ev ON ev.event_id = e.event_id
+              JOIN child_rows r ON r.n = e.n
+              LEFT JOIN children c ON ev.inserted AND (c.provider, c.account_id, c.conversation_id, c.message_id)
+                                                    = (r.provider, r.account_id, r.conversation_id, r.message_id)
              ORDER BY e.n
-            ON CONFLICT (workspace, channel, event_id) DO UPDATE
-               SET delivery_count = webhook_event.delivery_count + 1,
-                   last_delivery_id = EXCLUDED.last_delivery_id,
-                   last_received_at = now()
-            RETURNING event_id, id, (xmax = 0) AS inserted
-            """;
+            """.formatted(ChannelMessageStore.CHILD_ROWS, ChannelMessageStore.upsertFrom("new_child"), WorkQueue.scheduleFrom("new_work"));
 
     /**
      * Transactions in flight at once, each holding the deliveries that arrived while the others ran.
@@ -85,35 +102,19 @@ public final class WebhookEventStore implements WebhookEventSink {
     }
 
     /**
-     * The deliveries of one transaction, in a few statements for all of them: their events; the
-     * children of the new ones; what the children's listeners write (attachments, downloads and
-     * albums commit with their children); the new events' work items, whose chats' lanes are
-     * locked in one statement in one order.
+     * The deliveries of one transaction: one statement per run of events (events and children
+     * distinct), then what the children's listeners write (attachments, downloads and albums
+     * commit with their children).
      */
     private List<List<Stored>> write(Connection connection, List<List<WebhookEvent>> deliveries) throws SQLException {
         List<WebhookEvent> events = deliveries.stream().flatMap(List::stream).toList();
         Stored[] stored = new Stored[events.size()];
-        for (List<Integer> round : UpsertRounds.of(events, WebhookEvent::eventId)) {
-            insertEvents(connection, events, round, stored);
+        List<ChildMessageListener.StoredChild> children = new ArrayList<>();
+        for (List<Integer> run : UpsertRuns.of(events, WebhookEvent::eventId,
+                e -> e.message() == null ? null : ChannelMessageStore.keyOf(e.message()))) {
+            writeRun(connection, run.stream().map(events::get).toList(), run, stored, children);
         }
-        // A redelivery was applied and scheduled when it was first stored; applying it again
-        // could undo a newer change, scheduling it again would run its business work twice.
-        List<ChannelMessageStore.MessageEvent> messageEvents = new ArrayList<>();
-        List<WorkQueue.NewWork> work = new ArrayList<>();
-        for (int i = 0; i < events.size(); i++) {
-            WebhookEvent event = events.get(i);
-            if (stored[i].firstDelivery()) {
-                if (event.message() != null) {
-                    messageEvents.add(new ChannelMessageStore.MessageEvent(event.eventId(), event.occurredAt(), event.message(),
-                            event.change()));
-                }
-                work.add(new WorkQueue.NewWork(workKind, String.join(":", workspace, channel, event.eventId()),
-                        stored[i].id(), event.chatKey(workspace)));
-            }
-        }
-        childListener.stored(connection, ChannelMessageStore.applyAll(connection, workspace, messageEvents).stream()
-                .map(ChildMessageListener.StoredChild::of).toList());
-        WorkQueue.schedule(connection, work);
+        childListener.stored(connection, children);
         List<List<Stored>> result = new ArrayList<>(deliveries.size());
         int next = 0;
         for (List<WebhookEvent> delivery : deliveries) {
@@ -123,12 +124,10 @@ public final class WebhookEventStore implements WebhookEventSink {
         return result;
     }
 
-    private void insertEvents(Connection connection, List<WebhookEvent> events, List<Integer> rows, Stored[] stored) throws SQLException {
-        List<WebhookEvent> these = rows.stream().map(events::get).toList();
-        try (PreparedStatement ps = connection.prepareStatement(INSERT_EVENTS)) {
+    private void writeRun(Connection connection, List<WebhookEvent> these, List<Integer> positions, Stored[] stored,
+                          List<ChildMessageListener.StoredChild> children) throws SQLException {
+        try (PreparedStatement ps = connection.prepareStatement(WRITE)) {
             int i = 0;
-            ps.setString(++i, workspace);
-            ps.setString(++i, channel);
             ps.setArray(++i, SqlArrays.texts(connection, these, WebhookEvent::eventId));
             ps.setArray(++i, SqlArrays.texts(connection, these, WebhookEvent::deliveryId));
             ps.setArray(++i, SqlArrays.texts(connection, these, WebhookEvent::type));
@@ -138,11 +137,20 @@ public final class WebhookEventStore implements WebhookEventSink {
             ps.setArray(++i, SqlArrays.bytes(connection, these, WebhookEvent::body));
             ps.setArray(++i, SqlArrays.texts(connection, these, WebhookEvent::payloadJson));
             ps.setArray(++i, SqlArrays.texts(connection, these, WebhookEvent::parseError));
-            Map<String, Integer> positions = new HashMap<>();
-            rows.forEach(row -> positions.put(events.get(row).eventId(), row));
+            ps.setArray(++i, SqlArrays.texts(connection, these, e -> e.chatKey(workspace)));
+            i = ChannelMessageStore.bindChildRows(connection, ps, i + 1, workspace, these, WebhookEvent::message, WebhookEvent::change,
+                    WebhookEvent::eventId, WebhookEvent::occurredAt);
+            ps.setString(i++, workspace);
+            ps.setString(i++, channel);
+            ps.setString(i++, workKind);
+            ps.setString(i, workspace + ":" + channel + ":");
             try (ResultSet rs = ps.executeQuery()) {
-                while (rs.next()) {
-                    stored[positions.get(rs.getString(1))] = new Stored(rs.getLong(2), rs.getBoolean(3));
+                for (int row = 0; rs.next(); row++) {
+                    stored[positions.get(row)] = new Stored(rs.getLong(1), rs.getBoolean(2));
+                    rs.getLong(3);
+                    if (!rs.wasNull()) {
+                        children.add(ChildMessageListener.StoredChild.of(ChannelMessageStore.appliedOf(rs, 3)));
+                    }
                 }
             }
         }
