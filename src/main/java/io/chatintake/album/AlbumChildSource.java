@@ -18,7 +18,7 @@ public final class AlbumChildSource extends WorkSource {
     public static final String CHILD_ID = "AlbumChildId";
     public static final String INDEX = "AlbumIndex";
     public static final String TOTAL = "AlbumTotal";
-    static final String TELEGRAM_PROVIDER = "telegram-bot";
+    public static final String TELEGRAM_PROVIDER = "telegram-bot";
 
     public AlbumChildSource(String endpointUri) {
         super(KIND, endpointUri);
