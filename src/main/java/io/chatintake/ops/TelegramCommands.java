@@ -9,6 +9,7 @@ import io.chatintake.channel.telegram.BotApiException;
 import io.chatintake.channel.telegram.LossWindow;
 import io.chatintake.channel.telegram.OffsetCheckpoint;
 import io.chatintake.channel.telegram.PollLease;
+import io.chatintake.channel.telegram.ScheduleCheckpoint;
 import io.chatintake.channel.telegram.TelegramBots;
 import io.chatintake.config.Secret;
 import io.chatintake.channel.telegram.UpdateGap;
@@ -53,6 +54,7 @@ public final class TelegramCommands {
             PollLease leases = new PollLease(database.dataSource());
             LossWindow lossWindows = new LossWindow(database.dataSource());
             UpdateGap updateGaps = new UpdateGap(database.dataSource());
+            ScheduleCheckpoint schedule = new ScheduleCheckpoint(database.dataSource());
             List<Long> bots = botIds(database);
             if (bots.isEmpty()) {
                 out.println("no Telegram bot has polled this database yet");
@@ -63,6 +65,7 @@ public final class TelegramCommands {
                 out.printf("  next offset:          %d%n", saved.nextOffset());
                 out.printf("  last successful poll: %s%n", saved.lastSuccessfulPoll().map(Object::toString).orElse("never"));
                 out.printf("  updates stored:       %d (duplicates received again: %d)%n", saved.storedCount(), saved.duplicateCount());
+                out.printf("  not yet scheduled:    %d stored update(s) waiting to become work%n", schedule.unscheduled(botId));
                 out.printf("  lease holder:         %s%n", leases.current(botId)
                         .map(h -> h.holder() + " (fencing token " + h.fencingToken() + (h.expired() ? ", expired" : ", active") + ")")
                         .orElse("none"));

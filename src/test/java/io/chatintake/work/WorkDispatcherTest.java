@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.chatintake.channel.telegram.BotApiClient;
 import io.chatintake.channel.telegram.OffsetCheckpoint;
 import io.chatintake.channel.telegram.PollLease;
+import io.chatintake.channel.telegram.ScheduleCheckpoint;
 import io.chatintake.channel.telegram.TelegramInbox;
 import io.chatintake.testkit.Await;
 import io.chatintake.testkit.Sql;
@@ -136,7 +137,9 @@ class WorkDispatcherTest {
             batch.add(new BotApiClient.RawUpdate(id, "message",
                     "{\"update_id\":" + id + ",\"message\":{\"chat\":{\"id\":" + chatId + "},\"text\":\"u" + id + "\"}}"));
         }
-        return new TelegramInbox(dataSource, CamelConfiguration.childMessages()).store(lease, Duration.ofMinutes(5), batch);
+        TelegramInbox.StoredBatch stored = new TelegramInbox(dataSource, CamelConfiguration.childMessages()).store(lease, Duration.ofMinutes(5), batch);
+        new ScheduleCheckpoint(dataSource).scheduleThrough(lease.botId(), stored.lastRowId());
+        return stored;
     }
 
     @Test

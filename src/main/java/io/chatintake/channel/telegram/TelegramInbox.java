@@ -27,9 +27,10 @@ import javax.sql.DataSource;
  * higher offset, which is what confirms the batch to Telegram.
  * <p>
  * The batch goes in with one statement (arrays unnested server-side), so storing 100 updates
- * costs one round trip, not 100. An update PostgreSQL's jsonb refuses ({@link JsonbText}) goes in
- * with the others, as text, flagged with the reason: it must not hold up its batch, and with it
- * the bot, forever.
+ * costs one round trip, not 100. Its work items follow from storage ({@link ScheduleCheckpoint}),
+ * in a transaction of their own: the next getUpdates waits only for what confirming needs. An
+ * update PostgreSQL's jsonb refuses ({@link JsonbText}) goes in with the others, as text, flagged
+ * with the reason: it must not hold up its batch, and with it the bot, forever.
  */
 public final class TelegramInbox {
     /** Telegram children belong to the default workspace; a bot is its own account within it. */
@@ -52,12 +53,16 @@ public final class TelegramInbox {
      * @param rawReason null when the update is stored as jsonb; else why jsonb refused it (it is then
      *                  stored as text, flagged, and handed on all the same)
      */
-    public record StoredUpdate(long rowId, long updateId, int generation, String type, String json, long workItemId,
-                               String idempotencyKey, String rawReason) {
+    public record StoredUpdate(long rowId, long updateId, int generation, String type, String json, String idempotencyKey,
+                               String rawReason) {
     }
 
     /** @param gap updates before this batch that another getUpdates caller confirmed, if any */
     public record StoredBatch(List<StoredUpdate> stored, int duplicates, long nextOffset, Optional<UpdateGap.Gap> gap) {
+        /** The highest inbox row this batch stored (0 when it stored none): what its work is scheduled through. */
+        public long lastRowId() {
+            return stored.stream().mapToLong(StoredUpdate::rowId).max().orElse(0);
+        }
     }
 
     /** The lease was taken over: this poller must stop; nothing was stored, the offset did not move. */
@@ -158,7 +163,7 @@ public final class TelegramInbox {
                 }
                 Optional<UpdateGap.Gap> gap = UpdateGap.recordIfAny(c, lease.botId(),
                         batch.stream().mapToLong(BotApiClient.RawUpdate::updateId).min().getAsLong());
-                List<StoredUpdate> stored = storeUpdates(c, lease.botId(), batch, rawReasons);
+                List<StoredUpdate> stored = storeUpdates(c, lease.botId(), batch, rawReasons, false);
                 int duplicates = batch.size() - stored.size();
                 try (PreparedStatement ps = c.prepareStatement(ADVANCE)) {
                     ps.setLong(1, nextOffset);
@@ -183,15 +188,16 @@ public final class TelegramInbox {
 
     /**
      * Webhook mode: one update Telegram pushed, stored exactly as a polled one (same keys, same
-     * work, same media-group children), in one transaction. There is no lease (Telegram sends to
-     * one URL) and the offset is not moved: a webhook's 2xx is what confirms an update, and after a
-     * switch back to polling the saved offset only ever re-reads updates, which are then recognised
-     * as stored. Returns the update if this delivery stored it first, else empty.
+     * work, same media-group children), in one transaction with its work item: pushes commit in
+     * any order, so no mark could tell which of them are scheduled. There is no lease (Telegram
+     * sends to one URL) and the offset is not moved: a webhook's 2xx is what confirms an update,
+     * and after a switch back to polling the saved offset only ever re-reads updates, which are
+     * then recognised as stored. Returns the update if this delivery stored it first, else empty.
      */
     public List<StoredUpdate> storePushed(long botId, BotApiClient.RawUpdate update) throws SQLException {
         return inTransaction(dataSource, c -> {
             List<StoredUpdate> stored = storeUpdates(c, botId, List.of(update),
-                    Collections.singletonList(JsonbText.refusal(update.json()).orElse(null)));
+                    Collections.singletonList(JsonbText.refusal(update.json()).orElse(null)), true);
             try (PreparedStatement ps = c.prepareStatement(COUNT_PUSHED)) {
                 ps.setLong(1, stored.size());
                 ps.setLong(2, 1 - stored.size());
@@ -207,10 +213,13 @@ public final class TelegramInbox {
                SET last_batch_at = now(), stored_count = stored_count + ?, duplicate_count = duplicate_count + ?, updated_at = now()
              WHERE bot_id = ?""";
 
-    /** The updates, their media-group children and the children's listeners, in the caller's transaction. */
-    private List<StoredUpdate> storeUpdates(Connection c, long botId, List<BotApiClient.RawUpdate> batch, List<String> rawReasons)
-            throws SQLException {
-        List<StoredUpdate> stored = insert(c, botId, batch, rawReasons);
+    /**
+     * The updates, their media-group children and the children's listeners, in the caller's
+     * transaction; with {@code scheduled}, the updates' work items too.
+     */
+    private List<StoredUpdate> storeUpdates(Connection c, long botId, List<BotApiClient.RawUpdate> batch, List<String> rawReasons,
+                                            boolean scheduled) throws SQLException {
+        List<StoredUpdate> stored = insert(c, botId, batch, rawReasons, scheduled);
         List<Long> children = storeChildren(c, stored.stream()
                 .filter(u -> u.json().contains("\"media_group_id\"")).toList());
         childListener.stored(c, children.stream().map(id -> new ChildMessageListener.StoredChild(id, true, true, true)).toList());
@@ -218,10 +227,6 @@ public final class TelegramInbox {
     }
 
     private record Inserted(long rowId, long updateId, int generation, String type, String chatId, String rawReason) {
-        /** The update's identity across id restarts: {@code <bot id>:<update id>[:<generation>]}. */
-        String idempotencyKey(long botId) {
-            return botId + ":" + updateId + (generation == 0 ? "" : ":" + generation);
-        }
     }
 
     /** Whether PostgreSQL takes each update as jsonb, asked one by one: null when it does, else the reason. */
@@ -246,8 +251,8 @@ public final class TelegramInbox {
         return asked;
     }
 
-    private static List<StoredUpdate> insert(Connection c, long botId, List<BotApiClient.RawUpdate> batch, List<String> rawReasons)
-            throws SQLException {
+    private static List<StoredUpdate> insert(Connection c, long botId, List<BotApiClient.RawUpdate> batch, List<String> rawReasons,
+                                             boolean scheduled) throws SQLException {
         Long[] ids = new Long[batch.size()];
         String[] types = new String[batch.size()];
         String[] payloads = new String[batch.size()];
@@ -285,18 +290,17 @@ public final class TelegramInbox {
             }
         }
         inserted.sort((a, b) -> Long.compare(a.rowId(), b.rowId()));
-        // Each new update becomes a work item in the same transaction: stored means scheduled.
-        List<WorkQueue.NewWork> work = inserted.stream().map(u -> new WorkQueue.NewWork(TelegramWorkSource.KIND,
-                u.idempotencyKey(botId), u.rowId(), u.chatId() == null ? null : botId + ":" + u.chatId())).toList();
-        Map<Long, Long> workItems = new HashMap<>();
-        WorkQueue.schedule(c, work).forEach(s -> workItems.put(s.sourceId(), s.workItemId()));
+        if (scheduled) {
+            WorkQueue.schedule(c, inserted.stream()
+                    .map(u -> TelegramWorkSource.workFor(botId, u.rowId(), u.updateId(), u.generation(), u.chatId())).toList());
+        }
         // Hand on the JSON exactly as Telegram sent it, not jsonb's normalised text.
         Map<Long, String> sent = new HashMap<>();
         batch.forEach(u -> sent.put(u.updateId(), u.json()));
         List<StoredUpdate> stored = new ArrayList<>(inserted.size());
         for (Inserted u : inserted) {
             stored.add(new StoredUpdate(u.rowId(), u.updateId(), u.generation(), u.type(), sent.get(u.updateId()),
-                    workItems.getOrDefault(u.rowId(), 0L), u.idempotencyKey(botId), u.rawReason()));
+                    TelegramWorkSource.idempotencyKey(botId, u.updateId(), u.generation()), u.rawReason()));
         }
         return stored;
     }

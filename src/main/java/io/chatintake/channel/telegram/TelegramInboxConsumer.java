@@ -32,7 +32,8 @@ import org.slf4j.LoggerFactory;
  *     {@link PollLease}, read its {@link OffsetCheckpoint}, refuse to poll while a webhook is set;</li>
  * <li>getUpdates with the saved offset; an empty batch changes nothing;</li>
  * <li>a non-empty batch is stored with the next offset in one transaction ({@link TelegramInbox});</li>
- * <li>only after the commit: one exchange per newly stored update, then the next poll.</li>
+ * <li>only after the commit: the next poll, while the {@link UpdateScheduler} turns what was
+ *     stored into work (or, without a work dispatcher, one exchange per newly stored update).</li>
  * </ol>
  * What the route does cannot change what was stored or confirmed: a failing route leaves the
  * update in the inbox. A failed transaction never advances the offset: Telegram sends the
@@ -76,6 +77,8 @@ public class TelegramInboxConsumer extends DefaultConsumer {
     private PollLease leases;
     private OffsetCheckpoint checkpoints;
     private TelegramInbox inbox;
+    private ScheduleCheckpoint scheduleCheckpoints;
+    private UpdateScheduler scheduler;
     private LossWindow lossWindows;
     private TelegramMetrics metrics;
     private Clock clock;
@@ -110,6 +113,7 @@ public class TelegramInboxConsumer extends DefaultConsumer {
         leases = new PollLease(dataSource);
         checkpoints = new OffsetCheckpoint(dataSource);
         inbox = new TelegramInbox(dataSource, endpoint.getComponent().getChildMessageListener());
+        scheduleCheckpoints = new ScheduleCheckpoint(dataSource);
         lossWindows = new LossWindow(dataSource);
         metrics = new TelegramMetrics(MeterRegistryLookup.of(endpoint.getCamelContext()), bot, clock);
         holder = ProcessIdentity.name();
@@ -133,6 +137,10 @@ public class TelegramInboxConsumer extends DefaultConsumer {
         if (loop != null) {
             loop.join(Duration.ofSeconds(60).toMillis());
             loop = null;
+        }
+        if (scheduler != null) {
+            scheduler.stop();
+            scheduler = null;
         }
         if (handoff != null) {
             // Stored updates not handed over yet are not lost: the work dispatcher runs them.
@@ -196,6 +204,7 @@ public class TelegramInboxConsumer extends DefaultConsumer {
                         metrics.lastSuccess(lastSuccess);
                     }
                     recordLossWindow(identity.id(), saved.lastSuccessfulPoll());
+                    scheduleFromStorage(lease);
                     BotApiClient.WebhookInfo webhook = client.getWebhookInfo();
                     metrics.pending(webhook.pendingUpdateCount());
                     lastPendingRefresh = now;
@@ -237,6 +246,9 @@ public class TelegramInboxConsumer extends DefaultConsumer {
                     offset = result.nextOffset();
                     metrics.stored(result.stored().size(), result.duplicates());
                     reportRaw(result.stored());
+                    if (result.lastRowId() > 0) {
+                        scheduler.follow(result.lastRowId());
+                    }
                     handOff(identity, result.stored(), batch.size() >= endpoint.getLimit());
                 }
                 lastSuccess = clock.instant();
@@ -376,10 +388,29 @@ public class TelegramInboxConsumer extends DefaultConsumer {
         }
     }
 
+    /** Whatever a crash left unscheduled is scheduled first, and from here on each batch the moment it is stored. */
+    private void scheduleFromStorage(PollLease.Held lease) {
+        if (scheduler != null && scheduler.botId() != lease.botId()) {
+            scheduler.stop();
+            scheduler = null;
+        }
+        if (scheduler == null) {
+            scheduler = new UpdateScheduler(bot, lease.botId(), scheduleCheckpoints, this::wakeDispatcher);
+        }
+        scheduler.catchUp(lease);
+    }
+
+    private void wakeDispatcher() {
+        WorkDispatcher dispatcher = WorkDispatcher.of(getEndpoint().getCamelContext());
+        if (dispatcher != null) {
+            dispatcher.nudge();
+        }
+    }
+
     /**
-     * With a work dispatcher (the runner has one) the stored updates are its work: it is woken, a
-     * hint that costs the poller nothing, and runs them from storage, recording each outcome and
-     * retrying failures. Without one (the component on its own) the route runs on its own thread,
+     * With a work dispatcher (the runner has one) the stored updates are its work, woken by the
+     * {@link UpdateScheduler} once they are scheduled, and runs them from storage, recording each
+     * outcome and retrying failures. Without one (the component on its own) the route runs on its own thread,
      * so slow handlers never hold up polling (and with it the confirmation of the next batch);
      * batches it cannot take are left in the inbox.
      */
@@ -390,7 +421,6 @@ public class TelegramInboxConsumer extends DefaultConsumer {
                 // Telegram holds more for this bot: taking it in comes before handling what is stored.
                 dispatcher.intakeBehind();
             }
-            dispatcher.nudge();
             return;
         }
         try {

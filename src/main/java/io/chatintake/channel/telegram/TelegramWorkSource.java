@@ -2,6 +2,7 @@ package io.chatintake.channel.telegram;
 
 import io.chatintake.work.RowWorkSource;
 import io.chatintake.work.WorkItem;
+import io.chatintake.work.WorkQueue;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import org.apache.camel.Message;
@@ -18,6 +19,18 @@ public final class TelegramWorkSource extends RowWorkSource {
                    COALESCE(c.bot_name, u.bot_id::text), u.raw_reason
               FROM telegram_update u LEFT JOIN telegram_checkpoint c ON c.bot_id = u.bot_id
              WHERE u.id %s""";
+
+    /**
+     * The work of one stored update, keyed by its identity across id restarts
+     * ({@code <bot id>:<update id>[:<generation>]}) and ordered within its chat, if it has one.
+     */
+    static WorkQueue.NewWork workFor(long botId, long rowId, long updateId, int generation, String chatId) {
+        return new WorkQueue.NewWork(KIND, idempotencyKey(botId, updateId, generation), rowId, chatId == null ? null : botId + ":" + chatId);
+    }
+
+    static String idempotencyKey(long botId, long updateId, int generation) {
+        return botId + ":" + updateId + (generation == 0 ? "" : ":" + generation);
+    }
 
     public TelegramWorkSource(String endpointUri) {
         super(KIND, endpointUri, SELECT, 25);

@@ -7,6 +7,7 @@ import io.chatintake.message.ChildMessageListener;
 import io.chatintake.channel.telegram.BotApiClient;
 import io.chatintake.channel.telegram.OffsetCheckpoint;
 import io.chatintake.channel.telegram.PollLease;
+import io.chatintake.channel.telegram.ScheduleCheckpoint;
 import io.chatintake.channel.telegram.TelegramInbox;
 import io.chatintake.channel.telegram.TelegramInboxConsumer;
 import io.chatintake.channel.telegram.TelegramWorkSource;
@@ -181,17 +182,17 @@ public final class DispatchBenchmark {
         }
     }
 
-    /** A bot's inbox as intake uses it, under the bot's poll lease. */
-    private record BotInbox(TelegramInbox inbox, PollLease.Held lease) {
+    /** A bot's inbox as intake uses it, under the bot's poll lease: each batch stored, then scheduled as work. */
+    private record BotInbox(TelegramInbox inbox, ScheduleCheckpoint schedule, PollLease.Held lease) {
         static BotInbox open(DataSource dataSource, long bot) throws SQLException {
             new OffsetCheckpoint(dataSource).load(bot, "bench-" + bot);
             return new BotInbox(new TelegramInbox(dataSource,
                     ChildMessageListener.all(List.of(AttachmentStore::recordChildren, AlbumKey.scheduler(QuietPeriods.DEFAULTS)))),
-                    new PollLease(dataSource).tryAcquire(bot, "bench", LEASE).orElseThrow());
+                    new ScheduleCheckpoint(dataSource), new PollLease(dataSource).tryAcquire(bot, "bench", LEASE).orElseThrow());
         }
 
         void store(List<BotApiClient.RawUpdate> batch) throws Exception {
-            inbox.store(lease, LEASE, batch);
+            schedule.scheduleThrough(lease.botId(), inbox.store(lease, LEASE, batch).lastRowId());
         }
 
         static BotApiClient.RawUpdate message(long updateId, long chatId, String text) {

@@ -3,6 +3,7 @@ package io.chatintake.ops.bench;
 import io.chatintake.channel.telegram.BotApiClient;
 import io.chatintake.channel.telegram.OffsetCheckpoint;
 import io.chatintake.channel.telegram.PollLease;
+import io.chatintake.channel.telegram.ScheduleCheckpoint;
 import io.chatintake.channel.telegram.TelegramInbox;
 import io.chatintake.message.ChildMessageListener;
 import io.chatintake.sim.BotApiSimulator;
@@ -74,20 +75,21 @@ public final class MemoryBenchmark {
         }
     }
 
-    /** Stores the backlog the way intake does (TelegramInbox: updates + their work items), in big batches. */
+    /** Stores the backlog the way intake does (TelegramInbox, then ScheduleCheckpoint: updates, then their work items), in big batches. */
     private static void fill(BenchDatabase database, int backlog) throws Exception {
         PollLease leases = new PollLease(database.dataSource());
         new OffsetCheckpoint(database.dataSource()).load(BACKLOG_BOT, "backlog");
         Duration leaseDuration = Duration.ofHours(1);
         PollLease.Held lease = leases.tryAcquire(BACKLOG_BOT, "bench", leaseDuration).orElseThrow();
         TelegramInbox inbox = new TelegramInbox(database.dataSource(), ChildMessageListener.all(List.of()));
+        ScheduleCheckpoint schedule = new ScheduleCheckpoint(database.dataSource());
         for (int from = 1; from <= backlog; from += FILL_BATCH) {
             List<BotApiClient.RawUpdate> batch = new ArrayList<>(FILL_BATCH);
             for (int id = from; id < from + FILL_BATCH && id <= backlog; id++) {
                 batch.add(new BotApiClient.RawUpdate(id, "message", "{\"update_id\":" + id + ",\"message\":{\"message_id\":" + id
                         + ",\"chat\":{\"id\":" + (1 + id % 50) + ",\"type\":\"private\"},\"date\":1,\"text\":\"" + TEXT + "\"}}"));
             }
-            inbox.store(lease, leaseDuration, batch);
+            schedule.scheduleThrough(BACKLOG_BOT, inbox.store(lease, leaseDuration, batch).lastRowId());
         }
         leases.release(lease);
     }

@@ -74,7 +74,8 @@ class TelegramInboxTest {
         assertThat(leases.renew(holder, LEASE)).as("the old holder's renewal fails after a takeover").isFalse();
     }
 
-    private static PollLease.Held leaseAndCheckpoint(DataSource dataSource, long botId) throws Exception {
+    /** The bot's checkpoint, and its poll lease for 30 s. */
+    static PollLease.Held leaseAndCheckpoint(DataSource dataSource, long botId) throws Exception {
         new OffsetCheckpoint(dataSource).load(botId, "test");
         return new PollLease(dataSource).tryAcquire(botId, "test-holder", LEASE).orElseThrow();
     }

@@ -91,11 +91,16 @@ class TelegramIntakeIT {
         assertThat(Sql.count(db, "SELECT count(*) FROM telegram_update")).isEqualTo(committed ? 5 : 0);
         assertThat(Sql.count(db, "SELECT next_offset FROM telegram_checkpoint")).isEqualTo(committed ? 6 : 0);
         assertThat(simulator.queued(token)).as("nothing confirmed to Telegram yet").isEqualTo(5);
+        assertThat(Sql.count(db, "SELECT count(*) FROM work_item WHERE kind = 'telegram-update'"))
+                .as("killed before the stored batch was scheduled as work").isZero();
 
         try (RunnerProcess resumed = RunnerProcess.start(work, env).awaitReady()) {
             Await.until("condition", WAIT, () -> simulator.queued(token) == 0 && Sql.count(db, "SELECT count(*) FROM telegram_update") == 5);
             assertThat(Sql.count(db, "SELECT count(DISTINCT update_id) FROM telegram_update")).isEqualTo(5);
             assertThat(Sql.count(db, "SELECT next_offset FROM telegram_checkpoint")).isEqualTo(6);
+            Await.until("each stored update handled as work", WAIT,
+                    () -> Sql.count(db, "SELECT count(*) FROM work_item WHERE kind = 'telegram-update' AND state = 'done'") == 5);
+            assertThat(Sql.count(db, "SELECT count(*) FROM work_item WHERE kind = 'telegram-update'")).isEqualTo(5);
         }
         assertThat(simulator.violations()).isEmpty();
     }
@@ -121,6 +126,10 @@ class TelegramIntakeIT {
             assertThat(Sql.count(db, "SELECT count(*) FROM telegram_update")).isEqualTo(20_000);
             assertThat(Sql.count(db, "SELECT count(DISTINCT update_id) FROM telegram_update")).isEqualTo(20_000);
             assertThat(Sql.count(db, "SELECT next_offset FROM telegram_checkpoint")).isEqualTo(20_001);
+            // Kills between a batch's commit and its scheduling leave it to the next lease holder.
+            Await.until("every stored update handled as work", WAIT,
+                    () -> Sql.count(db, "SELECT count(*) FROM work_item WHERE kind = 'telegram-update' AND state = 'done'") == 20_000);
+            assertThat(Sql.count(db, "SELECT count(*) FROM work_item WHERE kind = 'telegram-update'")).isEqualTo(20_000);
         }
         assertThat(kills).isGreaterThanOrEqualTo(20);
         assertThat(simulator.violations()).isEmpty();
