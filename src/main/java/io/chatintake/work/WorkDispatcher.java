@@ -83,15 +83,15 @@ public final class WorkDispatcher {
 
     public record Options(int concurrency, int maxAttempts, Duration backoffBase, Duration backoffCap, Duration claim,
                           Duration pollInterval, Set<String> orderedKinds, Duration heartbeat, int deadAfterHeartbeats, int runSize,
-                          Duration gather, Duration gatherMax, int concurrencyWhileIntakeBehind) {
+                          Duration gather, Duration gatherMax, int concurrencyWhileIntakeBehind, Duration gatherWhileIntakeBehind) {
         /**
          * With the default heartbeat (2 s, dead after 4 missed), runs of up to 500 items, a gathering
-         * wait of 20 ms and every worker at work while intake is behind.
+         * wait of 20 ms and every worker at work, as often as ever, while intake is behind.
          */
         public Options(int concurrency, int maxAttempts, Duration backoffBase, Duration backoffCap, Duration claim,
                        Duration pollInterval, Set<String> orderedKinds) {
             this(concurrency, maxAttempts, backoffBase, backoffCap, claim, pollInterval, orderedKinds, Duration.ofSeconds(2), 4, 500,
-                    Duration.ofMillis(20), Duration.ofMillis(20), concurrency);
+                    Duration.ofMillis(20), Duration.ofMillis(20), concurrency, Duration.ZERO);
         }
 
         public static Options from(Settings settings) {
@@ -110,7 +110,8 @@ public final class WorkDispatcher {
                     Duration.ofMillis(settings.getLong("work.gather-millis", 20)),
                     Duration.ofMillis(settings.getLong("work.gather-max-millis", 20)),
                     // At least one: handling that stopped while intake stays behind would never catch up.
-                    Math.max(1, settings.getInt("work.concurrency-while-intake-behind", 1)));
+                    Math.max(1, settings.getInt("work.concurrency-while-intake-behind", 1)),
+                    Duration.ofMillis(settings.getLong("work.gather-millis-while-intake-behind", 100)));
         }
 
         /** How long a process may stay silent before its claims are released. */
@@ -177,6 +178,7 @@ public final class WorkDispatcher {
     private final ReentrantLock laneClaim = new ReentrantLock();
     /** System.nanoTime() before which the next lane claim gathers; guarded by laneClaim, as is gathering. */
     private long gatheredUntil = System.nanoTime();
+    private long laneClaimedAt = System.nanoTime();
     private final Gathering gathering;
     private final Object beatPause = new Object();
     private final List<Thread> threads = new ArrayList<>();
@@ -231,11 +233,11 @@ public final class WorkDispatcher {
         }
         LOG.info("work: {} dispatcher thread(s) for {}; at most {} attempts, then parked; claims last {} s, extended while"
                         + " handlers run; heartbeat every {} s, claims of a process silent for {} s are released; runs of up to {} item(s),"
-                        + " gathered for {} when they come in thin; {} while intake is behind its source",
+                        + " gathered for {} when they come in thin; {} while intake is behind its source, claiming at most every {} ms",
                 options.concurrency(), handledKinds(), options.maxAttempts(), options.claim().toSeconds(),
                 options.heartbeat().toSeconds(), options.silence().toSeconds(), options.runSize(), gathering,
                 options.concurrencyWhileIntakeBehind() >= options.concurrency() ? "all of them"
-                        : "at most " + options.concurrencyWhileIntakeBehind());
+                        : "at most " + options.concurrencyWhileIntakeBehind(), options.gatherWhileIntakeBehind().toMillis());
     }
 
     /** Lets running handlers finish; their outcomes are recorded before this returns. */
@@ -432,9 +434,18 @@ public final class WorkDispatcher {
         return (int) slices.stream().filter(slice -> slice.stalled(now)).count();
     }
 
-    /** Waits as long as {@link Gathering} said after the previous lane claim. */
+    /**
+     * Waits as long as {@link Gathering} said after the previous lane claim, and while intake is
+     * behind its source until {@code work.gather-millis-while-intake-behind} after it: the worker
+     * left then takes longer runs less often, so handling costs the cores intake needs less.
+     */
     private void gather() {
-        long wait = gatheredUntil - System.nanoTime();
+        long until = gatheredUntil;
+        long paced = laneClaimedAt + options.gatherWhileIntakeBehind().toNanos();
+        if (intakeBehindUntil - System.nanoTime() > 0 && paced - until > 0) {
+            until = paced;
+        }
+        long wait = until - System.nanoTime();
         if (wait > 0) {
             try {
                 TimeUnit.NANOSECONDS.sleep(wait);
@@ -489,6 +500,7 @@ public final class WorkDispatcher {
             WorkQueue.Claimed lanes = queue.claimLanes(worker, options.claim(), options.runSize(), LANES_PER_CLAIM,
                     options.orderedKinds(), handledKinds());
             gatherAfter(lanes);
+            laneClaimedAt = System.nanoTime();
             queueRuns(lanes.runs());
             return !lanes.runs().isEmpty();
         } finally {

@@ -73,12 +73,17 @@ class WorkDispatcherTest {
     }
 
     /** The product with this test's handler routes, its dispatcher handling telegram-update with test-speed backoff. */
-    private void startDispatcher(int maxAttempts) {
-        camel = startProduct(maxAttempts, "direct:telegram-update").context();
+    private void startDispatcher(int maxAttempts, String... settings) {
+        camel = startProduct(maxAttempts, "direct:telegram-update", settings).context();
     }
 
-    private WebhookServer startProduct(int maxAttempts, String telegramHandler) {
-        WebhookServer product = WebhookServer.builder(dataSource).withoutHttp().routes(handlerRoutes())
+    /** @param settings more settings, as key, value, key, value, ... */
+    private WebhookServer startProduct(int maxAttempts, String telegramHandler, String... settings) {
+        WebhookServer.Builder builder = WebhookServer.builder(dataSource).withoutHttp().routes(handlerRoutes());
+        for (int i = 0; i + 1 < settings.length; i += 2) {
+            builder.setting(settings[i], settings[i + 1]);
+        }
+        WebhookServer product = builder
                 .setting("work.concurrency", "2")
                 .setting("work.max-attempts", Integer.toString(maxAttempts))
                 .setting("work.backoff-base-millis", "200")
@@ -386,6 +391,27 @@ class WorkDispatcherTest {
         store(firstUpdate + 1, firstUpdate + 1);
         Await.until("both chats handled", WAIT, () -> handled.containsAll(keys));
         return mostAtOnce.get();
+    }
+
+    @Test
+    void whileIntakeIsBehindTheWorkerLeftClaimsAtMostOncePerPacingWait() throws Exception {
+        startDispatcher(3, "work.gather-millis-while-intake-behind", "1000");
+        try (IntakeBehind behind = new IntakeBehind(WorkDispatcher.of(camel))) {
+            Duration apart = handlingApartForTwoChatsStoredOneAfterTheOther(1);
+            assertThat(apart).as("the second chat's claim came after the pacing wait").isGreaterThanOrEqualTo(Duration.ofMillis(800));
+        }
+        Thread.sleep(WorkDispatcher.INTAKE_BEHIND.toMillis());
+        assertThat(handlingApartForTwoChatsStoredOneAfterTheOther(3)).as("once intake caught up").isLessThan(Duration.ofMillis(500));
+    }
+
+    /** Stores one chat's update, waits until it is handled, stores another chat's: the time between the two handlings. */
+    private Duration handlingApartForTwoChatsStoredOneAfterTheOther(long firstUpdate) throws Exception {
+        int before = attemptTimes.size();
+        store(firstUpdate, firstUpdate);
+        Await.until("the first chat handled", WAIT, () -> handled.contains(BOT + ":" + firstUpdate));
+        store(firstUpdate + 1, firstUpdate + 1);
+        Await.until("the second chat handled", WAIT, () -> handled.contains(BOT + ":" + (firstUpdate + 1)));
+        return Duration.between(attemptTimes.get(before), attemptTimes.get(before + 1));
     }
 
     @Test
