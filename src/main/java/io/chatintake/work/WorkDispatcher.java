@@ -178,6 +178,7 @@ public final class WorkDispatcher {
     private final ReentrantLock laneClaim = new ReentrantLock();
     /** System.nanoTime() before which the next lane claim gathers; guarded by laneClaim, as is gathering. */
     private long gatheredUntil = System.nanoTime();
+    /** System.nanoTime() of the last lane claim, which paces claims while intake is behind; guarded by laneClaim. */
     private long laneClaimedAt = System.nanoTime();
     private final Gathering gathering;
     private final Object beatPause = new Object();

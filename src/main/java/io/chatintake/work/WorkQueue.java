@@ -46,10 +46,6 @@ public final class WorkQueue {
     public record NewWork(String kind, String sourceKey, long sourceId, String chatKey) {
     }
 
-    /** A work item this transaction created, for intake's fast path. */
-    public record Scheduled(long workItemId, long sourceId, String sourceKey) {
-    }
-
     /** A lane taken for new work: due now unless it is claimed (then its run's end makes it due). */
     private static final String LANE_DUE = """
             ON CONFLICT (kind, chat_key) DO UPDATE SET due_at = now()
@@ -88,31 +84,30 @@ public final class WorkQueue {
             WITH new_work AS (
                 SELECT * FROM unnest(?::text[], ?::text[], ?::bigint[], ?::text[]) WITH ORDINALITY AS n(kind, source_key, source_id, chat_key, o)),
             %s
-            SELECT id, source_id, source_key FROM items""".formatted(scheduleFrom("new_work"));
+            SELECT count(*) FROM items""".formatted(scheduleFrom("new_work"));
 
     // A single lane, taken before its item is written (see scheduleFrom).
     private static final String LOCK_LANE = "INSERT INTO work_lane (kind, chat_key, due_at) VALUES (?, ?, now()) " + LANE_DUE;
 
     /**
-     * Schedules work inside the caller's transaction (the one that stored its source), so that
-     * stored means scheduled. Ids follow the list's order, which is the per-chat order.
+     * Schedules work inside the caller's transaction: the one that stored its source, so that
+     * stored means scheduled, or one that follows its source from storage by a checkpoint of its
+     * own. Ids follow the list's order, which is the per-chat order.
+     * @return the items created (work already scheduled is not scheduled again)
      */
-    public static List<Scheduled> schedule(Connection transaction, List<NewWork> work) throws SQLException {
+    public static int schedule(Connection transaction, List<NewWork> work) throws SQLException {
         if (work.isEmpty()) {
-            return List.of();
+            return 0;
         }
         try (PreparedStatement ps = transaction.prepareStatement(SCHEDULE)) {
             ps.setArray(1, transaction.createArrayOf("text", work.stream().map(NewWork::kind).toArray()));
             ps.setArray(2, transaction.createArrayOf("text", work.stream().map(NewWork::sourceKey).toArray()));
             ps.setArray(3, transaction.createArrayOf("bigint", work.stream().map(NewWork::sourceId).toArray()));
             ps.setArray(4, transaction.createArrayOf("text", work.stream().map(NewWork::chatKey).toArray()));
-            List<Scheduled> scheduled = new ArrayList<>(work.size());
             try (ResultSet rs = ps.executeQuery()) {
-                while (rs.next()) {
-                    scheduled.add(new Scheduled(rs.getLong(1), rs.getLong(2), rs.getString(3)));
-                }
+                rs.next();
+                return rs.getInt(1);
             }
-            return scheduled;
         }
     }
 

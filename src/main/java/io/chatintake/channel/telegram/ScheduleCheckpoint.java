@@ -21,10 +21,10 @@ import javax.sql.DataSource;
  * Scheduling is bounded by a row id the caller knows to be committed for the bot: the last row a
  * poller stored, or, for the holder of the poll lease, the inbox's highest row (every earlier
  * holder's batch committed before the lease could change hands, since the batch transaction
- * holds the lease row). Rows of the bot's webhook mode may be anywhere in that range: they were scheduled
- * when they were stored, and scheduling them again schedules nothing. The mark moves only forward
- * and its row lock makes two processes take turns; each turn is safe to repeat, so its commit does
- * not wait for the disk. This class is the only writer of the table.
+ * holds the lease row). Rows of the bot's webhook mode may be anywhere in that range: they were
+ * scheduled when they were stored, and scheduling them again schedules nothing. The mark moves
+ * only forward and its row lock makes two processes take turns; each turn is safe to repeat, so
+ * its commit does not wait for the disk. This class is the only writer of the table.
  */
 public final class ScheduleCheckpoint {
     /** Rows per transaction: catching up after a crash takes many short transactions, not one long one. */
@@ -49,17 +49,17 @@ public final class ScheduleCheckpoint {
             UPDATE telegram_schedule_checkpoint SET scheduled_through = GREATEST(scheduled_through, ?), updated_at = now()
              WHERE bot_id = ?""";
 
-    private final DataSource dataSource;
-
-    public ScheduleCheckpoint(DataSource dataSource) {
-        this.dataSource = dataSource;
-    }
-
     // One statement, one snapshot: if the lease is still this holder's in it, no other poller of
     // the bot has stored anything since, and every row below the inbox's highest is committed.
     private static final String LAST_STORED_ROW = """
             SELECT CASE WHEN EXISTS (SELECT 1 FROM telegram_poll_lease WHERE bot_id = ? AND holder = ? AND fencing_token = ?)
                         THEN (SELECT COALESCE(max(id), 0) FROM telegram_update) ELSE -1 END""";
+
+    private final DataSource dataSource;
+
+    public ScheduleCheckpoint(DataSource dataSource) {
+        this.dataSource = dataSource;
+    }
 
     /**
      * The inbox's highest row id, a bound for {@link #scheduleThrough} of the lease's bot, or
