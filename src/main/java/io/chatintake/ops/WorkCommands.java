@@ -91,6 +91,10 @@ public final class WorkCommands {
                     rs -> out.printf("  %-18s %-8s %d%n", rs.getString(1), rs.getString(2), rs.getLong(3)));
             query(c, "SELECT min(next_attempt_at) FROM work_item WHERE state IN ('pending', 'failed')",
                     rs -> out.printf("oldest due item: %s%n", rs.getTimestamp(1) == null ? "none" : rs.getTimestamp(1).toInstant()));
+            // Normally none: a runner's scheduler makes items of them right after intake commits, every runner's within a second.
+            query(c, "SELECT count(*), min(staged_at) FROM work_staged",
+                    rs -> out.printf("staged, not yet work items: %d%s%n", rs.getLong(1),
+                            rs.getTimestamp(2) == null ? "" : " (oldest staged " + rs.getTimestamp(2).toInstant() + ")"));
             out.println("parked items (work retry --id N, or --all-parked):");
             query(c, "SELECT id, kind, source_key, attempts, last_error FROM work_item WHERE state = 'parked' ORDER BY id LIMIT 50",
                     rs -> out.printf("  #%d %s %s after %d attempt(s): %s%n", rs.getLong(1), rs.getString(2), rs.getString(3),

@@ -50,10 +50,11 @@ public final class Retention {
     /**
      * No unfinished work item names the row: of its own kind, or of a kind not known here (another
      * channel may add kinds whose source is the same table; such an item with the same id as another
-     * table's row only keeps that row longer).
+     * table's row only keeps that row longer). Nor does staged work, whose item is still to come.
      */
     private static String noUnfinishedWork(String otherTablesKinds) {
         return "NOT EXISTS (SELECT 1 FROM work_item w WHERE w.source_id = x.id AND w.state <> 'done' AND w.kind NOT IN ("
+                + otherTablesKinds + ")) AND NOT EXISTS (SELECT 1 FROM work_staged s WHERE s.source_id = x.id AND s.kind NOT IN ("
                 + otherTablesKinds + "))";
     }
 

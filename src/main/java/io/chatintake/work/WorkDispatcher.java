@@ -188,6 +188,8 @@ public final class WorkDispatcher {
     private volatile boolean beating;
     private boolean nudged;
     private ProducerTemplate producer;
+    /** Not synchronized for readers: intake tells it from request threads, which a stopping dispatcher must not hold up. */
+    private volatile StagedWorkScheduler scheduler;
     private final EffectGuard effects;
     private Instant lastDepthRefresh = Instant.EPOCH;
 
@@ -205,6 +207,10 @@ public final class WorkDispatcher {
     public synchronized void start() {
         if (running) {
             return;
+        }
+        if (scheduler == null) {
+            // Whether or not this process handles anything: what its intake staged must become work for whoever does.
+            scheduler = new StagedWorkScheduler(queue, options.gather(), this::nudge);
         }
         if (handledKinds().isEmpty()) {
             LOG.info("work: no work kind has a handler in this process; no dispatcher threads");
@@ -243,6 +249,10 @@ public final class WorkDispatcher {
 
     /** Lets running handlers finish; their outcomes are recorded before this returns. */
     public synchronized void stop() {
+        if (scheduler != null) {
+            scheduler.stop();
+            scheduler = null;
+        }
         running = false;
         wakeAll();
         for (Thread thread : threads) {
@@ -305,6 +315,14 @@ public final class WorkDispatcher {
         WorkDispatcher dispatcher = of(context);
         if (dispatcher != null) {
             dispatcher.nudge();
+        }
+    }
+
+    /** Work was staged ({@link WorkQueue#stageFrom}) and committed: its scheduler turns it into items now, then wakes a worker. */
+    public void staged() {
+        StagedWorkScheduler now = scheduler;
+        if (now != null) {
+            now.staged();
         }
     }
 

@@ -33,7 +33,7 @@ import javax.sql.DataSource;
  * many lanes and one commit records them, so a burst over many chats costs a few statements,
  * not a few per chat. Every lane claimed carries a new token (fencing): outcomes, extensions and
  * releases count only while the token still matches.
- * This class is the only writer of {@code work_item} and {@code work_lane}.
+ * This class is the only writer of {@code work_item}, {@code work_lane} and {@code work_staged}.
  */
 public final class WorkQueue {
     private final DataSource dataSource;
@@ -85,6 +85,61 @@ public final class WorkQueue {
                 SELECT * FROM unnest(?::text[], ?::text[], ?::bigint[], ?::text[]) WITH ORDINALITY AS n(kind, source_key, source_id, chat_key, o)),
             %s
             SELECT count(*) FROM items""".formatted(scheduleFrom("new_work"));
+
+    /**
+     * A CTE, {@code staged}, that stages the rows of the relation {@code source} (kind, source_key,
+     * source_id, chat_key, o) in the order of {@code o}: work that {@link #scheduleStaged} turns
+     * into items after the caller's transaction committed, for intake whose answer must not wait
+     * for lanes and work items. Staged work is scheduled once, however often it is staged.
+     */
+    public static String stageFrom(String source) {
+        return """
+                staged AS (
+                    INSERT INTO work_staged (kind, source_key, source_id, chat_key)
+                    SELECT kind, source_key, source_id, chat_key FROM %s ORDER BY o
+                    RETURNING 1)""".formatted(source);
+    }
+
+    // One scheduler at a time in the whole database: two taking turns on disjoint staged rows
+    // could lock one chat's lane in the other order and give a later item the lower id.
+    private static final String LOCK_STAGED = "SELECT pg_advisory_xact_lock(hashtext(current_schema() || '.work_staged'))";
+
+    private static final String SCHEDULE_STAGED = """
+            WITH taken AS (
+                DELETE FROM work_staged WHERE id IN (SELECT id FROM work_staged ORDER BY id LIMIT ?)
+                RETURNING kind, source_key, source_id, chat_key, id AS o),
+            %s
+            SELECT count(*) FROM taken""".formatted(scheduleFrom("taken"));
+
+    /**
+     * Turns up to {@code limit} staged rows, oldest first, into lanes and work items in one
+     * transaction, which deletes them. Losing that commit in a database crash loses the deletion
+     * with the items, so its commit does not wait for the disk.
+     * @return the staged rows taken; {@code limit} means more may be waiting
+     */
+    public int scheduleStaged(int limit) throws SQLException {
+        return inRedoableTransaction(dataSource, c -> {
+            try (PreparedStatement lock = c.prepareStatement(LOCK_STAGED)) {
+                lock.execute();
+            }
+            try (PreparedStatement ps = c.prepareStatement(SCHEDULE_STAGED)) {
+                ps.setInt(1, limit);
+                try (ResultSet rs = ps.executeQuery()) {
+                    rs.next();
+                    return rs.getInt(1);
+                }
+            }
+        });
+    }
+
+    /** Whether any work is staged: a look that takes no lock, before a scheduling transaction. */
+    public boolean anyStaged() throws SQLException {
+        try (Connection c = dataSource.getConnection(); PreparedStatement ps = c.prepareStatement("SELECT EXISTS (SELECT 1 FROM work_staged)");
+             ResultSet rs = ps.executeQuery()) {
+            rs.next();
+            return rs.getBoolean(1);
+        }
+    }
 
     // A single lane, taken before its item is written (see scheduleFrom).
     private static final String LOCK_LANE = "INSERT INTO work_lane (kind, chat_key, due_at) VALUES (?, ?, now()) " + LANE_DUE;

@@ -30,7 +30,7 @@ class AlbumDecisionsTest {
     private final DataSource db = TestDatabase.dataSource();
     /** A quiet period far longer than any test: a decision made here is made by count or by a moved deadline. */
     private final WebhookEventStore store = new WebhookEventStore(db, Duration.ofSeconds(5), "default", "unifyport", "unifyport-event",
-            CamelConfiguration.childMessages(new QuietPeriods(Duration.ofHours(1), Duration.ofHours(1))));
+            CamelConfiguration.childMessages(new QuietPeriods(Duration.ofHours(1), Duration.ofHours(1))), () -> { });
     private final AlbumDecisions decisions = new AlbumDecisions(db);
     private int events;
 

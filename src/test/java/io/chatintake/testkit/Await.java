@@ -2,6 +2,7 @@ package io.chatintake.testkit;
 
 import java.time.Duration;
 import java.util.function.BooleanSupplier;
+import javax.sql.DataSource;
 
 /** Waits for a condition that real processes and servers reach in their own time. */
 public final class Await {
@@ -22,6 +23,14 @@ public final class Await {
                 throw new AssertionError(e);
             }
         }
+    }
+
+    /**
+     * Waits until the runner's scheduler has made work items of all the work its intake staged
+     * (webhook deliveries are answered before their work items exist; the items follow at once).
+     */
+    public static void workScheduled(DataSource db) {
+        until("staged work to become work items", Duration.ofSeconds(10), () -> Sql.count(db, "SELECT count(*) FROM work_staged") == 0);
     }
 
     private static boolean holds(BooleanSupplier condition) {

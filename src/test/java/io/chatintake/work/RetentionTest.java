@@ -60,6 +60,11 @@ class RetentionTest {
                 INSERT INTO work_item (kind, source_key, source_id, state, done_at, created_at)
                 SELECT 'unifyport-event', 'default:unifyport:' || event_id, id, CASE event_id WHEN 'old6' THEN 'failed' ELSE 'done' END,
                        CASE WHEN event_id <> 'old6' THEN received_at END, received_at FROM webhook_event;
+                -- stored, its work staged and not yet an item (a scheduler that has been down for weeks)
+                INSERT INTO webhook_event (workspace, channel, event_id, body, received_at)
+                    VALUES ('default', 'unifyport', 'old-staged', '\\x7b7d', now() - interval '40 days');
+                INSERT INTO work_staged (kind, source_key, source_id)
+                SELECT 'unifyport-event', 'default:unifyport:old-staged', id FROM webhook_event WHERE event_id = 'old-staged';
 
                 INSERT INTO work_item (kind, source_key, source_id, state, done_at, created_at) VALUES
                     ('album-child', 'album-child:1', 1, 'done', now() - interval '39 days', now() - interval '40 days'),
@@ -107,7 +112,8 @@ class RetentionTest {
         assertThat(tableCounts()).as("a dry run changes nothing").isEqualTo(before);
 
         // intake keeps storing events (each with its work item) for as long as the purge runs
-        WebhookEventStore intake = new WebhookEventStore(db, Duration.ofSeconds(5), "default", "unifyport", "unifyport-event", CamelConfiguration.childMessages());
+        WebhookEventStore intake = new WebhookEventStore(db, Duration.ofSeconds(5), "default", "unifyport", "unifyport-event",
+                CamelConfiguration.childMessages(), () -> { });
         AtomicBoolean purging = new AtomicBoolean(true);
         AtomicInteger stored = new AtomicInteger();
         CompletableFuture<Void> deliveries = CompletableFuture.runAsync(() -> {
@@ -135,13 +141,14 @@ class RetentionTest {
         assertThat(Retention.describe(purged)).isEqualTo("telegram_update " + OLD_DONE_UPDATES + " (+" + OLD_DONE_UPDATES
                 + " work items), webhook_event 5 (+5 work items), album 1 (+1 work items), work_item 3, outbound_effect 2");
         assertThat(Sql.count(db, "SELECT count(*) FROM webhook_event WHERE event_id LIKE 'live%'")).isEqualTo(stored.get());
+        new WorkQueue(db).scheduleStaged(1000);
         assertThat(Sql.count(db, "SELECT count(*) FROM work_item WHERE source_key LIKE 'default:unifyport:live%'")).isEqualTo(stored.get());
         // what stays: unfinished, parked and young rows, and everything that belongs to them
         assertThat(Sql.string(db, "SELECT string_agg(update_id::text, ',' ORDER BY update_id) FROM telegram_update"))
                 .isEqualTo("100001,100002,100003");
         assertThat(Sql.count(db, "SELECT count(*) FROM work_item WHERE kind = 'telegram-update'")).isEqualTo(3);
         assertThat(Sql.string(db, "SELECT string_agg(event_id, ',' ORDER BY event_id) FROM webhook_event WHERE event_id NOT LIKE 'live%'"))
-                .isEqualTo("old6,young");
+                .isEqualTo("old-staged,old6,young");
         assertThat(Sql.string(db, "SELECT string_agg(source_key, ',' ORDER BY source_key) FROM work_item WHERE kind = 'attachment'"))
                 .isEqualTo("attachment:2,attachment:3");
         assertThat(Sql.string(db, "SELECT string_agg(album_key, ',' ORDER BY album_key) FROM album"))

@@ -24,6 +24,7 @@ import java.sql.SQLTransientConnectionException;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -31,6 +32,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.stream.Collectors;
 import javax.sql.DataSource;
 import org.apache.camel.CamelContext;
 import org.apache.camel.Message;
@@ -137,14 +139,43 @@ class WorkDispatcherTest {
     }
 
     private TelegramInbox.StoredBatch store(long chatId, long... updateIds) throws Exception {
+        TelegramInbox.StoredBatch stored = storeUnscheduled(chatId, updateIds);
+        new ScheduleCheckpoint(dataSource).scheduleThrough(lease.botId(), stored.lastRowId());
+        return stored;
+    }
+
+    private TelegramInbox.StoredBatch storeUnscheduled(long chatId, long... updateIds) throws Exception {
         List<BotApiClient.RawUpdate> batch = new ArrayList<>();
         for (long id : updateIds) {
             batch.add(new BotApiClient.RawUpdate(id, "message",
                     "{\"update_id\":" + id + ",\"message\":{\"chat\":{\"id\":" + chatId + "},\"text\":\"u" + id + "\"}}"));
         }
-        TelegramInbox.StoredBatch stored = new TelegramInbox(dataSource, CamelConfiguration.childMessages()).store(lease, Duration.ofMinutes(5), batch);
-        new ScheduleCheckpoint(dataSource).scheduleThrough(lease.botId(), stored.lastRowId());
-        return stored;
+        return new TelegramInbox(dataSource, CamelConfiguration.childMessages()).store(lease, Duration.ofMinutes(5), batch);
+    }
+
+    /** Stores updates without their work items and stages their work instead, as a webhook delivery does. */
+    private void storeStaged(long chatId, long... updateIds) throws Exception {
+        storeUnscheduled(chatId, updateIds);
+        Sql.execute(dataSource, """
+                INSERT INTO work_staged (kind, source_key, source_id, chat_key)
+                SELECT 'telegram-update', bot_id || ':' || update_id, id, bot_id || ':%d' FROM telegram_update
+                 WHERE bot_id = %d AND update_id IN (%s) ORDER BY id""".formatted(chatId, BOT,
+                Arrays.stream(updateIds).mapToObj(Long::toString).collect(Collectors.joining(","))));
+    }
+
+    @Test
+    void workStagedByAProcessThatDiedIsScheduledAtStartAndWorkStagedLaterWithoutATellingWithinASecond() throws Exception {
+        storeStaged(1, 1, 2, 3);
+        startDispatcher(3);
+        Await.until("the staged work handled, in order", WAIT, () -> handled.equals(List.of(BOT + ":1", BOT + ":2", BOT + ":3")));
+
+        // Staged by another process, which never tells this one: its scheduler's own look finds it.
+        long staged = System.nanoTime();
+        storeStaged(1, 4);
+        Await.until("handled", WAIT, () -> handled.contains(BOT + ":4"));
+        assertThat(Duration.ofNanos(System.nanoTime() - staged)).isLessThan(StagedWorkScheduler.LOOK_EVERY.plusSeconds(2));
+        assertThat(Sql.count(dataSource, "SELECT count(*) FROM work_staged")).isZero();
+        assertThat(Sql.count(dataSource, "SELECT count(*) FROM work_item WHERE state = 'done'")).isEqualTo(4);
     }
 
     @Test

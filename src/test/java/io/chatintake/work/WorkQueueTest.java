@@ -44,6 +44,60 @@ class WorkQueueTest {
         }
     }
 
+    /** Stages work in a transaction of its own, the way intake does: one statement, rows in order. */
+    private void stage(List<WorkQueue.NewWork> work) throws Exception {
+        try (Connection c = dataSource.getConnection();
+             var ps = c.prepareStatement("WITH new_work AS (SELECT * FROM unnest(?::text[], ?::text[], ?::bigint[], ?::text[])"
+                     + " WITH ORDINALITY AS n(kind, source_key, source_id, chat_key, o)), " + WorkQueue.stageFrom("new_work")
+                     + " SELECT count(*) FROM staged")) {
+            ps.setArray(1, c.createArrayOf("text", work.stream().map(WorkQueue.NewWork::kind).toArray()));
+            ps.setArray(2, c.createArrayOf("text", work.stream().map(WorkQueue.NewWork::sourceKey).toArray()));
+            ps.setArray(3, c.createArrayOf("bigint", work.stream().map(WorkQueue.NewWork::sourceId).toArray()));
+            ps.setArray(4, c.createArrayOf("text", work.stream().map(WorkQueue.NewWork::chatKey).toArray()));
+            ps.executeQuery().close();
+        }
+    }
+
+    @Test
+    void stagedWorkBecomesItemsOnceAndEachChatKeepsItsStagingOrderWhileSchedulersRunAtOnce() throws Exception {
+        // 40 transactions of 50 items over 7 chats (and some without a chat); every fifth source staged twice.
+        CompletableFuture<?>[] schedulers = new CompletableFuture<?>[3];
+        java.util.concurrent.atomic.AtomicBoolean staging = new java.util.concurrent.atomic.AtomicBoolean(true);
+        for (int s = 0; s < schedulers.length; s++) {
+            schedulers[s] = CompletableFuture.runAsync(() -> {
+                try {
+                    while (staging.get() || queue.anyStaged()) {
+                        queue.scheduleStaged(37);
+                    }
+                } catch (SQLException e) {
+                    throw new IllegalStateException(e);
+                }
+            });
+        }
+        int id = 0;
+        for (int t = 0; t < 40; t++) {
+            List<WorkQueue.NewWork> work = new ArrayList<>();
+            for (int i = 0; i < 50; i++, id++) {
+                String chat = id % 8 == 7 ? null : "c" + id % 7;
+                work.add(new WorkQueue.NewWork("chat-work", "chat-work:" + id, id, chat));
+                if (id % 5 == 0) {
+                    work.add(new WorkQueue.NewWork("chat-work", "chat-work:" + id, id, chat));
+                }
+            }
+            stage(work);
+        }
+        staging.set(false);
+        CompletableFuture.allOf(schedulers).get(60, TimeUnit.SECONDS);
+
+        assertThat(Sql.count(dataSource, "SELECT count(*) FROM work_staged")).isZero();
+        assertThat(Sql.count(dataSource, "SELECT count(*) FROM work_item")).as("each source once").isEqualTo(id);
+        assertThat(Sql.count(dataSource, """
+                SELECT count(*) FROM (SELECT source_id, lag(source_id) OVER (PARTITION BY chat_key ORDER BY id) AS before
+                                        FROM work_item WHERE chat_key IS NOT NULL) w WHERE before > source_id"""))
+                .as("items of a chat whose ids run against their staging order").isZero();
+        assertThat(Sql.count(dataSource, "SELECT count(*) FROM work_lane WHERE due_at IS NOT NULL")).as("every chat's lane due").isEqualTo(7);
+    }
+
     private static List<WorkQueue.Outcome> allDone(WorkRun run) {
         return run.items().stream().map(WorkQueue.Outcome::done).toList();
     }

@@ -1,6 +1,7 @@
 package io.chatintake.channel.telegram;
 
 import io.chatintake.work.Backoff;
+import io.chatintake.work.SchedulingThread;
 import java.sql.SQLException;
 import java.time.Duration;
 import org.slf4j.Logger;
@@ -11,9 +12,10 @@ import org.slf4j.LoggerFactory;
  * ({@link ScheduleCheckpoint}): the poller says which row it stored last and goes on to its next
  * getUpdates at once; this thread schedules everything up to there, however many batches that
  * has become meanwhile, and then tells the handlers. When the database fails it tries again with
- * backoff, and nothing is lost meanwhile: the rows wait above the mark, in storage.
+ * backoff, and nothing is lost meanwhile: the rows wait above the mark, in storage. Rows a stop
+ * leaves above the mark are scheduled by whoever takes the poll lease next, this process included.
  */
-final class UpdateScheduler {
+final class UpdateScheduler extends SchedulingThread {
     private static final Logger LOG = LoggerFactory.getLogger(UpdateScheduler.class);
 
     private final String bot;
@@ -21,21 +23,18 @@ final class UpdateScheduler {
     private final ScheduleCheckpoint checkpoint;
     private final Runnable afterScheduling;
     private final Backoff backoff = new Backoff(Duration.ofMillis(100), Duration.ofSeconds(5));
-    private final Thread thread;
     private long through;
     private long reached;
     private PollLease.Held catchUp;
-    private boolean running = true;
 
     /** @param afterScheduling told after each transaction that scheduled something (wakes the handlers) */
     UpdateScheduler(String bot, long botId, ScheduleCheckpoint checkpoint, Runnable afterScheduling) {
+        super("telegram-inbox-" + bot + "-scheduler");
         this.bot = bot;
         this.botId = botId;
         this.checkpoint = checkpoint;
         this.afterScheduling = afterScheduling;
-        this.thread = new Thread(this::loop, "telegram-inbox-" + bot + "-scheduler");
-        thread.setDaemon(true);
-        thread.start();
+        start();
     }
 
     long botId() {
@@ -59,23 +58,8 @@ final class UpdateScheduler {
         }
     }
 
-    /**
-     * Stops after the transaction in progress, if any. Rows left above the mark are scheduled by
-     * whoever takes the poll lease next, this process included.
-     */
-    void stop() {
-        synchronized (this) {
-            running = false;
-            notifyAll();
-        }
-        try {
-            thread.join(Duration.ofSeconds(30).toMillis());
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
-    }
-
-    private void loop() {
+    @Override
+    protected void loop() {
         while (true) {
             long target;
             PollLease.Held lease;
@@ -115,11 +99,4 @@ final class UpdateScheduler {
         }
     }
 
-    private void waitQuietly(long millis) {
-        try {
-            wait(millis);
-        } catch (InterruptedException e) {
-            running = false;
-        }
-    }
 }

@@ -52,6 +52,7 @@ public final class GroupCommit<I, O> {
     private final int committers;
     private final int maxGroup;
     private final GroupWork<I, O> work;
+    private final Runnable crowded;
     private final Queue<Pending<I, O>> queue = new ConcurrentLinkedQueue<>();
     private final AtomicInteger leading = new AtomicInteger();
 
@@ -65,10 +66,14 @@ public final class GroupCommit<I, O> {
      * @param statementTimeout bound on each statement; a submitter waits at most twice this (plus a second) for its answer
      * @param committers groups that may run at once (each holds one connection while it runs)
      * @param maxGroup inputs at most in one transaction
+     * @param crowded told whenever inputs had to queue for a transaction (a group of several): callers come faster than
+     *                one commit at a time, so work that can wait should
      */
-    public GroupCommit(DataSource dataSource, Duration statementTimeout, int committers, int maxGroup, GroupWork<I, O> work) {
+    public GroupCommit(DataSource dataSource, Duration statementTimeout, int committers, int maxGroup, GroupWork<I, O> work,
+                       Runnable crowded) {
         this.dataSource = dataSource;
         this.work = work;
+        this.crowded = crowded;
         this.statementTimeout = statementTimeout;
         this.answerTimeout = statementTimeout.multipliedBy(2).plusSeconds(1);
         this.committers = committers;
@@ -121,6 +126,9 @@ public final class GroupCommit<I, O> {
                 List<Pending<I, O>> group = nextGroup();
                 if (group.isEmpty()) {
                     return;
+                }
+                if (group.size() > 1) {
+                    crowded.run();
                 }
                 runGuarded(group);
             }

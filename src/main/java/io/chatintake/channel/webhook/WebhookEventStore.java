@@ -17,15 +17,17 @@ import javax.sql.DataSource;
 
 /**
  * Stores the verified events of one delivery and, for message events, their child messages, in
- * one transaction, each new event with its work item. Returning from {@link #store} means
- * committed: only then may the caller answer 2xx. Every statement is bounded
+ * one transaction, each new event with its work staged ({@link WorkQueue#stageFrom}: the work
+ * dispatcher's scheduler writes the work item right after the commit, so the answer does not wait
+ * for lanes and work items). Returning from {@link #store} means committed: only then may the
+ * caller answer 2xx. Every statement is bounded
  * ({@code statement_timeout} on the server, a socket timeout on the client), so a slow or
  * vanished database turns into an exception, never a hung request.
  */
 public final class WebhookEventStore implements WebhookEventSink {
     /**
      * The events of a run of deliveries, in one statement (one round trip): each event; for a new
-     * one, its child and its work item. (workspace, channel, event id) is the idempotency key: a
+     * one, its child and its staged work. (workspace, channel, event id) is the idempotency key: a
      * redelivery only counts itself on the existing row ({@code xmax = 0} tells a fresh insert
      * from a conflict update), and is neither applied again (that could undo a newer change) nor
      * scheduled again (its business work would run twice). One array per column, rows in order;
@@ -61,7 +63,7 @@ public final class WebhookEventStore implements WebhookEventSink {
               LEFT JOIN children c ON ev.inserted AND (c.provider, c.account_id, c.conversation_id, c.message_id)
                                                     = (r.provider, r.account_id, r.conversation_id, r.message_id)
              ORDER BY e.n
-            """.formatted(ChannelMessageStore.CHILD_ROWS, ChannelMessageStore.upsertFrom("new_child"), WorkQueue.scheduleFrom("new_work"));
+            """.formatted(ChannelMessageStore.CHILD_ROWS, ChannelMessageStore.upsertFrom("new_child"), WorkQueue.stageFrom("new_work"));
 
     /**
      * Transactions in flight at once, each holding the deliveries that arrived while the others ran.
@@ -78,10 +80,13 @@ public final class WebhookEventStore implements WebhookEventSink {
     private final String workKind;
     private final ChildMessageListener childListener;
 
-    /** @param workKind the kind of work item each new event becomes */
+    /**
+     * @param workKind the kind of work item each new event becomes
+     * @param intakeBehind told while deliveries queue for a transaction (the work dispatcher then holds handlers back)
+     */
     public WebhookEventStore(DataSource dataSource, Duration statementTimeout, String workspace, String channel, String workKind,
-                             ChildMessageListener childListener) {
-        this.commits = new GroupCommit<>(dataSource, statementTimeout, COMMITTERS, MAX_GROUP, this::write);
+                             ChildMessageListener childListener, Runnable intakeBehind) {
+        this.commits = new GroupCommit<>(dataSource, statementTimeout, COMMITTERS, MAX_GROUP, this::write, intakeBehind);
         this.workspace = workspace;
         this.channel = channel;
         this.workKind = workKind;
@@ -94,8 +99,8 @@ public final class WebhookEventStore implements WebhookEventSink {
     }
 
     /**
-     * The one transaction of a delivery: every event, its child, the child's listeners, its work
-     * item. Deliveries arriving together share it ({@link GroupCommit}); returning means committed.
+     * The one transaction of a delivery: every event, its child, the child's listeners, its staged
+     * work. Deliveries arriving together share it ({@link GroupCommit}); returning means committed.
      */
     public List<Stored> store(List<WebhookEvent> events) throws SQLException {
         return commits.submit(events);

@@ -3,6 +3,7 @@ package io.chatintake.channel.webhook;
 import io.chatintake.config.Secret;
 import io.chatintake.config.Settings;
 import io.chatintake.message.ChildMessageListener;
+import io.chatintake.work.WorkDispatcher;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.List;
@@ -69,6 +70,7 @@ public class WebhookInboxEndpoint extends DefaultEndpoint {
     private volatile SignatureVerifier verifier;
     private volatile Secret verifyToken;
     private volatile WebhookEventSink sink;
+    private volatile WorkDispatcher dispatcher;
 
     public WebhookInboxEndpoint(String uri, WebhookInboxComponent component, String channel, EventMapping mapping) {
         super(uri, component);
@@ -126,8 +128,14 @@ public class WebhookInboxEndpoint extends DefaultEndpoint {
         }
         health = new WebhookIntakeHealthCheck(channel, state);
         health.register(getCamelContext());
+        // Bound before any route starts when the runner's configuration is in use; absent when the component is used alone.
+        dispatcher = WorkDispatcher.of(getCamelContext());
         sink = eventSink != null ? eventSink : new WebhookEventStore(dataSource(), Duration.ofMillis(statementTimeoutMs),
-                workspace, channel, getWorkKind(), childMessageListener());
+                workspace, channel, getWorkKind(), childMessageListener(), () -> {
+                    if (dispatcher != null) {
+                        dispatcher.intakeBehind();
+                    }
+                });
         if (eventSink == null) {
             // The dispatcher finds every WorkSource in the registry: this channel's events reach its handler.
             getCamelContext().getRegistry().bind("workSource:" + getWorkKind(), new WebhookWorkSource(getWorkKind(), getHandler()));
@@ -178,6 +186,13 @@ public class WebhookInboxEndpoint extends DefaultEndpoint {
 
     WebhookEventSink sink() {
         return sink;
+    }
+
+    /** New events' work was staged and committed: the dispatcher's scheduler makes it work items now. */
+    void workStaged() {
+        if (dispatcher != null) {
+            dispatcher.staged();
+        }
     }
 
     EventMapping mapping() {

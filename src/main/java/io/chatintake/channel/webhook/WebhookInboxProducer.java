@@ -3,7 +3,6 @@ package io.chatintake.channel.webhook;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.chatintake.config.Secret;
 import io.chatintake.support.MeterRegistryLookup;
-import io.chatintake.work.WorkDispatcher;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.vertx.ext.web.RoutingContext;
@@ -111,8 +110,8 @@ public final class WebhookInboxProducer extends DefaultProducer {
         String outcome = anyNew ? "stored" : "duplicate";
         reply(exchange, 200, "{\"status\":\"" + outcome + "\"}", outcome);
         if (anyNew) {
-            // Its work items are committed; wake the dispatcher instead of waiting for its next look.
-            WorkDispatcher.nudge(exchange.getContext());
+            // Its work is staged and committed: the scheduler makes the items now instead of at its next look.
+            endpoint.workStaged();
         }
     }
 

@@ -8,6 +8,7 @@ import io.chatintake.sim.SignedDeliverySender;
 import io.chatintake.sim.SignedDeliverySender.Delivery;
 import io.chatintake.sim.SignedDeliverySender.Response;
 import io.chatintake.sim.SignedDeliverySender.TimestampForm;
+import io.chatintake.testkit.Await;
 import io.chatintake.testkit.TestDatabase;
 import io.chatintake.testkit.WebhookServer;
 import java.net.http.HttpClient;
@@ -177,6 +178,7 @@ class UnifyPortWebhookTest {
         assertThat(text(db, "SELECT last_delivery_id FROM webhook_event")).isEqualTo(second.delivery().deliveryId());
         assertThat(text(db, "SELECT first_delivery_id FROM webhook_event")).isEqualTo(first.get(0).delivery().deliveryId());
         assertThat(count(db, "SELECT count(*) FROM channel_message")).isEqualTo(1);
+        Await.workScheduled(db);
         assertThat(text(db, "SELECT source_key || ' ' || chat_key FROM work_item WHERE kind = 'unifyport-event'"))
                 .as("scheduled once, with the event, in its conversation")
                 .isEqualTo("ws-test:unifyport:evt_dup ws-test:whatsapp:acc_1:conv_9");
@@ -215,6 +217,7 @@ class UnifyPortWebhookTest {
         assertThat(count(db, "SELECT count(*) FROM webhook_event")).isEqualTo(1);
         assertThat(count(db, "SELECT delivery_count FROM webhook_event")).isEqualTo(20);
         assertThat(count(db, "SELECT count(*) FROM channel_message")).isEqualTo(1);
+        Await.workScheduled(db);
         assertThat(count(db, "SELECT count(*) FROM work_item")).isEqualTo(1);
         assertThat(answers.stream().filter(a -> body(a).contains("\"stored\"")).count()).isEqualTo(1);
     }
@@ -255,6 +258,7 @@ class UnifyPortWebhookTest {
             }
         }
         assertThat(reasons).isEqualTo(Map.of("evt_half", "lone_surrogate", "evt_utf16", "not_utf8"));
+        Await.workScheduled(db);
         assertThat(count(db, "SELECT count(*) FROM work_item WHERE kind = 'unifyport-event'")).as("handed on").isEqualTo(2);
     }
 

@@ -18,6 +18,7 @@ import java.util.Set;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.atomic.AtomicInteger;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -35,6 +36,7 @@ class GroupCommitTest {
     private GroupCommit<String, Long> commits;
     private ExecutorService submitters;
     private DataSource dataSource;
+    private final AtomicInteger crowded = new AtomicInteger();
 
     @BeforeEach
     void setUp(DataSource dataSource) throws SQLException {
@@ -43,7 +45,8 @@ class GroupCommitTest {
             s.execute("CREATE TABLE IF NOT EXISTS public.group_commit_probe (name text PRIMARY KEY, txid bigint NOT NULL)");
             s.execute("TRUNCATE public.group_commit_probe");
         }
-        commits = new GroupCommit<>(dataSource, Duration.ofSeconds(5), 1, 32, GroupCommitTest::insertAll);
+        crowded.set(0);
+        commits = new GroupCommit<>(dataSource, Duration.ofSeconds(5), 1, 32, GroupCommitTest::insertAll, crowded::incrementAndGet);
         submitters = Executors.newFixedThreadPool(16);
     }
 
@@ -56,6 +59,7 @@ class GroupCommitTest {
     void unitsArrivingTogetherShareOneCommitAndEachReturnsOnlyWhenItsRowIsCommitted() throws Exception {
         Future<Long> blocker = submitters.submit(() -> commits.submit("blocker"));
         awaitRunning("blocker");
+        assertThat(crowded).as("a lone unit queued behind nobody").hasValue(0);
         List<Future<Boolean>> units = new ArrayList<>();
         for (int i = 0; i < 15; i++) {
             String name = "unit-" + i;
@@ -72,6 +76,7 @@ class GroupCommitTest {
             transactions.add(committedTxid("unit-" + i));
         }
         assertThat(transactions).as("the 15 units queued behind the blocker share one transaction").hasSize(1);
+        assertThat(crowded).as("their queueing told once, when the group formed").hasValue(1);
         assertThat(transactions).doesNotContain(committedTxid("blocker"));
     }
 

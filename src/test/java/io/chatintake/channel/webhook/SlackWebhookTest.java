@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.chatintake.config.Secret;
 import io.chatintake.sim.SignedDeliverySender;
 import io.chatintake.sim.SignedDeliverySender.Response;
+import io.chatintake.testkit.Await;
 import io.chatintake.testkit.LogCapture;
 import io.chatintake.testkit.Sql;
 import io.chatintake.testkit.TestDatabase;
@@ -115,6 +116,7 @@ class SlackWebhookTest {
                 .isEqualTo("Ev08MFMKH6 message 2");
         assertThat(Sql.string(db, "SELECT provider || '/' || account_id || '/' || conversation_id || '/' || message_id || ' ' || text"
                 + " FROM channel_message")).isEqualTo("slack/T01234567/C04567890/1715600000.001500 deploy staging please");
+        Await.workScheduled(db);
         assertThat(Sql.string(db, "SELECT source_key FROM work_item WHERE kind = 'slack-event'")).isEqualTo("default:slack:Ev08MFMKH6");
     }
 

@@ -8,6 +8,7 @@ import io.chatintake.sim.SignedDeliverySender;
 import io.chatintake.testkit.RouteFile;
 import io.chatintake.testkit.Sql;
 import io.chatintake.testkit.TestDatabase;
+import io.chatintake.work.WorkQueue;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -28,7 +29,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
 class WebhookEventStoreTest {
     private final DataSource db = TestDatabase.dataSource();
     private final WebhookEventStore store = new WebhookEventStore(db, Duration.ofSeconds(5), "default", "unifyport", "unifyport-event",
-            CamelConfiguration.childMessages());
+            CamelConfiguration.childMessages(), () -> { });
     private final Instant now = Instant.parse("2026-12-01T08:00:00Z");
 
     @Test
@@ -48,6 +49,8 @@ class WebhookEventStoreTest {
         assertThat(Sql.rows(db, "SELECT text, deleted_at IS NOT NULL, first_event_id FROM channel_message"))
                 .as("one child: the newest content, marked deleted, first written by the first event")
                 .containsExactly(List.of("edited text", true, "evt_rcv"));
+        assertThat(Sql.count(db, "SELECT count(*) FROM work_item")).as("the answer does not wait for work items").isZero();
+        assertThat(new WorkQueue(db).scheduleStaged(1000)).as("staged with the events").isEqualTo(3);
         assertThat(Sql.rows(db, "SELECT source_id FROM work_item ORDER BY id")).as("one work item per new event, in order")
                 .containsExactly(List.of(stored.get(0).id()), List.of(stored.get(1).id()), List.of(stored.get(2).id()));
     }

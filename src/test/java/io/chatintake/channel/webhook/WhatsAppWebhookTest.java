@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.chatintake.config.Secret;
 import io.chatintake.sim.SignedDeliverySender;
+import io.chatintake.testkit.Await;
 import io.chatintake.testkit.Sql;
 import io.chatintake.testkit.TestDatabase;
 import io.chatintake.testkit.WebhookServer;
@@ -89,6 +90,7 @@ class WhatsAppWebhookTest {
                 + " FROM webhook_event WHERE channel = 'whatsapp'"))
                 .isEqualTo("wamid.A message PN1 2, wamid.B message PN1 2, wamid.OUT:delivered status.delivered PN1 2, wamid.OUT:read status.read PN1 2");
         assertThat(Sql.count(db, "SELECT count(*) FROM channel_message")).as("statuses are not messages").isEqualTo(2);
+        Await.workScheduled(db);
         assertThat(Sql.count(db, "SELECT count(*) FROM work_item WHERE kind = 'whatsapp-event'")).isEqualTo(4);
     }
 

@@ -1,0 +1,92 @@
+package io.chatintake.work;
+
+import java.sql.SQLException;
+import java.time.Duration;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The thread that turns staged work ({@link WorkQueue#stageFrom}) into work items right behind
+ * intake: intake commits, answers and tells this thread ({@link #staged}); the thread schedules
+ * whatever has been staged by then, many deliveries per transaction, and wakes the handlers. After
+ * a pass it gathers for a moment before the next, so that deliveries arriving one at a time are
+ * scheduled many per transaction instead of each with a transaction of its own beside them. It
+ * also looks every {@link #LOOK_EVERY} by itself, for work staged by a process that died before
+ * its own scheduler got to it. When the database fails it tries again with backoff; the staged
+ * rows wait in storage meanwhile, and a stop leaves them there for the next scheduler.
+ */
+final class StagedWorkScheduler extends SchedulingThread {
+    private static final Logger LOG = LoggerFactory.getLogger(StagedWorkScheduler.class);
+    static final int CHUNK = 1000;
+    static final Duration LOOK_EVERY = Duration.ofSeconds(1);
+
+    private final WorkQueue queue;
+    private final Duration gather;
+    private final Runnable afterScheduling;
+    private final Backoff backoff = new Backoff(Duration.ofMillis(100), Duration.ofSeconds(5));
+    private boolean staged = true;
+
+    /** @param afterScheduling told after each transaction that scheduled something (wakes the handlers) */
+    StagedWorkScheduler(WorkQueue queue, Duration gather, Runnable afterScheduling) {
+        super("work-staged-scheduler");
+        this.queue = queue;
+        this.gather = gather;
+        this.afterScheduling = afterScheduling;
+        start();
+    }
+
+    /** Work was staged and committed: schedule it now. Never waits. */
+    synchronized void staged() {
+        staged = true;
+        notifyAll();
+    }
+
+    @Override
+    protected void loop() {
+        while (true) {
+            boolean told;
+            synchronized (this) {
+                if (running && !staged) {
+                    waitQuietly(LOOK_EVERY.toMillis());
+                }
+                if (!running) {
+                    return;
+                }
+                told = staged;
+                staged = false;
+            }
+            try {
+                // A look of its own finds nothing almost always: it costs no lock and no transaction then.
+                if (told || queue.anyStaged()) {
+                    for (int taken = CHUNK; taken == CHUNK; ) {
+                        taken = queue.scheduleStaged(CHUNK);
+                        if (taken > 0) {
+                            afterScheduling.run();
+                        }
+                    }
+                    gather();
+                }
+                backoff.reset();
+            } catch (SQLException | RuntimeException e) {
+                Duration wait = backoff.next();
+                LOG.warn("work: scheduling staged work failed; it stays staged and is scheduled again in {} ms: {}", wait.toMillis(),
+                        e.getMessage());
+                synchronized (this) {
+                    staged = true;
+                    if (running) {
+                        waitQuietly(wait.toMillis());
+                    }
+                }
+            }
+        }
+    }
+
+    /** Lets what is staged meanwhile gather for the next pass; a stop ends the wait. */
+    private synchronized void gather() {
+        long until = System.nanoTime() + gather.toNanos();
+        for (long left = gather.toMillis(); running && left > 0; left = (until - System.nanoTime()) / 1_000_000) {
+            waitQuietly(left);
+        }
+    }
+
+}
