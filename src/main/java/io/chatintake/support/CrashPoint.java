@@ -11,6 +11,8 @@ public final class CrashPoint {
     public static final String TELEGRAM_AFTER_RECEIVE = "telegram.after-receive";
     public static final String TELEGRAM_DURING_TRANSACTION = "telegram.during-transaction";
     public static final String TELEGRAM_AFTER_COMMIT = "telegram.after-commit";
+    /** A webhook delivery's events and staged work are committed; no answer sent, no work item written yet. */
+    public static final String WEBHOOK_AFTER_COMMIT = "webhook.after-commit";
 
     private static final String ARMED = Objects.requireNonNullElse(System.getProperty("chat-intake.test.crash-at"),
             Objects.requireNonNullElse(System.getenv("CHAT_INTAKE_TEST_CRASH_AT"), ""));

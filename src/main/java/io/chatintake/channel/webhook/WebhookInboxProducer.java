@@ -2,6 +2,7 @@ package io.chatintake.channel.webhook;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.chatintake.config.Secret;
+import io.chatintake.support.CrashPoint;
 import io.chatintake.support.MeterRegistryLookup;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -103,6 +104,7 @@ public final class WebhookInboxProducer extends DefaultProducer {
             reply(exchange, 503, "{\"error\":\"storage_unavailable\"}", "storage_unavailable");
             return;
         }
+        CrashPoint.reach(CrashPoint.WEBHOOK_AFTER_COMMIT);
         events.stream().filter(event -> !event.parsed()).forEach(event -> LOG.warn(
                 "{} webhook: event {} is authentic but not a JSON object ({}); stored raw and acknowledged",
                 endpoint.getChannel(), event.eventId(), event.parseError()));

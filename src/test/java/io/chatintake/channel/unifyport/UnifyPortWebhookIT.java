@@ -3,11 +3,14 @@ package io.chatintake.channel.unifyport;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.chatintake.config.Secret;
+import io.chatintake.support.CrashPoint;
 import io.chatintake.sim.SignedDeliverySender;
 import io.chatintake.sim.SignedDeliverySender.Delivery;
 import io.chatintake.sim.SignedDeliverySender.Response;
 import io.chatintake.sim.SignedDeliverySender.TimestampForm;
+import io.chatintake.testkit.Await;
 import io.chatintake.testkit.RunnerProcess;
+import io.chatintake.testkit.Sql;
 import java.io.IOException;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
@@ -20,6 +23,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.regex.Pattern;
+import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -81,6 +85,42 @@ class UnifyPortWebhookIT {
             for (String signature : sentSignatures) {
                 assertThat(output).doesNotContain(signature);
             }
+        }
+    }
+
+    @Test
+    void aRunnerKilledRightAfterTheCommitLeavesTheWorkStagedAndTheNextRunnerHandlesTheEventOnce() throws Exception {
+        Map<String, String> env = env();
+        env.put("UNIFYPORT_SIGNING_SECRETS", SECRET);
+        DataSource db = RunnerProcess.embeddedDatabase(env);
+        Map<String, String> crashing = new HashMap<>(env);
+        crashing.put("CHAT_INTAKE_TEST_CRASH_AT", CrashPoint.WEBHOOK_AFTER_COMMIT);
+        byte[] body = SignedDeliverySender.envelope("evt_crash", "message.received", "whatsapp", "acc_1", Instant.now(),
+                "{\"conversation\":{\"id\":\"c1\",\"type\":\"user\"},\"message\":{\"id\":\"m1\",\"type\":\"text\",\"text\":\"hi\"}}");
+        // Not closed: closing a runner that has exited stops the postgres it leaves behind, which the next one takes over.
+        RunnerProcess crashed = RunnerProcess.start(work, crashing).awaitReady();
+        SignedDeliverySender first = new SignedDeliverySender(
+                URI.create("http://127.0.0.1:" + crashed.httpPort() + "/webhooks/unifyport"), Secret.of(SECRET));
+        Delivery delivery = first.sign("evt_crash", body, TimestampForm.RFC3339);
+        assertThat(first.post(delivery).status()).as("no answer: the runner died first").isZero();
+        assertThat(crashed.awaitExit(Duration.ofSeconds(30))).as(crashed.output()).isEqualTo(137);
+        assertThat(crashed.output()).contains("crash point " + CrashPoint.WEBHOOK_AFTER_COMMIT + " reached");
+        // The orphaned postgres still runs: the event and its staged work survived, no work item was written.
+        assertThat(Sql.count(db, "SELECT count(*) FROM webhook_event WHERE event_id = 'evt_crash'")).isEqualTo(1);
+        assertThat(Sql.count(db, "SELECT count(*) FROM work_staged")).isEqualTo(1);
+        assertThat(Sql.count(db, "SELECT count(*) FROM work_item")).isZero();
+
+        try (RunnerProcess resumed = RunnerProcess.start(work, env).awaitReady()) {
+            SignedDeliverySender sender = new SignedDeliverySender(
+                    URI.create("http://127.0.0.1:" + resumed.httpPort() + "/webhooks/unifyport"), Secret.of(SECRET));
+            // UnifyPort retries what it got no answer for.
+            assertThat(sender.post(delivery).body()).isEqualTo("{\"status\":\"duplicate\"}");
+            resumed.awaitOutput("unifyport event evt_crash type message.received", Duration.ofSeconds(20));
+            Await.until("handled", Duration.ofSeconds(20),
+                    () -> Sql.count(db, "SELECT count(*) FROM work_item WHERE kind = 'unifyport-event' AND state = 'done'") == 1);
+            assertThat(Sql.count(db, "SELECT count(*) FROM work_item")).as("one work item, however often delivered").isEqualTo(1);
+            assertThat(Sql.count(db, "SELECT count(*) FROM work_staged")).isZero();
+            assertThat(Pattern.compile("unifyport event evt_crash ").matcher(resumed.output()).results().count()).isEqualTo(1);
         }
     }
 
