@@ -35,10 +35,16 @@ final class StagedWorkScheduler extends SchedulingThread {
         start();
     }
 
-    /** Work was staged and committed: schedule it now. Never waits. */
+    /**
+     * Work was staged and committed: schedule it now. Never waits. Only the first telling since the
+     * last pass wakes the thread: every delivery tells it, and while it gathers the rest would only
+     * wake it to wait again.
+     */
     synchronized void staged() {
-        staged = true;
-        notifyAll();
+        if (!staged) {
+            staged = true;
+            notifyAll();
+        }
     }
 
     @Override
@@ -88,5 +94,4 @@ final class StagedWorkScheduler extends SchedulingThread {
             waitQuietly(left);
         }
     }
-
 }
