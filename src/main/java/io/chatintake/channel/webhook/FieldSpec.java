@@ -1,5 +1,6 @@
 package io.chatintake.channel.webhook;
 
+import com.fasterxml.jackson.core.JsonPointer;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.TextNode;
 import java.util.ArrayList;
@@ -63,25 +64,38 @@ public final class FieldSpec {
 
     private static Alternative alternative(String a) {
         if (a.contains("{")) {
-            return scope -> {
-                Matcher m = REFERENCE.matcher(a);
-                StringBuilder filled = new StringBuilder();
-                while (m.find()) {
-                    JsonNode value = reference(m.group(1).trim()).value(scope);
-                    if (!isScalar(value)) {
-                        return null;
-                    }
-                    m.appendReplacement(filled, Matcher.quoteReplacement(value.asText()));
-                }
-                m.appendTail(filled);
-                return TextNode.valueOf(filled.toString());
-            };
+            return template(a);
         }
         if (a.startsWith("/") || a.startsWith("header:") || RELATIVE.matcher(a).matches()) {
             return reference(a);
         }
         TextNode constant = TextNode.valueOf(a);
         return scope -> constant;
+    }
+
+    /** Literal text and references, compiled once: a delivery only looks the references up. */
+    private static Alternative template(String a) {
+        List<String> literals = new ArrayList<>();
+        List<Alternative> references = new ArrayList<>();
+        Matcher m = REFERENCE.matcher(a);
+        int literalStart = 0;
+        while (m.find()) {
+            literals.add(a.substring(literalStart, m.start()));
+            references.add(reference(m.group(1).trim()));
+            literalStart = m.end();
+        }
+        String tail = a.substring(literalStart);
+        return scope -> {
+            StringBuilder filled = new StringBuilder();
+            for (int i = 0; i < references.size(); i++) {
+                JsonNode value = references.get(i).value(scope);
+                if (!isScalar(value)) {
+                    return null;
+                }
+                filled.append(literals.get(i)).append(value.asText());
+            }
+            return TextNode.valueOf(filled.append(tail).toString());
+        };
     }
 
     private static Alternative reference(String ref) {
@@ -98,9 +112,10 @@ public final class FieldSpec {
         if (!pointer.isEmpty() && !pointer.startsWith("/")) {
             throw new IllegalArgumentException("not a JSON Pointer: '" + ref + "'");
         }
+        JsonPointer compiled = JsonPointer.compile(pointer);
         return scope -> {
             JsonNode base = scope.up(levels);
-            return base == null ? null : base.at(pointer);
+            return base == null ? null : base.at(compiled);
         };
     }
 
