@@ -12,14 +12,17 @@ public final class SqlArrays {
     private SqlArrays() {
     }
 
-    /** One text column of the rows. */
+    /**
+     * One text column of the rows. As a {@code String[]} the driver sends it in binary, so neither
+     * side escapes or parses an array literal (bodies of a kilobyte make that a real cost per row).
+     */
     public static <T> Array texts(Connection connection, List<T> rows, Function<T, String> column) throws SQLException {
-        return connection.createArrayOf("text", rows.stream().map(column).toArray());
+        return connection.createArrayOf("text", rows.stream().map(column).toArray(String[]::new));
     }
 
     /** One integer column of the rows (nulls stay null). */
     public static <T> Array integers(Connection connection, List<T> rows, Function<T, Integer> column) throws SQLException {
-        return connection.createArrayOf("int4", rows.stream().map(column).toArray());
+        return connection.createArrayOf("int4", rows.stream().map(column).toArray(Integer[]::new));
     }
 
     /** One bytea column of the rows. */
