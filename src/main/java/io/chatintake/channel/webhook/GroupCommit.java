@@ -8,12 +8,9 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Queue;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentLinkedQueue;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.LockSupport;
 import javax.sql.DataSource;
 
 /**
@@ -53,12 +50,69 @@ public final class GroupCommit<I, O> {
     private final int maxGroup;
     private final GroupWork<I, O> work;
     private final Runnable crowded;
+    private final Duration leaderCheck;
     private final Queue<Pending<I, O>> queue = new ConcurrentLinkedQueue<>();
     private final AtomicInteger leading = new AtomicInteger();
 
-    private record Pending<I, O>(I input, CompletableFuture<O> outcome) {
+    /**
+     * An input, its submitter and, once its group ran, its outcome. The submitter parks until the
+     * input is answered, a departing leader nudges it to lead (the slot is free and it is queued),
+     * or it is time to look ({@link #LEADER_CHECK}); parking rather than a future's timed get,
+     * which throws (and fills the stack trace of) a TimeoutException at every look.
+     */
+    private static final class Pending<I, O> {
+        private final I input;
+        private final Thread submitter = Thread.currentThread();
+        private volatile boolean answered;
+        private volatile boolean nudged;
+        private O result;
+        private Throwable failure;
+
         Pending(I input) {
-            this(input, new CompletableFuture<>());
+            this.input = input;
+        }
+
+        I input() {
+            return input;
+        }
+
+        /** Only the group's leader answers an input, once; a later answer (a failure after success) is ignored. */
+        void succeed(O value) {
+            if (!answered) {
+                result = value;
+                answered = true;
+                LockSupport.unpark(submitter);
+            }
+        }
+
+        void fail(Throwable cause) {
+            if (!answered) {
+                failure = cause;
+                answered = true;
+                LockSupport.unpark(submitter);
+            }
+        }
+
+        boolean isAnswered() {
+            return answered;
+        }
+
+        void nudge() {
+            nudged = true;
+            LockSupport.unpark(submitter);
+        }
+
+        /** Waits at most this long. @return whether answered (false: time to look, or nudged to) */
+        boolean await(long nanos) throws InterruptedException {
+            long until = System.nanoTime() + nanos;
+            for (long left = nanos; !answered && !nudged && left > 0; left = until - System.nanoTime()) {
+                LockSupport.parkNanos(this, left);
+                if (Thread.interrupted()) {
+                    throw new InterruptedException();
+                }
+            }
+            nudged = false;
+            return answered;
         }
     }
 
@@ -71,6 +125,13 @@ public final class GroupCommit<I, O> {
      */
     public GroupCommit(DataSource dataSource, Duration statementTimeout, int committers, int maxGroup, GroupWork<I, O> work,
                        Runnable crowded) {
+        this(dataSource, statementTimeout, committers, maxGroup, work, crowded, LEADER_CHECK);
+    }
+
+    /** @param leaderCheck how long a waiting submitter trusts the leaders ({@link #LEADER_CHECK}; tests stretch it) */
+    GroupCommit(DataSource dataSource, Duration statementTimeout, int committers, int maxGroup, GroupWork<I, O> work,
+                Runnable crowded, Duration leaderCheck) {
+        this.leaderCheck = leaderCheck;
         this.dataSource = dataSource;
         this.work = work;
         this.crowded = crowded;
@@ -92,37 +153,45 @@ public final class GroupCommit<I, O> {
         while (true) {
             lead(pending);
             try {
-                return pending.outcome().get(Math.min(LEADER_CHECK.toNanos(), Math.max(0, deadline - System.nanoTime())), TimeUnit.NANOSECONDS);
-            } catch (ExecutionException e) {
-                if (e.getCause() instanceof SQLException sql) {
-                    throw sql;
-                }
-                if (e.getCause() instanceof RuntimeException runtime) {
-                    throw runtime;
-                }
-                throw new IllegalStateException(e.getCause());
-            } catch (TimeoutException e) {
-                if (System.nanoTime() - deadline >= 0) {
-                    throw new SQLTimeoutException("no commit within " + answerTimeout.toMillis() + " ms; outcome unknown", "57014");
+                if (pending.await(Math.min(leaderCheck.toNanos(), Math.max(0, deadline - System.nanoTime())))) {
+                    return outcomeOf(pending);
                 }
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
                 throw new SQLException("interrupted while waiting for the commit; outcome unknown", "57014");
             }
+            if (System.nanoTime() - deadline >= 0) {
+                throw new SQLTimeoutException("no commit within " + answerTimeout.toMillis() + " ms; outcome unknown", "57014");
+            }
         }
+    }
+
+    private static <O> O outcomeOf(Pending<?, O> answered) throws SQLException {
+        Throwable failure = answered.failure;
+        if (failure == null) {
+            return answered.result;
+        }
+        if (failure instanceof SQLException sql) {
+            throw sql;
+        }
+        if (failure instanceof RuntimeException runtime) {
+            throw runtime;
+        }
+        throw new IllegalStateException(failure);
     }
 
     /**
      * With a free slot, runs queued groups until the caller's own input is answered. A leader then
-     * returns, so a steady stream never holds one request; an input it leaves queued is taken by
-     * the next submitter, or by its own submitter when it looks again ({@link #LEADER_CHECK}).
+     * returns, so a steady stream never holds one request, and nudges the submitter of the input
+     * it leaves first in the queue to lead next: waiting for the next submitter to arrive, or for
+     * that one to look again ({@link #LEADER_CHECK}), left a slot idle while deliveries queued.
      */
     private void lead(Pending<I, O> own) {
         if (queue.isEmpty() || !tryTakeSlot()) {
             return;
         }
         try {
-            while (!own.outcome().isDone()) {
+            while (!own.isAnswered()) {
                 List<Pending<I, O>> group = nextGroup();
                 if (group.isEmpty()) {
                     return;
@@ -134,6 +203,10 @@ public final class GroupCommit<I, O> {
             }
         } finally {
             leading.decrementAndGet();
+            Pending<I, O> next = queue.peek();
+            if (next != null) {
+                next.nudge();
+            }
         }
     }
 
@@ -164,7 +237,7 @@ public final class GroupCommit<I, O> {
             }
         } catch (RuntimeException | Error e) {
             // Never leave a submitter waiting: whatever is not answered yet fails with this.
-            group.forEach(p -> p.outcome().completeExceptionally(e));
+            group.forEach(p -> p.fail(e));
             if (e instanceof Error error) {
                 throw error;
             }
@@ -195,7 +268,7 @@ public final class GroupCommit<I, O> {
                     if (group.size() > 1 && !c.isClosed()) {
                         return false;
                     }
-                    group.get(0).outcome().completeExceptionally(e);
+                    group.get(0).fail(e);
                     return true;
                 }
                 c.commit();
@@ -204,11 +277,11 @@ public final class GroupCommit<I, O> {
                 throw e;
             }
             for (int i = 0; i < group.size(); i++) {
-                group.get(i).outcome().complete(results.get(i));
+                group.get(i).succeed(results.get(i));
             }
         } catch (SQLException e) {
             // The transaction itself failed (connection, setup or commit): it held all of these, none is stored.
-            group.forEach(p -> p.outcome().completeExceptionally(e));
+            group.forEach(p -> p.fail(e));
         }
         return true;
     }

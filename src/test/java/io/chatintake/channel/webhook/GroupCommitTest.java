@@ -18,6 +18,7 @@ import java.util.Set;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.AfterEach;
@@ -104,6 +105,26 @@ class GroupCommitTest {
         }
         assertThat(committedTxid("bad")).as("the failing unit's own write is rolled back").isNull();
         assertThat(transactions).as("after the group failed, each good unit in a transaction of its own").hasSize(6);
+    }
+
+    @Test
+    void aLeaderThatLeavesHandsWhatIsQueuedToAWaitingSubmitterAtOnce() throws Exception {
+        // Waiting submitters that never look again by themselves: only a hand-over runs their group.
+        GroupCommit<String, Long> patient = new GroupCommit<>(dataSource, Duration.ofMinutes(5), 1, 32, GroupCommitTest::insertAll,
+                () -> { }, Duration.ofMinutes(10));
+        Future<Long> blocker = submitters.submit(() -> patient.submit("blocker"));
+        awaitRunning("blocker");
+        List<Future<Long>> queued = new ArrayList<>();
+        // They arrive while the blocker holds its transaction for half a second: queued behind it.
+        for (int i = 0; i < 5; i++) {
+            String name = "queued-" + i;
+            queued.add(submitters.submit(() -> patient.submit(name)));
+        }
+        blocker.get(30, TimeUnit.SECONDS);
+        for (int i = 0; i < queued.size(); i++) {
+            assertThat(queued.get(i).get(30, TimeUnit.SECONDS)).as("queued-%d committed after the blocker left", i)
+                    .isEqualTo(committedTxid("queued-" + i));
+        }
     }
 
     /** The group's work: "blocker" holds its transaction for half a second, "bad" fails after its insert. */
