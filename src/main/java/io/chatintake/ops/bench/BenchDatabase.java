@@ -13,6 +13,7 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.Comparator;
 import java.util.Map;
+import java.util.Optional;
 import java.util.stream.Stream;
 
 /**
@@ -40,6 +41,11 @@ final class BenchDatabase implements AutoCloseable {
 
     Path dir() {
         return dir;
+    }
+
+    /** The server process; its children are the backends. */
+    Optional<ProcessHandle> server() {
+        return embedded.serverProcess();
     }
 
     javax.sql.DataSource dataSource() {
