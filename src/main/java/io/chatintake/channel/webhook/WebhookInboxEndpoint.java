@@ -131,11 +131,7 @@ public class WebhookInboxEndpoint extends DefaultEndpoint {
         // Bound before any route starts when the runner's configuration is in use; absent when the component is used alone.
         dispatcher = WorkDispatcher.of(getCamelContext());
         sink = eventSink != null ? eventSink : new WebhookEventStore(dataSource(), Duration.ofMillis(statementTimeoutMs),
-                workspace, channel, getWorkKind(), childMessageListener(), () -> {
-                    if (dispatcher != null) {
-                        dispatcher.intakeBehind();
-                    }
-                });
+                workspace, channel, getWorkKind(), childMessageListener(), this::intakeBehind);
         if (eventSink == null) {
             // The dispatcher finds every WorkSource in the registry: this channel's events reach its handler.
             getCamelContext().getRegistry().bind("workSource:" + getWorkKind(), new WebhookWorkSource(getWorkKind(), getHandler()));
@@ -192,6 +188,13 @@ public class WebhookInboxEndpoint extends DefaultEndpoint {
     void workStaged() {
         if (dispatcher != null) {
             dispatcher.staged();
+        }
+    }
+
+    /** Deliveries queue for a transaction: the dispatcher holds handlers back until intake caught up. */
+    private void intakeBehind() {
+        if (dispatcher != null) {
+            dispatcher.intakeBehind();
         }
     }
 
