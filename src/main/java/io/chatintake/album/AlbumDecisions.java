@@ -3,6 +3,7 @@ package io.chatintake.album;
 import static io.chatintake.store.Transactions.inTransaction;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
+import io.chatintake.store.PlannedEachTime;
 import io.chatintake.support.MeterRegistryLookup;
 import io.chatintake.work.WorkDispatcher;
 import io.chatintake.work.WorkQueue;
@@ -148,13 +149,14 @@ public final class AlbumDecisions {
         WorkDispatcher.nudge(context);
     }
 
+    // Planned at each execution: the album table may have grown from empty since the last tick.
     private static final String CLAIM_OVERDUE = """
             SELECT album_key FROM album WHERE decide_after <= now()
              ORDER BY decide_after LIMIT %d FOR UPDATE SKIP LOCKED""".formatted(SWEEP_BATCH);
 
     private static List<String> claimOverdue(Connection c) throws SQLException {
         List<String> keys = new ArrayList<>();
-        try (PreparedStatement ps = c.prepareStatement(CLAIM_OVERDUE); ResultSet rs = ps.executeQuery()) {
+        try (PreparedStatement ps = PlannedEachTime.prepare(c, CLAIM_OVERDUE); ResultSet rs = ps.executeQuery()) {
             while (rs.next()) {
                 keys.add(rs.getString(1));
             }
