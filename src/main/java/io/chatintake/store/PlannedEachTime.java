@@ -11,8 +11,9 @@ import org.postgresql.PGStatement;
  * statement without parameters always, one with parameters once that plan looked no worse than
  * the first few. A sweep first run while its table was empty (a fresh database) kept scanning the
  * whole table after it grew until autovacuum happened to analyze it: every 25 ms all 20,000 open
- * albums, and the decisions fell behind their deadlines. Prepared here, the statement is planned
- * at each execution against the table as it is then (tens of microseconds for a small query).
+ * albums (bench albums: 28.5 million rows read by 1,816 scans). Prepared here, the statement is
+ * planned at each execution against the table as it is then (tens of microseconds for a small
+ * query).
  */
 public final class PlannedEachTime {
     private PlannedEachTime() {
