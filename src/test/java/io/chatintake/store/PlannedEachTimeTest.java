@@ -20,11 +20,8 @@ class PlannedEachTimeTest {
     @Test
     void aStatementFirstRunOnAnEmptyTableUsesItsIndexOnceTheTableHasGrown(DataSource dataSource) throws SQLException {
         try (Connection c = dataSource.getConnection(); Statement s = c.createStatement()) {
-            s.execute("CREATE TEMPORARY TABLE sweep_probe (album_key text PRIMARY KEY, decide_after timestamptz)");
-            s.execute("CREATE INDEX ON sweep_probe (decide_after) WHERE decide_after IS NOT NULL");
-            // Statistics saying the table is empty: an analyze before its rows came.
-            s.execute("ANALYZE sweep_probe");
             c.setAutoCommit(false);
+            createEmptyAnalyzedTable(s);
             try (PreparedStatement kept = c.prepareStatement(OVERDUE); PreparedStatement fresh = PlannedEachTime.prepare(c, OVERDUE)) {
                 for (int tick = 0; tick < 10; tick++) {
                     run(kept);
@@ -47,6 +44,48 @@ class PlannedEachTimeTest {
                 c.setAutoCommit(true);
             }
         }
+    }
+
+    @Test
+    void theSameTextRunByTheDriversOwnStatementsDoesNotLendItsKeptPlan(DataSource dataSource) throws SQLException {
+        try (Connection c = dataSource.getConnection(); Statement s = c.createStatement()) {
+            c.setAutoCommit(false);
+            createEmptyAnalyzedTable(s);
+            try {
+                // As the album count check runs its one-album look after every child: each statement closed, the driver
+                // caches it by its text and makes it a server-side one.
+                for (int child = 0; child < 10; child++) {
+                    try (PreparedStatement look = c.prepareStatement(OVERDUE)) {
+                        run(look);
+                    }
+                }
+                s.execute("INSERT INTO sweep_probe SELECT 'album-' || g, now() + interval '20 seconds' FROM generate_series(1, 20000) g");
+
+                Scans before = scans(c);
+                try (PreparedStatement kept = c.prepareStatement(OVERDUE)) {
+                    run(kept);
+                }
+                Scans afterKept = scans(c);
+                try (PreparedStatement fresh = PlannedEachTime.prepare(c, OVERDUE)) {
+                    run(fresh);
+                }
+                Scans afterFresh = scans(c);
+
+                assertThat(afterKept.sequential() - before.sequential()).as("the premise: the cached statement kept its plan").isEqualTo(1);
+                assertThat(afterFresh.sequential() - afterKept.sequential()).as("planned now, not the cached statement's plan").isZero();
+                assertThat(afterFresh.index() - afterKept.index()).isEqualTo(1);
+            } finally {
+                c.rollback();
+                c.setAutoCommit(true);
+            }
+        }
+    }
+
+    /** A table shaped like album whose statistics say it is empty (an analyze before its rows came), gone at the rollback. */
+    private static void createEmptyAnalyzedTable(Statement s) throws SQLException {
+        s.execute("CREATE TEMPORARY TABLE sweep_probe (album_key text PRIMARY KEY, decide_after timestamptz)");
+        s.execute("CREATE INDEX ON sweep_probe (decide_after) WHERE decide_after IS NOT NULL");
+        s.execute("ANALYZE sweep_probe");
     }
 
     private static void run(PreparedStatement statement) throws SQLException {
