@@ -3,6 +3,7 @@ package io.chatintake.work;
 import static io.chatintake.store.Transactions.inRedoableTransaction;
 import static io.chatintake.store.Transactions.inTransaction;
 
+import io.chatintake.store.PlannedEachTime;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -534,6 +535,9 @@ public final class WorkQueue {
         }
     }
 
+    // RECORD and UNCLAIM are planned at each execution: the plan kept while few items were running
+    // found a run's items through work_item_running, reading every running item and every dead
+    // index entry left by earlier claims (50,000 entries for 32 items), not by their ids.
     private static final String RECORD = """
             UPDATE work_item w SET state = o.state, last_error = o.error, next_attempt_at = COALESCE(o.next_at, w.next_attempt_at),
                    done_at = CASE WHEN o.state = 'done' THEN now() END, outcome = o.result, claimed_by = NULL, claim_token = NULL,
@@ -723,7 +727,7 @@ public final class WorkQueue {
         if (outcomes.isEmpty()) {
             return Map.of();
         }
-        try (PreparedStatement ps = c.prepareStatement(RECORD)) {
+        try (PreparedStatement ps = PlannedEachTime.prepare(c, RECORD)) {
             ps.setArray(1, c.createArrayOf("bigint", outcomes.stream().map(o -> o.item().id()).toArray()));
             ps.setArray(2, c.createArrayOf("text", outcomes.stream().map(Outcome::state).toArray()));
             ps.setArray(3, c.createArrayOf("text", outcomes.stream().map(Outcome::error).toArray()));
@@ -749,7 +753,7 @@ public final class WorkQueue {
         if (ids.isEmpty()) {
             return Map.of();
         }
-        try (PreparedStatement ps = c.prepareStatement(UNCLAIM)) {
+        try (PreparedStatement ps = PlannedEachTime.prepare(c, UNCLAIM)) {
             ps.setArray(1, c.createArrayOf("bigint", ids.toArray()));
             ps.setArray(2, c.createArrayOf("bigint", tokens.toArray()));
             return tokens(ps);
