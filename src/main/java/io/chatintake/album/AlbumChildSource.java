@@ -1,9 +1,11 @@
 package io.chatintake.album;
 
+import io.chatintake.work.RowWorkSource;
 import io.chatintake.work.WorkItem;
-import io.chatintake.work.WorkSource;
-import java.sql.Connection;
+import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.util.ArrayList;
+import java.util.List;
 import org.apache.camel.Message;
 
 /**
@@ -11,27 +13,47 @@ import org.apache.camel.Message;
  * {@code direct:album-child}): the album is decided at once if its children now agree on a total
  * they reach. Each child runs once (its work item is unique), and running it again changes
  * nothing: a decision is only made when the stored children differ from the last one.
+ * <p>
+ * Loading a child also looks at its album's stored children ({@link #COMPLETE}), a run's children
+ * in one query: most children do not complete their album, and a look of their own after each
+ * one was half of what handling children cost.
  */
-public final class AlbumChildSource extends WorkSource {
+public final class AlbumChildSource extends RowWorkSource {
     public static final String KIND = "album-child";
     public static final String ALBUM_KEY = "AlbumKey";
     public static final String CHILD_ID = "AlbumChildId";
     public static final String INDEX = "AlbumIndex";
     public static final String TOTAL = "AlbumTotal";
+    /** Whether the album's children stored when this child was loaded agree on a total they reach. */
+    public static final String COMPLETE = "AlbumComplete";
     public static final String TELEGRAM_PROVIDER = "telegram-bot";
 
+    private static final String SELECT = """
+            SELECT m.id, %s, m.album_index, m.album_total, s.ids, s.indexes, s.totals
+              FROM channel_message m
+             CROSS JOIN LATERAL (SELECT array_agg(c.id) AS ids, array_agg(c.album_index) AS indexes, array_agg(c.album_total) AS totals
+                     FROM channel_message c
+                    WHERE c.workspace = m.workspace AND c.provider = m.provider AND c.account_id = m.account_id
+                      AND c.conversation_id = m.conversation_id AND c.album_id = m.album_id) s
+             WHERE m.id %%s""".formatted(AlbumKey.OF_CHILD);
+
     public AlbumChildSource(String endpointUri) {
-        super(KIND, endpointUri);
+        super(KIND, endpointUri, SELECT, 100);
     }
 
     @Override
-    public void load(Connection connection, WorkItem item, Message message) throws SQLException {
-        readRow(connection, "SELECT " + AlbumKey.OF_CHILD + ", album_index, album_total FROM channel_message WHERE id = ?",
-                item, rs -> {
-                    message.setHeader(ALBUM_KEY, rs.getString(1));
-                    message.setHeader(CHILD_ID, item.sourceId());
-                    message.setHeader(INDEX, rs.getObject(2));
-                    message.setHeader(TOTAL, rs.getObject(3));
-                });
+    protected void fill(ResultSet row, WorkItem item, Message message) throws SQLException {
+        message.setHeader(ALBUM_KEY, row.getString(2));
+        message.setHeader(CHILD_ID, item.sourceId());
+        message.setHeader(INDEX, row.getObject(3));
+        message.setHeader(TOTAL, row.getObject(4));
+        Long[] ids = (Long[]) row.getArray(5).getArray();
+        Integer[] indexes = (Integer[]) row.getArray(6).getArray();
+        Integer[] totals = (Integer[]) row.getArray(7).getArray();
+        List<AlbumState.Child> stored = new ArrayList<>(ids.length);
+        for (int i = 0; i < ids.length; i++) {
+            stored.add(new AlbumState.Child(ids[i], indexes[i], totals[i]));
+        }
+        message.setHeader(COMPLETE, AlbumState.of(stored).complete());
     }
 }

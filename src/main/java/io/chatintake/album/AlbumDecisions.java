@@ -83,10 +83,20 @@ public final class AlbumDecisions {
         }
     }
 
-    /** {@code direct:album-child}: decides the child's album now if its stored children are complete. */
+    /**
+     * {@code direct:album-child}: decides the child's album now if its stored children are complete.
+     * The loader's look ({@link AlbumChildSource#COMPLETE}) settles the children that do not complete
+     * it; without that header the look is made here.
+     */
     public void childArrived(Exchange exchange) throws SQLException {
-        decideIfComplete(exchange.getMessage().getHeader(AlbumChildSource.ALBUM_KEY, String.class))
-                .ifPresent(d -> announce(exchange.getContext(), List.of(d)));
+        String albumKey = exchange.getMessage().getHeader(AlbumChildSource.ALBUM_KEY, String.class);
+        Boolean complete = exchange.getMessage().getHeader(AlbumChildSource.COMPLETE, Boolean.class);
+        if (Boolean.FALSE.equals(complete)) {
+            return;
+        }
+        Optional<Decision> decided = complete == null ? decideIfComplete(albumKey)
+                : inTransaction(dataSource, c -> decide(c, List.of(albumKey), BY_COUNT)).stream().findFirst();
+        decided.ifPresent(d -> announce(exchange.getContext(), List.of(d)));
     }
 
     /** Decides the album now if its stored children agree on a total they reach (and differ from the last decision). */
@@ -296,8 +306,13 @@ public final class AlbumDecisions {
         void read(ResultSet row) throws SQLException;
     }
 
+    /**
+     * A batch of albums (the sweep's) is planned at each execution: the plan kept while few albums
+     * were decided read every decision to find the last ones of 100 albums. The count check of one
+     * album, after every child, keeps the driver's plan.
+     */
     private static void query(Connection c, String sql, List<String> albumKeys, RowReader reader) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement(sql)) {
+        try (PreparedStatement ps = albumKeys.size() > 1 ? PlannedEachTime.prepare(c, sql) : c.prepareStatement(sql)) {
             ps.setArray(1, c.createArrayOf("text", albumKeys.toArray()));
             try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {

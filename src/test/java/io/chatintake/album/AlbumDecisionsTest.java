@@ -10,6 +10,8 @@ import io.chatintake.channel.webhook.WebhookEventStore;
 import io.chatintake.sim.SignedDeliverySender;
 import io.chatintake.testkit.Sql;
 import io.chatintake.testkit.TestDatabase;
+import io.chatintake.work.WorkItem;
+import java.sql.Connection;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -19,6 +21,10 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import javax.sql.DataSource;
+import org.apache.camel.CamelContext;
+import org.apache.camel.Exchange;
+import org.apache.camel.impl.DefaultCamelContext;
+import org.apache.camel.support.DefaultExchange;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
@@ -68,6 +74,40 @@ class AlbumDecisionsTest {
         assertThat(decision.childIds()).hasSize(2);
         assertThat(decisions.decideIfComplete(ALBUM)).as("the same children: no second version").isEmpty();
         assertThat(Sql.count(db, "SELECT count(*) FROM album WHERE decide_after IS NULL AND decided_version = 1")).isEqualTo(1);
+    }
+
+    /** The children's work items, loaded together as the dispatcher loads a run: whether each found its album complete. */
+    private List<Boolean> loadChildren() throws Exception {
+        List<WorkItem> items = new ArrayList<>();
+        for (List<Object> row : Sql.rows(db, "SELECT id, source_key, source_id FROM work_item WHERE kind = 'album-child' ORDER BY id")) {
+            items.add(new WorkItem(((Number) row.get(0)).longValue(), AlbumChildSource.KIND, (String) row.get(1),
+                    ((Number) row.get(2)).longValue(), ALBUM, 1, 0));
+        }
+        List<Exchange> exchanges = new ArrayList<>();
+        try (CamelContext camel = new DefaultCamelContext(); Connection c = db.getConnection()) {
+            items.forEach(item -> exchanges.add(new DefaultExchange(camel)));
+            new AlbumChildSource("direct:album-child").loadRun(c, items, exchanges);
+        }
+        List<Boolean> complete = new ArrayList<>();
+        for (Exchange exchange : exchanges) {
+            assertThat(exchange.getException()).isNull();
+            assertThat(exchange.getMessage().getHeader(AlbumChildSource.ALBUM_KEY)).isEqualTo(ALBUM);
+            complete.add(exchange.getMessage().getHeader(AlbumChildSource.COMPLETE, Boolean.class));
+        }
+        return complete;
+    }
+
+    @Test
+    void aChildLoadedBringsWhetherItsAlbumsStoredChildrenWereCompleteThen() throws Exception {
+        Instant sent = Instant.parse("2026-11-30T09:00:00Z");
+        received("m1", 1, sent);
+        assertThat(loadChildren()).as("one child of two").containsExactly(false);
+
+        received("m2", 2, sent);
+        assertThat(loadChildren()).as("both stored when loaded, the first child's load included").containsExactly(true, true);
+
+        event("message.received", "m3", sent, "{\"id\":\"a1\",\"index\":3,\"total\":3}");
+        assertThat(loadChildren()).as("a third child claims another total: a conflict, never complete").containsExactly(false, false, false);
     }
 
     @Test
