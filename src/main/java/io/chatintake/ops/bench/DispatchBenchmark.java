@@ -148,25 +148,30 @@ public final class DispatchBenchmark {
     /** A fresh durable database with the schema, and a handler route that notes each Telegram update handled. */
     private int onFreshDatabase(String name, Bench bench) throws Exception {
         Path dir = Files.createTempDirectory("chat-intake-bench-" + name);
-        EmbeddedDatabase embedded = EmbeddedDatabase.start(dir.resolve("pg"), 0, true);
-        try (Database database = Database.embedded(embedded, 16)) {
-            Migrations.apply(database.dataSource());
-            CamelContext camel = new DefaultCamelContext();
-            camel.addRoutes(new RouteBuilder() {
-                @Override
-                public void configure() {
-                    from("direct:telegram-update").routeId("bench-handler").process(e -> onHandled(
-                            e.getMessage().getHeader(TelegramInboxConsumer.BOT_ID, Long.class) + ":"
-                                    + e.getMessage().getHeader(TelegramInboxConsumer.CHAT_ID, String.class),
-                            e.getMessage().getHeader(TelegramInboxConsumer.UPDATE_ID, Long.class)));
+        try {
+            EmbeddedDatabase embedded = EmbeddedDatabase.start(dir.resolve("pg"), 0, true);
+            try (Database database = Database.embedded(embedded, 16)) {
+                Migrations.apply(database.dataSource());
+                CamelContext camel = new DefaultCamelContext();
+                camel.addRoutes(new RouteBuilder() {
+                    @Override
+                    public void configure() {
+                        from("direct:telegram-update").routeId("bench-handler").process(e -> onHandled(
+                                e.getMessage().getHeader(TelegramInboxConsumer.BOT_ID, Long.class) + ":"
+                                        + e.getMessage().getHeader(TelegramInboxConsumer.CHAT_ID, String.class),
+                                e.getMessage().getHeader(TelegramInboxConsumer.UPDATE_ID, Long.class)));
+                    }
+                });
+                camel.start();
+                try {
+                    return bench.run(embedded, database, camel);
+                } finally {
+                    camel.stop();
                 }
-            });
-            camel.start();
-            try {
-                return bench.run(embedded, database, camel);
-            } finally {
-                camel.stop();
             }
+        } finally {
+            // A run leaves about 400 MB otherwise.
+            BenchDatabase.deleteTree(dir);
         }
     }
 
