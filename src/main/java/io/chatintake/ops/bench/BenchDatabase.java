@@ -43,6 +43,10 @@ final class BenchDatabase implements AutoCloseable {
         return dir;
     }
 
+    EmbeddedDatabase embedded() {
+        return embedded;
+    }
+
     /** The server process; its children are the backends. */
     Optional<ProcessHandle> server() {
         return embedded.serverProcess();

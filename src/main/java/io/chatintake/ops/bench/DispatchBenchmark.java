@@ -20,8 +20,6 @@ import io.chatintake.work.WorkDispatcher;
 import io.chatintake.work.WorkQueue;
 import io.chatintake.work.WorkRun;
 import java.io.PrintStream;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -84,13 +82,13 @@ public final class DispatchBenchmark {
 
     /** @return 0 when every target is met and no item was lost, repeated or reordered */
     public int run(int items) throws Exception {
-        return onFreshDatabase("dispatch", (embedded, database, camel) -> {
+        return onFreshDatabase("dispatch", (database, camel) -> {
             WorkDispatcher.Options options = WorkDispatcher.Options.from(Settings.of(Map.of()));
             out.printf("dispatch bench: %d items of ~1 KB, durable embedded PostgreSQL, %d dispatcher threads, runs of up to %d%n",
                     items, options.concurrency(), options.runSize());
             Scenario one = scenario(database.dataSource(), camel, options, 9101, 1, items);
             Scenario many = scenario(database.dataSource(), camel, options, 9102, 100, items);
-            double[][] claims = claimLatencies(embedded, database.dataSource());
+            double[][] claims = claimLatencies(database.embedded(), database.dataSource());
             double[] small = claims[0];
             double[] large = claims[1];
             double growth = small[0] == 0 ? Double.NaN : large[0] / small[0];
@@ -119,7 +117,7 @@ public final class DispatchBenchmark {
      * @return 0 when every item stored was handled
      */
     public int latency(int seconds) throws Exception {
-        return onFreshDatabase("latency", (embedded, database, camel) -> {
+        return onFreshDatabase("latency", (database, camel) -> {
             WorkDispatcher.Options shipped = WorkDispatcher.Options.from(Settings.of(Map.of()));
             WorkDispatcher.Options growing = WorkDispatcher.Options.from(Settings.of(Map.of("work.gather-max-millis", GROWING_TO)));
             out.printf("handling latency: commit -> handler, %d chats, %d s per rate (the first %d s not measured), durable embedded"
@@ -142,36 +140,28 @@ public final class DispatchBenchmark {
 
     @FunctionalInterface
     private interface Bench {
-        int run(EmbeddedDatabase embedded, Database database, CamelContext camel) throws Exception;
+        int run(BenchDatabase database, CamelContext camel) throws Exception;
     }
 
     /** A fresh durable database with the schema, and a handler route that notes each Telegram update handled. */
     private int onFreshDatabase(String name, Bench bench) throws Exception {
-        Path dir = Files.createTempDirectory("chat-intake-bench-" + name);
-        try {
-            EmbeddedDatabase embedded = EmbeddedDatabase.start(dir.resolve("pg"), 0, true);
-            try (Database database = Database.embedded(embedded, 16)) {
-                Migrations.apply(database.dataSource());
-                CamelContext camel = new DefaultCamelContext();
-                camel.addRoutes(new RouteBuilder() {
-                    @Override
-                    public void configure() {
-                        from("direct:telegram-update").routeId("bench-handler").process(e -> onHandled(
-                                e.getMessage().getHeader(TelegramInboxConsumer.BOT_ID, Long.class) + ":"
-                                        + e.getMessage().getHeader(TelegramInboxConsumer.CHAT_ID, String.class),
-                                e.getMessage().getHeader(TelegramInboxConsumer.UPDATE_ID, Long.class)));
-                    }
-                });
-                camel.start();
-                try {
-                    return bench.run(embedded, database, camel);
-                } finally {
-                    camel.stop();
+        try (BenchDatabase database = BenchDatabase.start(name, 16)) {
+            CamelContext camel = new DefaultCamelContext();
+            camel.addRoutes(new RouteBuilder() {
+                @Override
+                public void configure() {
+                    from("direct:telegram-update").routeId("bench-handler").process(e -> onHandled(
+                            e.getMessage().getHeader(TelegramInboxConsumer.BOT_ID, Long.class) + ":"
+                                    + e.getMessage().getHeader(TelegramInboxConsumer.CHAT_ID, String.class),
+                            e.getMessage().getHeader(TelegramInboxConsumer.UPDATE_ID, Long.class)));
                 }
+            });
+            camel.start();
+            try {
+                return bench.run(database, camel);
+            } finally {
+                camel.stop();
             }
-        } finally {
-            // A run leaves about 400 MB otherwise.
-            BenchDatabase.deleteTree(dir);
         }
     }
 
