@@ -94,8 +94,7 @@ public final class AlbumDecisions {
         if (Boolean.FALSE.equals(complete)) {
             return;
         }
-        Optional<Decision> decided = complete == null ? decideIfComplete(albumKey)
-                : inTransaction(dataSource, c -> decide(c, List.of(albumKey), BY_COUNT)).stream().findFirst();
+        Optional<Decision> decided = complete == null ? decideIfComplete(albumKey) : decideByCount(albumKey);
         decided.ifPresent(d -> announce(exchange.getContext(), List.of(d)));
     }
 
@@ -108,6 +107,11 @@ public final class AlbumDecisions {
                 return Optional.empty();
             }
         }
+        return decideByCount(albumKey);
+    }
+
+    /** Under the album's lock: decided only if its stored children are complete then. */
+    private Optional<Decision> decideByCount(String albumKey) throws SQLException {
         return inTransaction(dataSource, c -> decide(c, List.of(albumKey), BY_COUNT)).stream().findFirst();
     }
 

@@ -101,7 +101,7 @@ public final class AlbumBenchmark {
             long heapPeak = heapAfterGc();
             // Counted again right after the last commit: the observer samples every 500 ms and,
             // with a small N (a commit every few seconds), had not yet seen the last one.
-            int openAtPeak = Math.max(observer.peakOpen, openNow(dataSource));
+            int openAtPeak = (int) Math.max(observer.peakOpen, count(dataSource, OPEN));
             watching.join(QUIET.plusMinutes(5).toMillis());
             observer.stop = true;
             watching.join();
@@ -211,15 +211,6 @@ public final class AlbumBenchmark {
     }
 
     private static final String OPEN = "SELECT count(*) FROM album WHERE decide_after IS NOT NULL";
-
-    private static int openNow(DataSource dataSource) throws SQLException {
-        try (Connection c = dataSource.getConnection();
-             PreparedStatement ps = c.prepareStatement(OPEN);
-             ResultSet rs = ps.executeQuery()) {
-            rs.next();
-            return rs.getInt(1);
-        }
-    }
 
     private static long heapAfterGc() throws IOException {
         return BenchRunner.heapLeftByCollection(ManagementFactory.getPlatformMBeanServer());
