@@ -175,7 +175,9 @@ class WorkDispatcherTest {
         Await.until("handled", WAIT, () -> handled.contains(BOT + ":4"));
         assertThat(Duration.ofNanos(System.nanoTime() - staged)).isLessThan(StagedWorkScheduler.LOOK_EVERY.plusSeconds(2));
         assertThat(Sql.count(dataSource, "SELECT count(*) FROM work_staged")).isZero();
-        assertThat(Sql.count(dataSource, "SELECT count(*) FROM work_item WHERE state = 'done'")).isEqualTo(4);
+        // The handler ran; its outcome commits right after it returns.
+        Await.until("all four recorded done", WAIT, () -> Sql.count(dataSource, "SELECT count(*) FROM work_item WHERE state = 'done'") == 4);
+        assertThat(Sql.count(dataSource, "SELECT count(*) FROM work_item")).isEqualTo(4);
     }
 
     @Test
