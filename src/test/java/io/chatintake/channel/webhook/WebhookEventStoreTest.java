@@ -1,6 +1,7 @@
 package io.chatintake.channel.webhook;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.chatintake.app.CamelConfiguration;
 import io.chatintake.channel.webhook.WebhookEventSink.Stored;
@@ -9,6 +10,9 @@ import io.chatintake.testkit.RouteFile;
 import io.chatintake.testkit.Sql;
 import io.chatintake.testkit.TestDatabase;
 import io.chatintake.work.WorkQueue;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.sql.Statement;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -75,6 +79,22 @@ class WebhookEventStoreTest {
         }
         assertThat(Sql.rows(db, "SELECT count(*), count(DISTINCT txid) < 200 FROM (SELECT xmin::text AS txid FROM webhook_event) t"))
                 .as("all stored, some of them sharing a transaction").containsExactly(List.of(200L, true));
+    }
+
+    @Test
+    void aDeliveryHeldUpByALockFailsAtTheStatementTimeoutStoringNothing() throws Exception {
+        WebhookEventStore bounded = new WebhookEventStore(db, Duration.ofMillis(300), "default", "unifyport", "unifyport-event",
+                CamelConfiguration.childMessages(), () -> { });
+        try (Connection locker = db.getConnection(); Statement s = locker.createStatement()) {
+            locker.setAutoCommit(false);
+            s.execute("LOCK TABLE webhook_event IN ACCESS EXCLUSIVE MODE");
+            long started = System.nanoTime();
+            assertThatThrownBy(() -> bounded.store(event("evt_locked", "message.received", now, "held up")))
+                    .isInstanceOf(SQLException.class).hasMessageContaining("canceling statement due to statement timeout");
+            assertThat(Duration.ofNanos(System.nanoTime() - started)).isLessThan(Duration.ofSeconds(3));
+            locker.rollback();
+        }
+        assertThat(Sql.count(db, "SELECT count(*) FROM webhook_event WHERE event_id = 'evt_locked'")).isZero();
     }
 
     private List<WebhookEvent> event(String id, String type, Instant at, String text) {
