@@ -12,6 +12,7 @@ import io.chatintake.store.Database;
 import io.chatintake.store.DatabaseSchema;
 import io.chatintake.store.EmbeddedDatabase;
 import io.chatintake.store.Migrations;
+import io.chatintake.support.DirectoryTree;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.net.URI;
@@ -37,7 +38,6 @@ import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BooleanSupplier;
-import java.util.stream.Stream;
 import javax.sql.DataSource;
 
 /**
@@ -572,11 +572,8 @@ public final class Chaos {
     }
 
     private void deleteWorkDir() {
-        if (!Files.isDirectory(workDir)) {
-            return;
-        }
-        try (Stream<Path> files = Files.walk(workDir)) {
-            files.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+        try {
+            DirectoryTree.delete(workDir);
         } catch (IOException e) {
             out.println("chaos: could not remove " + workDir + ": " + e.getMessage());
         }

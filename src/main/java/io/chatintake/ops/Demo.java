@@ -5,6 +5,7 @@ import io.chatintake.config.Secret;
 import io.chatintake.sim.BotApiSimulator;
 import io.chatintake.sim.SignedDeliverySender;
 import io.chatintake.sim.SignedDeliverySender.TimestampForm;
+import io.chatintake.support.DirectoryTree;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.net.URI;
@@ -20,7 +21,6 @@ import java.sql.SQLException;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.HashMap;
 import java.util.HexFormat;
 import java.util.List;
@@ -28,7 +28,6 @@ import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
-import java.util.stream.Stream;
 
 /**
  * {@code demo [--exit]}: a one-minute story told as it happens. The runner (this jar, as a child
@@ -302,9 +301,9 @@ public final class Demo {
             simulator.close();
             simulator = null;
         }
-        if (workDir != null && Files.isDirectory(workDir)) {
-            try (Stream<Path> files = Files.walk(workDir)) {
-                files.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+        if (workDir != null) {
+            try {
+                DirectoryTree.delete(workDir);
             } catch (IOException e) {
                 out.println("demo: could not remove " + workDir + ": " + e.getMessage());
             }

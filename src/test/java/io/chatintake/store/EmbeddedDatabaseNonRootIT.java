@@ -3,18 +3,17 @@ package io.chatintake.store;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import io.chatintake.support.DirectoryTree;
 import io.chatintake.testkit.RunnerProcess;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.TimeUnit;
-import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -54,11 +53,7 @@ class EmbeddedDatabaseNonRootIT {
             }
         } finally {
             run("userdel", user);
-            try (Stream<Path> files = Files.walk(work)) {
-                for (Path path : files.sorted(Comparator.reverseOrder()).toList()) {
-                    Files.deleteIfExists(path);
-                }
-            }
+            DirectoryTree.delete(work);
         }
     }
 

@@ -2,12 +2,12 @@ package io.chatintake.testkit;
 
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import io.chatintake.support.DirectoryTree;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 
@@ -65,8 +65,8 @@ public final class HeadlessChromium {
         if (dir == null) {
             return;
         }
-        try (var files = Files.walk(dir)) {
-            files.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+        try {
+            DirectoryTree.delete(dir);
         } catch (IOException e) {
             // A temp profile left behind is harmless.
         }
