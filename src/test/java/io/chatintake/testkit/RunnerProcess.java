@@ -1,5 +1,6 @@
 package io.chatintake.testkit;
 
+import io.chatintake.support.DirectoryTree;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.ServerSocket;
@@ -144,45 +145,44 @@ public final class RunnerProcess implements AutoCloseable {
      * from ~4.8 s to ~2.6 s.
      */
     private static synchronized List<String> jvm() {
-        List<String> options = new ArrayList<>(List.of(javaBinary()));
-        options.addAll(SHORT_LIVED_JVM);
-        Path archive = classDataArchive();
+        if (!archiveLooked) {
+            archiveLooked = true;
+            archive = classDataArchive();
+        }
+        List<String> options = shortLivedJvm();
         if (archive != null) {
             options.addAll(List.of("-XX:SharedArchiveFile=" + archive, "-Xlog:cds=off", "-Xlog:cds+dynamic=off"));
         }
         return options;
     }
 
-    private static final List<String> SHORT_LIVED_JVM = List.of("-Xmx512m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC");
-    private static Path archiveChecked;
+    private static boolean archiveLooked;
+    private static Path archive;
+
+    private static List<String> shortLivedJvm() {
+        return new ArrayList<>(List.of(javaBinary(), "-Xmx512m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"));
+    }
 
     /** The jar's class-data archive, written by one runner that starts and stops cleanly; null when that fails. */
     private static Path classDataArchive() {
         Path jar = jar();
-        Path archive = jar.resolveSibling("chat-intake-test-runner.jsa");
-        if (archive.equals(archiveChecked)) {
-            return Files.isRegularFile(archive) ? archive : null;
-        }
-        archiveChecked = archive;
+        Path file = jar.resolveSibling("chat-intake-test-runner.jsa");
         try {
-            if (Files.isRegularFile(archive) && Files.getLastModifiedTime(archive).compareTo(Files.getLastModifiedTime(jar)) > 0) {
-                return archive;
+            if (Files.isRegularFile(file) && Files.getLastModifiedTime(file).compareTo(Files.getLastModifiedTime(jar)) > 0) {
+                return file;
             }
-            Files.deleteIfExists(archive);
+            Files.deleteIfExists(file);
             Path dir = Files.createTempDirectory("runner-archive");
             Map<String, String> env = baseEnv(dir);
             env.put("CHAT_INTAKE_ROUTES_DIR", Path.of("routes").toAbsolutePath().toString());
-            List<String> command = new ArrayList<>(List.of(javaBinary()));
-            command.addAll(SHORT_LIVED_JVM);
-            command.addAll(List.of("-XX:ArchiveClassesAtExit=" + archive, "-jar", jar.toString()));
+            List<String> command = shortLivedJvm();
+            command.addAll(List.of("-XX:ArchiveClassesAtExit=" + file, "-jar", jar.toString()));
             try (RunnerProcess dumping = start(dir, env, command)) {
                 dumping.awaitReady();
                 dumping.terminate(Duration.ofSeconds(60));
             }
-            try (var files = Files.walk(dir)) {
-                files.sorted(java.util.Comparator.reverseOrder()).forEach(f -> f.toFile().delete());
-            }
-            return Files.isRegularFile(archive) ? archive : null;
+            DirectoryTree.delete(dir);
+            return Files.isRegularFile(file) ? file : null;
         } catch (IOException | AssertionError e) {
             System.err.println("runners start without a class-data archive: " + e.getMessage());
             return null;
