@@ -20,11 +20,6 @@ public final class SqlArrays {
         return connection.createArrayOf("text", rows.stream().map(column).toArray(String[]::new));
     }
 
-    /** One integer column of the rows (nulls stay null). */
-    public static <T> Array integers(Connection connection, List<T> rows, Function<T, Integer> column) throws SQLException {
-        return connection.createArrayOf("int4", rows.stream().map(column).toArray(Integer[]::new));
-    }
-
     /** One bytea column of the rows. */
     public static <T> Array bytes(Connection connection, List<T> rows, Function<T, byte[]> column) throws SQLException {
         return connection.createArrayOf("bytea", rows.stream().map(column).toArray(byte[][]::new));

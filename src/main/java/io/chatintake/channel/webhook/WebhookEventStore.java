@@ -1,5 +1,6 @@
 package io.chatintake.channel.webhook;
 
+import io.chatintake.message.ChannelMessage;
 import io.chatintake.message.ChannelMessageStore;
 import io.chatintake.message.ChildMessageListener;
 import io.chatintake.store.SqlArrays;
@@ -12,7 +13,9 @@ import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.EnumMap;
 import java.util.List;
+import java.util.Map;
 import javax.sql.DataSource;
 
 /**
@@ -25,6 +28,16 @@ import javax.sql.DataSource;
  * vanished database turns into an exception, never a hung request.
  */
 public final class WebhookEventStore implements WebhookEventSink {
+    private static final String EVENT_COLUMNS =
+            "workspace, channel, event_id, first_delivery_id, last_delivery_id, event_type, provider, account_id, occurred_at, body, payload, parse_error";
+
+    /** A redelivery only counts itself on the row its first delivery wrote. */
+    private static final String ON_REDELIVERY = """
+            ON CONFLICT (workspace, channel, event_id) DO UPDATE
+                   SET delivery_count = webhook_event.delivery_count + 1,
+                       last_delivery_id = EXCLUDED.last_delivery_id,
+                       last_received_at = now()""";
+
     /**
      * The events of a run of deliveries, in one statement (one round trip): each event; for a new
      * one, its child and its staged work. (workspace, channel, event id) is the idempotency key: a
@@ -43,14 +56,10 @@ public final class WebhookEventStore implements WebhookEventSink {
                                             chat_key, n)),
             child_rows AS (%s),
             ev AS (
-                INSERT INTO webhook_event (workspace, channel, event_id, first_delivery_id, last_delivery_id,
-                                           event_type, provider, account_id, occurred_at, body, payload, parse_error)
+                INSERT INTO webhook_event (%s)
                 SELECT ?, ?, event_id, delivery_id, delivery_id, event_type, provider, account_id, occurred_at, body, payload, parse_error
                   FROM e ORDER BY n
-                ON CONFLICT (workspace, channel, event_id) DO UPDATE
-                   SET delivery_count = webhook_event.delivery_count + 1,
-                       last_delivery_id = EXCLUDED.last_delivery_id,
-                       last_received_at = now()
+                %s
                 RETURNING event_id, id, (xmax = 0) AS inserted),
             fresh AS (SELECT e.n, e.event_id, e.chat_key, ev.id FROM e JOIN ev ON ev.event_id = e.event_id WHERE ev.inserted),
             new_child AS (SELECT c.* FROM child_rows c JOIN fresh ON fresh.n = c.n WHERE c.message_id IS NOT NULL),
@@ -63,7 +72,36 @@ public final class WebhookEventStore implements WebhookEventSink {
               LEFT JOIN children c ON ev.inserted AND (c.provider, c.account_id, c.conversation_id, c.message_id)
                                                     = (r.provider, r.account_id, r.conversation_id, r.message_id)
              ORDER BY e.n
-            """.formatted(ChannelMessageStore.CHILD_ROWS, ChannelMessageStore.upsertFrom("new_child"), WorkQueue.stageFrom("new_work"));
+            """.formatted(ChannelMessageStore.CHILD_ROWS, EVENT_COLUMNS, ON_REDELIVERY, ChannelMessageStore.upsertFrom("new_child"),
+            WorkQueue.stageFrom("new_work"));
+
+    /**
+     * The one event of a transaction that holds no other (every delivery of a lone sender): the
+     * rows {@link #WRITE} gives a run of one, from plain parameters, in half its server time (no
+     * arrays, joins or sorts to set up). The child's CTE only for an event about a message, with
+     * the one kind of upsert its change needs.
+     */
+    private static final String LONE = """
+            WITH ev AS (
+                INSERT INTO webhook_event (%s)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, CAST(? AS timestamptz), ?, CAST(? AS jsonb), ?)
+                %s
+                RETURNING id, (xmax = 0) AS inserted),
+            %%s
+            new_work AS (SELECT CAST(? AS text) AS kind, CAST(? AS text) AS source_key, id AS source_id, CAST(? AS text) AS chat_key, 1 AS o
+                           FROM ev WHERE ev.inserted),
+            %s
+            SELECT ev.id, ev.inserted, %%s
+            """.formatted(EVENT_COLUMNS, ON_REDELIVERY, WorkQueue.stageFrom("new_work"));
+    private static final String LONE_WITHOUT_CHILD = LONE.formatted("", "NULL, NULL, NULL, NULL FROM ev");
+    private static final Map<ChannelMessage.Change, String> LONE_WITH_CHILD = new EnumMap<>(ChannelMessage.Change.class);
+
+    static {
+        for (ChannelMessage.Change change : ChannelMessage.Change.values()) {
+            LONE_WITH_CHILD.put(change, LONE.formatted(ChannelMessageStore.upsertOneFrom("ev WHERE ev.inserted", change) + ",",
+                    "c.id, c.inserted, c.album_assigned, c.has_attachments FROM ev LEFT JOIN child c ON true"));
+        }
+    }
 
     /**
      * Transactions in flight at once, each holding the deliveries that arrived while the others ran.
@@ -115,9 +153,13 @@ public final class WebhookEventStore implements WebhookEventSink {
         List<WebhookEvent> events = deliveries.stream().flatMap(List::stream).toList();
         Stored[] stored = new Stored[events.size()];
         List<ChildMessageListener.StoredChild> children = new ArrayList<>();
-        for (List<Integer> run : UpsertRuns.of(events, WebhookEvent::eventId,
-                e -> e.message() == null ? null : ChannelMessageStore.keyOf(e.message()))) {
-            writeRun(connection, run.stream().map(events::get).toList(), run, stored, children);
+        if (events.size() == 1) {
+            writeLone(connection, events.get(0), stored, children);
+        } else {
+            for (List<Integer> run : UpsertRuns.of(events, WebhookEvent::eventId,
+                    e -> e.message() == null ? null : ChannelMessageStore.keyOf(e.message()))) {
+                writeRun(connection, run.stream().map(events::get).toList(), run, stored, children);
+            }
         }
         childListener.stored(connection, children);
         List<List<Stored>> result = new ArrayList<>(deliveries.size());
@@ -149,13 +191,47 @@ public final class WebhookEventStore implements WebhookEventSink {
             ps.setString(i++, channel);
             ps.setString(i++, workKind);
             ps.setString(i, workspace + ":" + channel + ":");
-            try (ResultSet rs = ps.executeQuery()) {
-                for (int row = 0; rs.next(); row++) {
-                    stored[positions.get(row)] = new Stored(rs.getLong(1), rs.getBoolean(2));
-                    rs.getLong(3);
-                    if (!rs.wasNull()) {
-                        children.add(ChildMessageListener.StoredChild.of(ChannelMessageStore.appliedOf(rs, 3)));
-                    }
+            read(ps, positions, stored, children);
+        }
+    }
+
+    private void writeLone(Connection connection, WebhookEvent event, Stored[] stored, List<ChildMessageListener.StoredChild> children)
+            throws SQLException {
+        boolean aboutAChild = event.message() != null && event.message().messageId() != null;
+        try (PreparedStatement ps = connection.prepareStatement(aboutAChild ? LONE_WITH_CHILD.get(event.change()) : LONE_WITHOUT_CHILD)) {
+            int i = 0;
+            ps.setString(++i, workspace);
+            ps.setString(++i, channel);
+            ps.setString(++i, event.eventId());
+            ps.setString(++i, event.deliveryId());
+            ps.setString(++i, event.deliveryId());
+            ps.setString(++i, event.type());
+            ps.setString(++i, event.provider());
+            ps.setString(++i, event.accountId());
+            ps.setString(++i, SqlArrays.timestamp(event.occurredAt()));
+            ps.setBytes(++i, event.body());
+            ps.setString(++i, event.payloadJson());
+            ps.setString(++i, event.parseError());
+            if (aboutAChild) {
+                i = ChannelMessageStore.bindChildRow(ps, i + 1, workspace, event.message(), event.change(), event.eventId(),
+                        event.occurredAt()) - 1;
+            }
+            ps.setString(++i, workKind);
+            ps.setString(++i, workspace + ":" + channel + ":" + event.eventId());
+            ps.setString(++i, event.chatKey(workspace));
+            read(ps, List.of(0), stored, children);
+        }
+    }
+
+    /** Each row: the event's row and whether this delivery wrote it first; its child's, when it has one and is new. */
+    private static void read(PreparedStatement ps, List<Integer> positions, Stored[] stored, List<ChildMessageListener.StoredChild> children)
+            throws SQLException {
+        try (ResultSet rs = ps.executeQuery()) {
+            for (int row = 0; rs.next(); row++) {
+                stored[positions.get(row)] = new Stored(rs.getLong(1), rs.getBoolean(2));
+                rs.getLong(3);
+                if (!rs.wasNull()) {
+                    children.add(ChildMessageListener.StoredChild.of(ChannelMessageStore.appliedOf(rs, 3)));
                 }
             }
         }

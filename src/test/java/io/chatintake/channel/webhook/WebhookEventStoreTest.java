@@ -10,12 +10,14 @@ import io.chatintake.testkit.RouteFile;
 import io.chatintake.testkit.Sql;
 import io.chatintake.testkit.TestDatabase;
 import io.chatintake.work.WorkQueue;
+import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -60,6 +62,51 @@ class WebhookEventStoreTest {
     }
 
     @Test
+    void aLoneEventGetsTheRowsItWouldGetInAGroupOfSeveral() throws Exception {
+        List<List<WebhookEvent>> deliveries = List.of(
+                event("evt_rcv", "message.received", now, "first text"),
+                event("evt_upd", "message.updated", now.plusSeconds(2), "edited text"),
+                event("evt_late", "message.updated", now.plusSeconds(1), "older edit, arrived late"),
+                event("evt_rcv", "message.received", now, "first text"),
+                event("evt_del", "message.deleted", now.plusSeconds(3), null),
+                message("evt_react", "message.reaction", now, "m2", null, "[]"),
+                message("evt_rcv2", "message.received", now.plusSeconds(4), "m2", "content after its reaction",
+                        "[{\"type\":\"image\",\"url\":\"https://media.example/a.jpg\"}]"),
+                RouteFile.unifyPortEvents(SignedDeliverySender.envelope("evt_acct", "account.connected", "whatsapp", "acc", now, "{}"),
+                        "dlv-evt_acct"),
+                RouteFile.unifyPortEvents("not json at all".getBytes(StandardCharsets.UTF_8), "dlv-broken"));
+        WebhookEventStore grouped = new WebhookEventStore(db, Duration.ofSeconds(5), "grouped", "unifyport", "unifyport-event",
+                CamelConfiguration.childMessages(), () -> { });
+
+        List<Boolean> alone = new ArrayList<>();
+        for (List<WebhookEvent> delivery : deliveries) {
+            alone.add(store.store(delivery).get(0).firstDelivery());
+        }
+        List<Boolean> together = grouped.store(deliveries.stream().flatMap(List::stream).toList()).stream().map(Stored::firstDelivery).toList();
+
+        assertThat(alone).containsExactly(true, true, true, false, true, true, true, true, true).isEqualTo(together);
+        assertThat(rowsOf("default")).isEqualTo(rowsOf("grouped")).hasSize(8 + 2 + 8);
+        assertThat(Sql.rows(db, "SELECT text, caption, attachments::text, deleted_at IS NOT NULL, first_event_id FROM channel_message"
+                + " WHERE workspace = 'default' ORDER BY message_id")).containsExactly(
+                Arrays.asList("edited text", null, null, true, "evt_rcv"),
+                Arrays.asList("content after its reaction", null, "[{\"url\": \"https://media.example/a.jpg\", \"type\": \"image\"}]", false, "evt_react"));
+    }
+
+    /** What the store wrote for one workspace: events, children and staged work, without ids and arrival times. */
+    private List<List<Object>> rowsOf(String workspace) throws SQLException {
+        List<List<Object>> rows = new ArrayList<>();
+        rows.addAll(Sql.rows(db, "SELECT event_id, first_delivery_id, last_delivery_id, delivery_count, event_type, provider, account_id,"
+                + " occurred_at::text, encode(body, 'hex'), payload::text, parse_error FROM webhook_event WHERE workspace = '" + workspace
+                + "' ORDER BY event_id"));
+        rows.addAll(Sql.rows(db, "SELECT provider, account_id, conversation_id, message_id, message_type, text, caption, attachments::text,"
+                + " sent_at::text, album_id, deleted_at::text, first_event_id, last_event_at::text FROM channel_message WHERE workspace = '"
+                + workspace + "' ORDER BY message_id"));
+        rows.addAll(Sql.rows(db, "SELECT s.kind, split_part(s.source_key, ':', 3), split_part(s.chat_key, ':', 4), e.event_id"
+                + " FROM work_staged s JOIN webhook_event e ON e.id = s.source_id WHERE s.source_key LIKE '" + workspace + ":%' ORDER BY s.id"));
+        return rows;
+    }
+
+    @Test
     void deliveriesSharingTransactionsEachGetTheRowsOfTheirOwnEvents() throws Exception {
         ExecutorService senders = Executors.newFixedThreadPool(16);
         try {
@@ -98,9 +145,14 @@ class WebhookEventStoreTest {
     }
 
     private List<WebhookEvent> event(String id, String type, Instant at, String text) {
+        return message(id, type, at, "m1", text, null);
+    }
+
+    private List<WebhookEvent> message(String id, String type, Instant at, String messageId, String text, String attachmentsJson) {
         String textField = text == null ? "" : ",\"text\":\"" + text + "\"";
+        String attachmentsField = attachmentsJson == null ? "" : ",\"attachments\":" + attachmentsJson;
         return RouteFile.unifyPortEvents(SignedDeliverySender.envelope(id, type, "whatsapp", "acc", at,
-                "{\"conversation\":{\"id\":\"c1\",\"type\":\"user\"},\"message\":{\"id\":\"m1\",\"type\":\"text\"" + textField + "}}"),
-                "dlv-" + id);
+                "{\"conversation\":{\"id\":\"c1\",\"type\":\"user\"},\"message\":{\"id\":\"" + messageId + "\",\"type\":\"text\""
+                        + textField + attachmentsField + "}}"), "dlv-" + id);
     }
 }
