@@ -22,6 +22,10 @@ record CpuUse(long benchNanos, long runnerNanos, long databaseNanos) {
         return new CpuUse(benchNanos - earlier.benchNanos, runnerNanos - earlier.runnerNanos, databaseNanos - earlier.databaseNanos);
     }
 
+    CpuUse plus(CpuUse other) {
+        return new CpuUse(benchNanos + other.benchNanos, runnerNanos + other.runnerNanos, databaseNanos + other.databaseNanos);
+    }
+
     long totalNanos() {
         return benchNanos + runnerNanos + databaseNanos;
     }
