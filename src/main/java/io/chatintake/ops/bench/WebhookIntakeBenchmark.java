@@ -106,14 +106,14 @@ public final class WebhookIntakeBenchmark {
                 String afterWarmUp = settle(database);
                 Result http16 = deliver(hello, ids, 16, deliveries, cpu);
                 List<String> settled = new ArrayList<>();
-                List<Round> rounds16 = rounds(16, deliveries, database, cpu, () -> {
-                    Result ours = deliver(endpoint, ids, 16, deliveries / ROUNDS, cpu);
+                List<Round> rounds16 = rounds(16, deliveries, database, cpu, n -> {
+                    Result ours = deliver(endpoint, ids, 16, n, cpu);
                     settled.add(settle(database));
                     return ours;
                 });
                 int single = Math.max(1, deliveries / 4);
                 Result http1 = deliver(hello, ids, 1, single, cpu);
-                List<Round> rounds1 = rounds(1, single, database, cpu, () -> deliver(endpoint, ids, 1, single / ROUNDS, cpu));
+                List<Round> rounds1 = rounds(1, single, database, cpu, n -> deliver(endpoint, ids, 1, n, cpu));
                 double ratio16 = medianRatio(rounds16);
                 double ratio1 = medianRatio(rounds1);
                 Result ours16 = Result.pooled(rounds16.stream().map(Round::ours).toList());
@@ -133,7 +133,7 @@ public final class WebhookIntakeBenchmark {
 
     @FunctionalInterface
     private interface Phase {
-        Result run() throws Exception;
+        Result run(int operations) throws Exception;
     }
 
     /**
@@ -143,9 +143,10 @@ public final class WebhookIntakeBenchmark {
      */
     private static List<Round> rounds(int clients, int total, BenchDatabase database, Supplier<CpuUse> cpu, Phase ours) throws Exception {
         List<Round> rounds = new ArrayList<>();
+        int each = Math.max(1, total / ROUNDS);
         for (int r = 0; r < ROUNDS; r++) {
-            Result limit = commitLimit(database, clients, total / ROUNDS, cpu);
-            rounds.add(new Round(limit, ours.run()));
+            Result limit = commitLimit(database, clients, each, cpu);
+            rounds.add(new Round(limit, ours.run(each)));
         }
         return rounds;
     }
