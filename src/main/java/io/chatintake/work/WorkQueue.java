@@ -543,7 +543,7 @@ public final class WorkQueue {
     // the planner read the partial index work_item_running instead, whose entries left by earlier
     // claims only vacuum removes (28,000-60,000 read for 163-312 items). They are planned at each
     // execution: a plan kept from a small work_item scans the whole table (67,000 rows for 24 items).
-    static final String RECORD = """
+    private static final String RECORD = """
             UPDATE work_item w SET state = o.state, last_error = o.error, next_attempt_at = COALESCE(o.next_at, w.next_attempt_at),
                    done_at = CASE WHEN o.state = 'done' THEN now() END, outcome = o.result, claimed_by = NULL, claim_token = NULL,
                    claim_expires_at = NULL, updated_at = now()
