@@ -42,9 +42,13 @@ public final class AlbumKey {
                 ON CONFLICT (album_key) DO UPDATE SET last_child_at = now(), decide_after = EXCLUDED.decide_after)
             SELECT id, album_key FROM child ORDER BY id""".formatted(OF_CHILD, AlbumChildSource.TELEGRAM_PROVIDER);
 
-    /** The listener that schedules children into their albums, with these quiet periods. */
+    /**
+     * The listener that schedules children into their albums, with these quiet periods. Only a
+     * message with an album id can give its child an album.
+     */
     public static ChildMessageListener scheduler(QuietPeriods quietPeriods) {
-        return (connection, children) -> scheduleChildren(connection, children, quietPeriods);
+        return ChildMessageListener.of(message -> message.albumId() != null,
+                (connection, children) -> scheduleChildren(connection, children, quietPeriods));
     }
 
     /** Schedules the children among these rows that were just given an album; the others are single messages (or known already). */

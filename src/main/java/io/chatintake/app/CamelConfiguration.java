@@ -127,7 +127,7 @@ public class CamelConfiguration implements org.apache.camel.CamelConfiguration, 
 
     /** The same listener for code that stores children outside a Camel context (tests, benchmarks). */
     public static ChildMessageListener childMessages(QuietPeriods quietPeriods) {
-        return ChildMessageListener.all(List.of(AttachmentStore::recordChildren, AlbumKey.scheduler(quietPeriods)));
+        return ChildMessageListener.all(List.of(AttachmentStore.RECORDER, AlbumKey.scheduler(quietPeriods)));
     }
 
     /** {@link #childMessages(QuietPeriods)} with the default quiet periods. */

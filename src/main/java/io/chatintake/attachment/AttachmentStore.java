@@ -90,10 +90,15 @@ public final class AttachmentStore {
     }
 
     /**
-     * Records the attachments of children, inside the caller's (intake) transaction, right after
-     * they were upserted, and schedules a download for each new or refreshed one.
+     * The listener that records the attachments of children, inside the caller's (intake)
+     * transaction, right after they were upserted, and schedules a download for each new or
+     * refreshed one. A message that lists no attachments changes none: a child's attachments only
+     * change with an event that lists them, and were recorded with it.
      */
-    public static void recordChildren(Connection connection, List<ChildMessageListener.StoredChild> children) throws SQLException {
+    public static final ChildMessageListener RECORDER = ChildMessageListener.of(message -> message.attachmentsJson() != null,
+            AttachmentStore::recordChildren);
+
+    private static void recordChildren(Connection connection, List<ChildMessageListener.StoredChild> children) throws SQLException {
         record(connection, children.stream().filter(ChildMessageListener.StoredChild::hasAttachments)
                 .map(ChildMessageListener.StoredChild::id).toList());
     }

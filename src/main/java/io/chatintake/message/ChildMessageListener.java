@@ -3,6 +3,7 @@ package io.chatintake.message;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.util.List;
+import java.util.function.Predicate;
 
 /**
  * Told about child messages inside the transaction that stored them, so that what it writes
@@ -10,7 +11,6 @@ import java.util.List;
  * Channels store children and call it; they never know who listens (the application registers
  * the listeners), so no channel depends on albums or attachments.
  */
-@FunctionalInterface
 public interface ChildMessageListener {
 
     /**
@@ -25,18 +25,45 @@ public interface ChildMessageListener {
         }
     }
 
+    /** What a listener writes for the children just stored, in their transaction. */
+    @FunctionalInterface
+    interface Writes {
+        void stored(Connection transaction, List<StoredChild> children) throws SQLException;
+    }
+
     void stored(Connection transaction, List<StoredChild> children) throws SQLException;
+
+    /**
+     * Whether storing a child as this message describes it can give this listener anything to
+     * write. A channel may leave out the children whose message cannot, and when no listener can,
+     * store the child with one statement that commits by itself, without a transaction around it.
+     */
+    boolean mayWrite(ChannelMessage message);
+
+    static ChildMessageListener of(Predicate<ChannelMessage> mayWrite, Writes writes) {
+        return new ChildMessageListener() {
+            @Override
+            public void stored(Connection transaction, List<StoredChild> children) throws SQLException {
+                writes.stored(transaction, children);
+            }
+
+            @Override
+            public boolean mayWrite(ChannelMessage message) {
+                return mayWrite.test(message);
+            }
+        };
+    }
 
     /** Tells each listener in turn, in the same transaction. */
     static ChildMessageListener all(List<ChildMessageListener> listeners) {
         List<ChildMessageListener> copy = List.copyOf(listeners);
-        return (transaction, children) -> {
+        return of(message -> copy.stream().anyMatch(listener -> listener.mayWrite(message)), (transaction, children) -> {
             if (children.isEmpty()) {
                 return;
             }
             for (ChildMessageListener listener : copy) {
                 listener.stored(transaction, children);
             }
-        };
+        });
     }
 }

@@ -3,6 +3,7 @@ package io.chatintake.channel.webhook;
 import io.chatintake.message.ChannelMessage;
 import io.chatintake.message.ChannelMessageStore;
 import io.chatintake.message.ChildMessageListener;
+import io.chatintake.store.BoundedStatement;
 import io.chatintake.store.SqlArrays;
 import io.chatintake.store.UpsertRuns;
 import io.chatintake.work.WorkQueue;
@@ -24,8 +25,9 @@ import javax.sql.DataSource;
  * dispatcher's scheduler writes the work item right after the commit, so the answer does not wait
  * for lanes and work items). Returning from {@link #store} means committed: only then may the
  * caller answer 2xx. Every statement is bounded
- * ({@code statement_timeout} on the server, a socket timeout on the client), so a slow or
- * vanished database turns into an exception, never a hung request.
+ * ({@code statement_timeout} on the server, sent with each transaction's first statement; a socket
+ * timeout on the client), so a slow or vanished database turns into an exception, never a hung
+ * request.
  */
 public final class WebhookEventStore implements WebhookEventSink {
     private static final String EVENT_COLUMNS =
@@ -113,6 +115,10 @@ public final class WebhookEventStore implements WebhookEventSink {
     private static final int MAX_GROUP = 32;
 
     private final GroupCommit<List<WebhookEvent>, List<Stored>> commits;
+    /** The statements above, each the first of its transaction, so each carries the statement timeout. */
+    private final String write;
+    private final String loneWithoutChild;
+    private final Map<ChannelMessage.Change, String> loneWithChild = new EnumMap<>(ChannelMessage.Change.class);
     private final String workspace;
     private final String channel;
     private final String workKind;
@@ -124,7 +130,10 @@ public final class WebhookEventStore implements WebhookEventSink {
      */
     public WebhookEventStore(DataSource dataSource, Duration statementTimeout, String workspace, String channel, String workKind,
                              ChildMessageListener childListener, Runnable intakeBehind) {
-        this.commits = new GroupCommit<>(dataSource, statementTimeout, COMMITTERS, MAX_GROUP, this::write, intakeBehind);
+        this.commits = new GroupCommit<>(dataSource, statementTimeout, COMMITTERS, MAX_GROUP, this::write, this::oneStatement, intakeBehind);
+        this.write = BoundedStatement.of(statementTimeout, WRITE);
+        this.loneWithoutChild = BoundedStatement.of(statementTimeout, LONE_WITHOUT_CHILD);
+        LONE_WITH_CHILD.forEach((change, sql) -> loneWithChild.put(change, BoundedStatement.of(statementTimeout, sql)));
         this.workspace = workspace;
         this.channel = channel;
         this.workKind = workKind;
@@ -145,6 +154,19 @@ public final class WebhookEventStore implements WebhookEventSink {
     }
 
     /**
+     * Whether a delivery alone is written by one statement: one event, and nothing in it for the
+     * children's listeners (most messages: no attachments, no album).
+     */
+    private boolean oneStatement(List<WebhookEvent> delivery) {
+        return delivery.size() == 1 && !forListeners(delivery.get(0));
+    }
+
+    /** Whether the event's child can give the children's listeners anything to write; only such children are told to them. */
+    private boolean forListeners(WebhookEvent event) {
+        return event.message() != null && childListener.mayWrite(event.message());
+    }
+
+    /**
      * The deliveries of one transaction: one statement per run of events (events and children
      * distinct), then what the children's listeners write (attachments, downloads and albums
      * commit with their children).
@@ -161,7 +183,9 @@ public final class WebhookEventStore implements WebhookEventSink {
                 writeRun(connection, run.stream().map(events::get).toList(), run, stored, children);
             }
         }
-        childListener.stored(connection, children);
+        if (!children.isEmpty()) {
+            childListener.stored(connection, children);
+        }
         List<List<Stored>> result = new ArrayList<>(deliveries.size());
         int next = 0;
         for (List<WebhookEvent> delivery : deliveries) {
@@ -173,7 +197,7 @@ public final class WebhookEventStore implements WebhookEventSink {
 
     private void writeRun(Connection connection, List<WebhookEvent> these, List<Integer> positions, Stored[] stored,
                           List<ChildMessageListener.StoredChild> children) throws SQLException {
-        try (PreparedStatement ps = connection.prepareStatement(WRITE)) {
+        try (PreparedStatement ps = connection.prepareStatement(write)) {
             int i = 0;
             ps.setArray(++i, SqlArrays.texts(connection, these, WebhookEvent::eventId));
             ps.setArray(++i, SqlArrays.texts(connection, these, WebhookEvent::deliveryId));
@@ -191,14 +215,14 @@ public final class WebhookEventStore implements WebhookEventSink {
             ps.setString(i++, channel);
             ps.setString(i++, workKind);
             ps.setString(i, workspace + ":" + channel + ":");
-            read(ps, positions, stored, children);
+            read(ps, these, positions, stored, children);
         }
     }
 
     private void writeLone(Connection connection, WebhookEvent event, Stored[] stored, List<ChildMessageListener.StoredChild> children)
             throws SQLException {
         boolean aboutAChild = event.message() != null && event.message().messageId() != null;
-        try (PreparedStatement ps = connection.prepareStatement(aboutAChild ? LONE_WITH_CHILD.get(event.change()) : LONE_WITHOUT_CHILD)) {
+        try (PreparedStatement ps = connection.prepareStatement(aboutAChild ? loneWithChild.get(event.change()) : loneWithoutChild)) {
             int i = 0;
             ps.setString(++i, workspace);
             ps.setString(++i, channel);
@@ -219,18 +243,21 @@ public final class WebhookEventStore implements WebhookEventSink {
             ps.setString(++i, workKind);
             ps.setString(++i, workspace + ":" + channel + ":" + event.eventId());
             ps.setString(++i, event.chatKey(workspace));
-            read(ps, List.of(0), stored, children);
+            read(ps, List.of(event), List.of(0), stored, children);
         }
     }
 
-    /** Each row: the event's row and whether this delivery wrote it first; its child's, when it has one and is new. */
-    private static void read(PreparedStatement ps, List<Integer> positions, Stored[] stored, List<ChildMessageListener.StoredChild> children)
-            throws SQLException {
-        try (ResultSet rs = ps.executeQuery()) {
+    /**
+     * Each row, one per event of {@code these}: the event's row and whether this delivery wrote it
+     * first; its child's, when it has one, is new and is for the listeners.
+     */
+    private void read(PreparedStatement ps, List<WebhookEvent> these, List<Integer> positions, Stored[] stored,
+                      List<ChildMessageListener.StoredChild> children) throws SQLException {
+        try (ResultSet rs = BoundedStatement.query(ps)) {
             for (int row = 0; rs.next(); row++) {
                 stored[positions.get(row)] = new Stored(rs.getLong(1), rs.getBoolean(2));
                 rs.getLong(3);
-                if (!rs.wasNull()) {
+                if (!rs.wasNull() && forListeners(these.get(row))) {
                     children.add(ChildMessageListener.StoredChild.of(ChannelMessageStore.appliedOf(rs, 3)));
                 }
             }

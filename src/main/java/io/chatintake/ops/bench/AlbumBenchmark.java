@@ -170,7 +170,7 @@ public final class AlbumBenchmark {
      * Conversation and album ids start with {@code prefix}.
      */
     private static double intake(DataSource dataSource, int albums, Duration quiet, String prefix) throws Exception {
-        ChildMessageListener listener = ChildMessageListener.all(List.of(AttachmentStore::recordChildren,
+        ChildMessageListener listener = ChildMessageListener.all(List.of(AttachmentStore.RECORDER,
                 AlbumKey.scheduler(new QuietPeriods(quiet, quiet))));
         long start = System.nanoTime();
         double perAlbumNanos = (double) quiet.toNanos() / albums;

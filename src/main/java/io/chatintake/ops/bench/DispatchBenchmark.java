@@ -182,7 +182,7 @@ public final class DispatchBenchmark {
         static BotInbox open(DataSource dataSource, long bot) throws SQLException {
             new OffsetCheckpoint(dataSource).load(bot, "bench-" + bot);
             return new BotInbox(new TelegramInbox(dataSource,
-                    ChildMessageListener.all(List.of(AttachmentStore::recordChildren, AlbumKey.scheduler(QuietPeriods.DEFAULTS)))),
+                    ChildMessageListener.all(List.of(AttachmentStore.RECORDER, AlbumKey.scheduler(QuietPeriods.DEFAULTS)))),
                     new ScheduleCheckpoint(dataSource), new PollLease(dataSource).tryAcquire(bot, "bench", LEASE).orElseThrow());
         }
 

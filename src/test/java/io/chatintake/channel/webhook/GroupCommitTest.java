@@ -15,6 +15,7 @@ import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -38,6 +39,8 @@ class GroupCommitTest {
     private ExecutorService submitters;
     private DataSource dataSource;
     private final AtomicInteger crowded = new AtomicInteger();
+    /** The units whose work found its connection in autocommit. */
+    private static final Set<String> SELF_COMMITTED = ConcurrentHashMap.newKeySet();
 
     @BeforeEach
     void setUp(DataSource dataSource) throws SQLException {
@@ -47,7 +50,9 @@ class GroupCommitTest {
             s.execute("TRUNCATE public.group_commit_probe");
         }
         crowded.set(0);
-        commits = new GroupCommit<>(dataSource, Duration.ofSeconds(5), 1, 32, GroupCommitTest::insertAll, crowded::incrementAndGet);
+        SELF_COMMITTED.clear();
+        commits = new GroupCommit<>(dataSource, Duration.ofSeconds(5), 1, 32, GroupCommitTest::insertAll, GroupCommitTest::oneStatement,
+                crowded::incrementAndGet);
         submitters = Executors.newFixedThreadPool(16);
     }
 
@@ -111,7 +116,7 @@ class GroupCommitTest {
     void aLeaderThatLeavesHandsWhatIsQueuedToAWaitingSubmitterAtOnce() throws Exception {
         // Waiting submitters that never look again by themselves: only a hand-over runs their group.
         GroupCommit<String, Long> patient = new GroupCommit<>(dataSource, Duration.ofMinutes(5), 1, 32, GroupCommitTest::insertAll,
-                () -> { }, Duration.ofMinutes(10));
+                GroupCommitTest::oneStatement, () -> { }, Duration.ofMinutes(10));
         Future<Long> blocker = submitters.submit(() -> patient.submit("blocker"));
         awaitRunning("blocker");
         List<Future<Long>> queued = new ArrayList<>();
@@ -127,10 +132,58 @@ class GroupCommitTest {
         }
     }
 
-    /** The group's work: "blocker" holds its transaction for half a second, "bad" fails after its insert. */
+    @Test
+    void aLoneUnitThatIsOneStatementCommitsByItselfAndOneThatFailsStoresNothing() throws Exception {
+        assertThat(commits.submit("single-ok")).isEqualTo(committedTxid("single-ok"));
+        assertThat(SELF_COMMITTED).as("its statement ran without a transaction around it").contains("single-ok");
+        assertThatThrownBy(() -> commits.submit("single-bad")).isInstanceOf(SQLException.class).hasMessageContaining("division by zero");
+        assertThat(committedTxid("single-bad")).isNull();
+
+        commits.submit("multi-statement");
+        assertThat(SELF_COMMITTED).as("work of several statements commits in a transaction").doesNotContain("multi-statement");
+    }
+
+    @Test
+    void oneStatementUnitsArrivingTogetherStillShareOneTransaction() throws Exception {
+        Future<Long> blocker = submitters.submit(() -> commits.submit("blocker"));
+        awaitRunning("blocker");
+        List<Future<Long>> units = new ArrayList<>();
+        for (int i = 0; i < 5; i++) {
+            String name = "single-" + i;
+            units.add(submitters.submit(() -> commits.submit(name)));
+        }
+        blocker.get();
+        Set<Long> transactions = new HashSet<>();
+        for (int i = 0; i < units.size(); i++) {
+            transactions.add(units.get(i).get());
+        }
+        assertThat(transactions).as("queued behind the blocker, the 5 are one group: one transaction, one commit").hasSize(1);
+        assertThat(SELF_COMMITTED).as("a group of one-statement units is still one transaction").isEmpty();
+    }
+
+    /** Units named single-* are written by one statement ({@link #insertAll}). */
+    private static boolean oneStatement(String name) {
+        return name.startsWith("single-");
+    }
+
+    /**
+     * The group's work: "blocker" holds its transaction for half a second, "bad" fails after its
+     * insert, "single-bad" fails in its one statement, "multi-statement" runs two.
+     */
     private static List<Long> insertAll(Connection c, List<String> names) throws SQLException {
         List<Long> txids = new ArrayList<>();
         for (String name : names) {
+            if (c.getAutoCommit()) {
+                SELF_COMMITTED.add(name);
+            }
+            if (name.equals("single-bad")) {
+                try (Statement s = c.createStatement()) {
+                    s.execute("INSERT INTO public.group_commit_probe (name, txid) VALUES ('single-bad', 1 / 0)");
+                }
+            }
+            if (name.equals("multi-statement")) {
+                sleep(c, 0);
+            }
             if (name.equals("blocker")) {
                 sleep(c, 0.5);
             }
