@@ -17,9 +17,9 @@ import javax.sql.DataSource;
  * Group commit: inputs submitted at about the same time are written by one call of the
  * {@link GroupWork} in one transaction, so a burst of N deliveries costs one commit (one WAL
  * flush) and a few set-based statements instead of N of each. {@link #submit} returns only after
- * the transaction holding its input committed, so a caller may answer 2xx on return. An input
- * that runs alone and whose work is one statement needs no transaction around it: its statement
- * commits by itself, one round trip in all instead of the statement's and a COMMIT's.
+ * the transaction holding its input committed, so a caller may answer 2xx on return. A group
+ * whose work is one statement needs no transaction around it: its statement commits by itself,
+ * one round trip in all instead of the statement's and a COMMIT's.
  * <p>
  * An input that fails is the only one that fails: when the work fails for a group of several,
  * the transaction is rolled back and each input of the group runs again in a transaction of its
@@ -52,7 +52,7 @@ public final class GroupCommit<I, O> {
     private final int committers;
     private final int maxGroup;
     private final GroupWork<I, O> work;
-    private final Predicate<I> oneStatement;
+    private final Predicate<List<I>> oneStatement;
     private final Runnable crowded;
     private final Duration leaderCheck;
     private final Queue<Pending<I, O>> queue = new ConcurrentLinkedQueue<>();
@@ -125,19 +125,19 @@ public final class GroupCommit<I, O> {
      *                         (plus a second) for its answer
      * @param committers groups that may run at once (each holds one connection while it runs)
      * @param maxGroup inputs at most in one transaction
-     * @param oneStatement inputs whose work, run alone, is a single statement: alone, such an input needs no transaction
-     *                     around it (its statement commits as it ends, in the round trip that sent it, with no COMMIT after)
+     * @param oneStatement groups of inputs whose work is a single statement: such a group needs no transaction around it
+     *                     (its statement commits as it ends, in the round trip that sent it, with no COMMIT after)
      * @param crowded told whenever inputs had to queue for a transaction (a group of several): callers come faster than
      *                one commit at a time, so work that can wait should
      */
     public GroupCommit(DataSource dataSource, Duration statementTimeout, int committers, int maxGroup, GroupWork<I, O> work,
-                       Predicate<I> oneStatement, Runnable crowded) {
+                       Predicate<List<I>> oneStatement, Runnable crowded) {
         this(dataSource, statementTimeout, committers, maxGroup, work, oneStatement, crowded, LEADER_CHECK);
     }
 
     /** @param leaderCheck how long a waiting submitter trusts the leaders ({@link #LEADER_CHECK}; tests stretch it) */
     GroupCommit(DataSource dataSource, Duration statementTimeout, int committers, int maxGroup, GroupWork<I, O> work,
-                Predicate<I> oneStatement, Runnable crowded, Duration leaderCheck) {
+                Predicate<List<I>> oneStatement, Runnable crowded, Duration leaderCheck) {
         this.leaderCheck = leaderCheck;
         this.dataSource = dataSource;
         this.work = work;
@@ -256,7 +256,8 @@ public final class GroupCommit<I, O> {
      * @return false when the work failed for a group of several on a sound connection: none is answered yet
      */
     private boolean runGroup(List<Pending<I, O>> group) {
-        boolean selfCommitting = group.size() == 1 && oneStatement.test(group.get(0).input());
+        List<I> inputs = group.stream().map(Pending::input).toList();
+        boolean selfCommitting = oneStatement.test(inputs);
         try (Connection c = dataSource.getConnection()) {
             // Client side too: statement_timeout cannot fire when the server is gone mid-request.
             c.setNetworkTimeout(Runnable::run, (int) answerTimeout.toMillis());
@@ -264,7 +265,7 @@ public final class GroupCommit<I, O> {
             List<O> results;
             try {
                 try {
-                    results = work.run(c, group.stream().map(Pending::input).toList());
+                    results = work.run(c, inputs);
                     if (results.size() != group.size()) {
                         throw new IllegalStateException(results.size() + " results for " + group.size() + " inputs");
                     }

@@ -154,11 +154,12 @@ public final class WebhookEventStore implements WebhookEventSink {
     }
 
     /**
-     * Whether a delivery alone is written by one statement: one event, and nothing in it for the
-     * children's listeners (most messages: no attachments, no album).
+     * Whether deliveries are written by one statement: nothing in them for the children's
+     * listeners (most messages: no attachments, no album) and one run of events ({@link #write}).
      */
-    private boolean oneStatement(List<WebhookEvent> delivery) {
-        return delivery.size() == 1 && !forListeners(delivery.get(0));
+    private boolean oneStatement(List<List<WebhookEvent>> deliveries) {
+        List<WebhookEvent> events = deliveries.stream().flatMap(List::stream).toList();
+        return events.stream().noneMatch(this::forListeners) && (events.size() == 1 || runsOf(events).size() == 1);
     }
 
     /** Whether the event's child can give the children's listeners anything to write; only such children are told to them. */
@@ -178,8 +179,7 @@ public final class WebhookEventStore implements WebhookEventSink {
         if (events.size() == 1) {
             writeLone(connection, events.get(0), stored, children);
         } else {
-            for (List<Integer> run : UpsertRuns.of(events, WebhookEvent::eventId,
-                    e -> e.message() == null ? null : ChannelMessageStore.keyOf(e.message()))) {
+            for (List<Integer> run : runsOf(events)) {
                 writeRun(connection, run.stream().map(events::get).toList(), run, stored, children);
             }
         }
@@ -193,6 +193,11 @@ public final class WebhookEventStore implements WebhookEventSink {
             next += delivery.size();
         }
         return result;
+    }
+
+    /** Runs of events that one statement can write: each event and each child at most once in a run. */
+    private static List<List<Integer>> runsOf(List<WebhookEvent> events) {
+        return UpsertRuns.of(events, WebhookEvent::eventId, e -> e.message() == null ? null : ChannelMessageStore.keyOf(e.message()));
     }
 
     private void writeRun(Connection connection, List<WebhookEvent> these, List<Integer> positions, Stored[] stored,

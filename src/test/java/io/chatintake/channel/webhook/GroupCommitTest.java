@@ -144,33 +144,49 @@ class GroupCommitTest {
     }
 
     @Test
-    void oneStatementUnitsArrivingTogetherStillShareOneTransaction() throws Exception {
+    void unitsThatAreOneStatementEachButNotTogetherShareATransaction() throws Exception {
+        assertThat(queuedBehindABlocker("single-")).as("queued behind the blocker, the 5 are one group: one transaction").hasSize(1);
+        assertThat(SELF_COMMITTED).as("together they are 5 statements: a transaction holds them").isEmpty();
+    }
+
+    @Test
+    void aGroupWrittenByOneStatementCommitsAsThatStatementEnds() throws Exception {
+        assertThat(queuedBehindABlocker("batch-")).as("one group, one statement, one transaction").hasSize(1);
+        assertThat(SELF_COMMITTED).as("no transaction around the statement").hasSize(5).allMatch(name -> name.startsWith("batch-"));
+    }
+
+    /** 5 units named {@code prefix} + i that queue behind the blocker's transaction; the transactions that stored them. */
+    private Set<Long> queuedBehindABlocker(String prefix) throws Exception {
         Future<Long> blocker = submitters.submit(() -> commits.submit("blocker"));
         awaitRunning("blocker");
         List<Future<Long>> units = new ArrayList<>();
         for (int i = 0; i < 5; i++) {
-            String name = "single-" + i;
+            String name = prefix + i;
             units.add(submitters.submit(() -> commits.submit(name)));
         }
         blocker.get();
         Set<Long> transactions = new HashSet<>();
         for (int i = 0; i < units.size(); i++) {
+            assertThat(units.get(i).get()).isEqualTo(committedTxid(prefix + i));
             transactions.add(units.get(i).get());
         }
-        assertThat(transactions).as("queued behind the blocker, the 5 are one group: one transaction, one commit").hasSize(1);
-        assertThat(SELF_COMMITTED).as("a group of one-statement units is still one transaction").isEmpty();
+        return transactions;
     }
 
-    /** Units named single-* are written by one statement ({@link #insertAll}). */
-    private static boolean oneStatement(String name) {
-        return name.startsWith("single-");
+    /** What {@link #insertAll} writes with one statement: a single-* unit alone, or batch-* units together. */
+    private static boolean oneStatement(List<String> names) {
+        return names.size() == 1 && names.get(0).startsWith("single-") || names.stream().allMatch(name -> name.startsWith("batch-"));
     }
 
     /**
      * The group's work: "blocker" holds its transaction for half a second, "bad" fails after its
-     * insert, "single-bad" fails in its one statement, "multi-statement" runs two.
+     * insert, "single-bad" fails in its one statement, "multi-statement" runs two; batch-* units
+     * are inserted together by one statement.
      */
     private static List<Long> insertAll(Connection c, List<String> names) throws SQLException {
+        if (names.stream().allMatch(name -> name.startsWith("batch-"))) {
+            return insertInOneStatement(c, names);
+        }
         List<Long> txids = new ArrayList<>();
         for (String name : names) {
             if (c.getAutoCommit()) {
@@ -195,6 +211,23 @@ class GroupCommitTest {
             }
         }
         return txids;
+    }
+
+    private static List<Long> insertInOneStatement(Connection c, List<String> names) throws SQLException {
+        if (c.getAutoCommit()) {
+            SELF_COMMITTED.addAll(names);
+        }
+        try (PreparedStatement ps = c.prepareStatement("INSERT INTO public.group_commit_probe (name, txid)"
+                + " SELECT name, txid_current() FROM unnest(CAST(? AS text[])) WITH ORDINALITY AS u(name, n) ORDER BY n RETURNING txid")) {
+            ps.setArray(1, c.createArrayOf("text", names.toArray()));
+            List<Long> txids = new ArrayList<>();
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    txids.add(rs.getLong(1));
+                }
+            }
+            return txids;
+        }
     }
 
     private static long insert(Connection c, String name) throws SQLException {

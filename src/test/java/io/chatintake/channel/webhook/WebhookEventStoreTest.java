@@ -90,6 +90,10 @@ class WebhookEventStoreTest {
                 + " WHERE workspace = 'default' ORDER BY message_id")).containsExactly(
                 Arrays.asList("edited text", null, null, true, "evt_rcv"),
                 Arrays.asList("content after its reaction", null, "[{\"url\": \"https://media.example/a.jpg\", \"type\": \"image\"}]", false, "evt_react"));
+        assertThat(Sql.rows(db, "SELECT m.workspace, a.position, a.status FROM message_attachment a"
+                + " JOIN channel_message m ON m.id = a.channel_message_id ORDER BY m.workspace"))
+                .as("the attachment recorded with its child, alone as in a group").containsExactly(
+                        List.of("default", 0L, "pending"), List.of("grouped", 0L, "pending"));
     }
 
     /** What the store wrote for one workspace: events, children and staged work, without ids and arrival times. */
@@ -112,7 +116,8 @@ class WebhookEventStoreTest {
         try {
             List<Future<List<Stored>>> answers = new ArrayList<>();
             for (int i = 0; i < 200; i++) {
-                List<WebhookEvent> delivery = event("evt_" + i, "message.received", now, "text " + i);
+                // Each about a message of its own, like most deliveries: a group of them is one statement.
+                List<WebhookEvent> delivery = message("evt_" + i, "message.received", now, "m" + i, "text " + i, null);
                 answers.add(senders.submit(() -> store.store(delivery)));
             }
             for (int i = 0; i < answers.size(); i++) {
