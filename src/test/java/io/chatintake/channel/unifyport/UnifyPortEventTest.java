@@ -4,7 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.chatintake.channel.webhook.EventMapping;
 import io.chatintake.channel.webhook.WebhookEvent;
-import io.chatintake.testkit.RouteFile;
+import io.chatintake.channel.webhook.WebhookRouteFile;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Instant;
@@ -13,7 +13,7 @@ import org.junit.jupiter.api.Test;
 /** The UnifyPort envelope as the shipped route's event mapping reads it. */
 class UnifyPortEventTest {
     private static final EventMapping MAPPING = new EventMapping(
-            RouteFile.mappingOptions(Path.of("routes/unifyport-webhook.yaml"), "unifyport"));
+            WebhookRouteFile.mappingOptions(Path.of("routes/unifyport-webhook.yaml"), "unifyport"));
 
     @Test
     void idsStayStringsEvenWhenTheyAreHugeNumbers() {
