@@ -1,11 +1,16 @@
 package io.chatintake.ops.bench;
 
+import io.chatintake.channel.webhook.EventMapping;
+import io.chatintake.channel.webhook.WebhookEventStore;
+import io.chatintake.channel.webhook.WebhookRouteFile;
 import io.chatintake.config.Secret;
+import io.chatintake.message.ChildMessageListener;
 import io.chatintake.sim.PlainHttpConnection;
 import io.chatintake.sim.SignedDeliverySender;
 import io.chatintake.sim.SignedDeliverySender.TimestampForm;
 import java.io.PrintStream;
 import java.net.URI;
+import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
@@ -29,7 +34,8 @@ import java.util.function.Supplier;
  * route (child process) against the single-row commit limit of the same database: one
  * {@code INSERT} + {@code COMMIT} per row from as many JDBC clients, in alternating rounds. At 16
  * clients ours must reach 0.5x (median round) with p99 < 50 ms over all rounds, at 1 client 0.3x.
- * Every delivery must be answered 200.
+ * Every delivery must be answered 200. Last, not judged: the same rounds with storage alone, so
+ * each run tells how much of what ours lacks is the write and how much HTTP and the runner.
  */
 public final class WebhookIntakeBenchmark {
     private static final String SECRET = "bench-signing-secret-not-a-real-one";
@@ -40,6 +46,8 @@ public final class WebhookIntakeBenchmark {
     private static final Duration SETTLE_PATIENCE = Duration.ofSeconds(3);
     /** Turns of contender and ours per client count; the verdict is the median round's ratio. */
     private static final int ROUNDS = 3;
+    /** The route whose deliveries the bench times; storage alone maps them as it does. */
+    private static final Path SHIPPED_ROUTE = Path.of("routes", "unifyport-webhook.yaml");
 
     private final PrintStream out;
 
@@ -114,6 +122,19 @@ public final class WebhookIntakeBenchmark {
                 int single = Math.max(1, deliveries / 4);
                 Result http1 = deliver(hello, ids, 1, single, cpu);
                 List<Round> rounds1 = rounds(1, single, database, cpu, n -> deliver(endpoint, ids, 1, n, cpu));
+                EventMapping mapping = WebhookRouteFile.eventMapping(SHIPPED_ROUTE, "unifyport");
+                WebhookEventStore store = new WebhookEventStore(database.dataSource(), Duration.ofSeconds(5), "default", "unifyport",
+                        "unifyport-event", ChildMessageListener.all(List.of()), () -> { });
+                // This process has not run the store yet: its JIT would be timed too.
+                storeAlone(mapping, store, ids, 16, WARM_UP, cpu);
+                storeAlone(mapping, store, ids, 1, WARM_UP / 10, cpu);
+                settle(database);
+                List<Round> alone16 = rounds(16, deliveries, database, cpu, n -> {
+                    Result alone = storeAlone(mapping, store, ids, 16, n, cpu);
+                    settle(database);
+                    return alone;
+                });
+                List<Round> alone1 = rounds(1, single, database, cpu, n -> storeAlone(mapping, store, ids, 1, n, cpu));
                 double ratio16 = medianRatio(rounds16);
                 double ratio1 = medianRatio(rounds1);
                 Result ours16 = Result.pooled(rounds16.stream().map(Round::ours).toList());
@@ -126,6 +147,8 @@ public final class WebhookIntakeBenchmark {
                         + " after the warm-up %s, after each 16-client round %s%n", afterWarmUp, String.join("; ", settled));
                 print("16 clients", rounds16, http16, ratio16, "median ratio >= 0.50 and p99 < 50 ms", met16);
                 print("1 client", rounds1, http1, ratio1, "median ratio >= 0.30", met1);
+                printStoreAlone("16 clients", alone16, ratio16);
+                printStoreAlone("1 client", alone1, ratio1);
                 return met16 && met1 ? 0 : 1;
             }
         }
@@ -201,6 +224,25 @@ public final class WebhookIntakeBenchmark {
         out.printf("%-10s   ours with every core busy at that CPU per delivery: %.0f/s, %.2f of the contender as measured%n", clients,
                 ours.rateWithAllCoresBusy(), ours.rateWithAllCoresBusy() / limit.rate());
         out.printf("%-10s ratio %.2f, the median of the rounds' (target %s): %s%n", clients, ratio, target, met ? "met" : "NOT met");
+    }
+
+    private void printStoreAlone(String clients, List<Round> rounds, double oursRatio) {
+        Result alone = Result.pooled(rounds.stream().map(Round::ours).toList());
+        out.printf("%-10s storage alone, not judged (this process calls the runner's mapping and WebhookEventStore: the same group"
+                        + " commit, statements and staged work, no HTTP): %.0f/s (p50 %.2f ms, p99 %.1f ms), median ratio %.2f against"
+                        + " ours %.2f; %s%n", clients, alone.rate(), alone.p50Millis(), alone.p99Millis(), medianRatio(rounds), oursRatio,
+                alone.cpu().describe(alone.operations(), "delivery", alone.wall()));
+    }
+
+    /** Mapping and storing a delivery's events from this process's threads, as the runner's producer does after the signature. */
+    private static Result storeAlone(EventMapping mapping, WebhookEventStore store, AtomicLong ids, int clients, int deliveries,
+                                     Supplier<CpuUse> cpu) throws Exception {
+        return measure(clients, deliveries, cpu, () -> i -> {
+            if (i >= 0) {
+                String eventId = "evt_alone_" + ids.incrementAndGet();
+                store.store(mapping.events(body(eventId), "application/json", header -> null, "dlv_" + eventId));
+            }
+        });
     }
 
     @FunctionalInterface
