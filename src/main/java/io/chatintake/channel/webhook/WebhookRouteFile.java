@@ -24,7 +24,7 @@ public final class WebhookRouteFile {
 
     /** The event mapping options ({@link EventMapping#OPTIONS}) of the file's {@code webhook-inbox:<channel>} step. */
     @SuppressWarnings("unchecked")
-    public static Map<String, String> mappingOptions(Path file, String channel) {
+    static Map<String, String> mappingOptions(Path file, String channel) {
         String yaml;
         try {
             yaml = Files.readString(file);

@@ -12,8 +12,7 @@ import org.junit.jupiter.api.Test;
 
 /** The UnifyPort envelope as the shipped route's event mapping reads it. */
 class UnifyPortEventTest {
-    private static final EventMapping MAPPING = new EventMapping(
-            WebhookRouteFile.mappingOptions(Path.of("routes/unifyport-webhook.yaml"), "unifyport"));
+    private static final EventMapping MAPPING = WebhookRouteFile.eventMapping(Path.of("routes/unifyport-webhook.yaml"), "unifyport");
 
     @Test
     void idsStayStringsEvenWhenTheyAreHugeNumbers() {
