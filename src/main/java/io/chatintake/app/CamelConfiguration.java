@@ -3,11 +3,11 @@ package io.chatintake.app;
 import io.chatintake.album.AlbumChildSource;
 import io.chatintake.album.AlbumDecisionSource;
 import io.chatintake.album.AlbumDecisions;
-import io.chatintake.album.AlbumKey;
 import io.chatintake.album.QuietPeriods;
 import io.chatintake.attachment.AttachmentFetcher;
 import io.chatintake.attachment.AttachmentStore;
 import io.chatintake.attachment.AttachmentWorkSource;
+import io.chatintake.channel.ChildMessages;
 import io.chatintake.channel.telegram.SecondPollerGuard;
 import io.chatintake.channel.telegram.TelegramBots;
 import io.chatintake.channel.telegram.TelegramFileSource;
@@ -122,17 +122,7 @@ public class CamelConfiguration implements org.apache.camel.CamelConfiguration, 
     /** What happens when a channel stores a child message: its attachments are recorded, then its album is scheduled. */
     @BindToRegistry("childMessageListener")
     public ChildMessageListener childMessageListener() {
-        return childMessages(QuietPeriods.from(settings()));
-    }
-
-    /** The same listener for code that stores children outside a Camel context (tests, benchmarks). */
-    public static ChildMessageListener childMessages(QuietPeriods quietPeriods) {
-        return ChildMessageListener.all(List.of(AttachmentStore.RECORDER, AlbumKey.scheduler(quietPeriods)));
-    }
-
-    /** {@link #childMessages(QuietPeriods)} with the default quiet periods. */
-    public static ChildMessageListener childMessages() {
-        return childMessages(QuietPeriods.DEFAULTS);
+        return ChildMessages.listener(QuietPeriods.from(settings()));
     }
 
     @BindToRegistry("albumDecisions")

@@ -1,10 +1,10 @@
 package io.chatintake.album;
 
-import io.chatintake.app.CamelConfiguration;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.chatintake.app.Runner;
+import io.chatintake.channel.ChildMessages;
 import io.chatintake.testkit.RouteFile;
 import io.chatintake.channel.webhook.WebhookEventStore;
 import io.chatintake.sim.SignedDeliverySender;
@@ -36,7 +36,7 @@ class AlbumDecisionsTest {
     private final DataSource db = TestDatabase.dataSource();
     /** A quiet period far longer than any test: a decision made here is made by count or by a moved deadline. */
     private final WebhookEventStore store = new WebhookEventStore(db, Duration.ofSeconds(5), "default", "unifyport", "unifyport-event",
-            CamelConfiguration.childMessages(new QuietPeriods(Duration.ofHours(1), Duration.ofHours(1))), () -> { });
+            ChildMessages.listener(new QuietPeriods(Duration.ofHours(1), Duration.ofHours(1))), () -> { });
     private final AlbumDecisions decisions = new AlbumDecisions(db);
     private int events;
 

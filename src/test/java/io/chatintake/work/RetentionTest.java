@@ -1,10 +1,10 @@
 package io.chatintake.work;
 
-import io.chatintake.app.CamelConfiguration;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.chatintake.app.Runner;
+import io.chatintake.channel.ChildMessages;
 import io.chatintake.testkit.RouteFile;
 import io.chatintake.channel.webhook.WebhookEventStore;
 import io.chatintake.sim.SignedDeliverySender;
@@ -113,7 +113,7 @@ class RetentionTest {
 
         // intake keeps storing events (each with its work item) for as long as the purge runs
         WebhookEventStore intake = new WebhookEventStore(db, Duration.ofSeconds(5), "default", "unifyport", "unifyport-event",
-                CamelConfiguration.childMessages(), () -> { });
+                ChildMessages.listener(), () -> { });
         AtomicBoolean purging = new AtomicBoolean(true);
         AtomicInteger stored = new AtomicInteger();
         CompletableFuture<Void> deliveries = CompletableFuture.runAsync(() -> {

@@ -2,6 +2,7 @@ package io.chatintake.work;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.chatintake.channel.ChildMessages;
 import io.chatintake.channel.telegram.BotApiClient;
 import io.chatintake.channel.telegram.OffsetCheckpoint;
 import io.chatintake.channel.telegram.PollLease;
@@ -11,7 +12,6 @@ import io.chatintake.testkit.Await;
 import io.chatintake.testkit.Sql;
 import io.chatintake.testkit.TestDatabase;
 import io.chatintake.testkit.WebhookServer;
-import io.chatintake.app.CamelConfiguration;
 import io.chatintake.channel.telegram.TelegramWorkSource;
 import io.chatintake.config.Settings;
 import io.chatintake.support.MeterRegistryLookup;
@@ -150,7 +150,7 @@ class WorkDispatcherTest {
             batch.add(new BotApiClient.RawUpdate(id, "message",
                     "{\"update_id\":" + id + ",\"message\":{\"chat\":{\"id\":" + chatId + "},\"text\":\"u" + id + "\"}}"));
         }
-        return new TelegramInbox(dataSource, CamelConfiguration.childMessages()).store(lease, Duration.ofMinutes(5), batch);
+        return new TelegramInbox(dataSource, ChildMessages.listener()).store(lease, Duration.ofMinutes(5), batch);
     }
 
     /** Stores updates without their work items and stages their work instead, as a webhook delivery does. */

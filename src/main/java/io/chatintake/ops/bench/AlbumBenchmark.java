@@ -3,9 +3,8 @@ package io.chatintake.ops.bench;
 import io.chatintake.album.AlbumChildSource;
 import io.chatintake.album.AlbumDecisionSource;
 import io.chatintake.album.AlbumDecisions;
-import io.chatintake.album.AlbumKey;
 import io.chatintake.album.QuietPeriods;
-import io.chatintake.attachment.AttachmentStore;
+import io.chatintake.channel.ChildMessages;
 import io.chatintake.config.Settings;
 import io.chatintake.message.ChannelMessage;
 import io.chatintake.message.ChannelMessageStore;
@@ -170,8 +169,7 @@ public final class AlbumBenchmark {
      * Conversation and album ids start with {@code prefix}.
      */
     private static double intake(DataSource dataSource, int albums, Duration quiet, String prefix) throws Exception {
-        ChildMessageListener listener = ChildMessageListener.all(List.of(AttachmentStore.RECORDER,
-                AlbumKey.scheduler(new QuietPeriods(quiet, quiet))));
+        ChildMessageListener listener = ChildMessages.listener(new QuietPeriods(quiet, quiet));
         long start = System.nanoTime();
         double perAlbumNanos = (double) quiet.toNanos() / albums;
         try (Connection c = dataSource.getConnection()) {

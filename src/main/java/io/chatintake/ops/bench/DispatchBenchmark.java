@@ -1,9 +1,6 @@
 package io.chatintake.ops.bench;
 
-import io.chatintake.album.AlbumKey;
-import io.chatintake.album.QuietPeriods;
-import io.chatintake.attachment.AttachmentStore;
-import io.chatintake.message.ChildMessageListener;
+import io.chatintake.channel.ChildMessages;
 import io.chatintake.channel.telegram.BotApiClient;
 import io.chatintake.channel.telegram.OffsetCheckpoint;
 import io.chatintake.channel.telegram.PollLease;
@@ -181,8 +178,7 @@ public final class DispatchBenchmark {
     private record BotInbox(TelegramInbox inbox, ScheduleCheckpoint schedule, PollLease.Held lease) {
         static BotInbox open(DataSource dataSource, long bot) throws SQLException {
             new OffsetCheckpoint(dataSource).load(bot, "bench-" + bot);
-            return new BotInbox(new TelegramInbox(dataSource,
-                    ChildMessageListener.all(List.of(AttachmentStore.RECORDER, AlbumKey.scheduler(QuietPeriods.DEFAULTS)))),
+            return new BotInbox(new TelegramInbox(dataSource, ChildMessages.listener()),
                     new ScheduleCheckpoint(dataSource), new PollLease(dataSource).tryAcquire(bot, "bench", LEASE).orElseThrow());
         }
 

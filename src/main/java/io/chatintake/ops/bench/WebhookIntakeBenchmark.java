@@ -1,10 +1,10 @@
 package io.chatintake.ops.bench;
 
+import io.chatintake.channel.ChildMessages;
 import io.chatintake.channel.webhook.EventMapping;
 import io.chatintake.channel.webhook.WebhookEventStore;
 import io.chatintake.channel.webhook.WebhookRouteFile;
 import io.chatintake.config.Secret;
-import io.chatintake.message.ChildMessageListener;
 import io.chatintake.sim.PlainHttpConnection;
 import io.chatintake.sim.SignedDeliverySender;
 import io.chatintake.sim.SignedDeliverySender.TimestampForm;
@@ -124,7 +124,7 @@ public final class WebhookIntakeBenchmark {
                 List<Round> rounds1 = rounds(1, single, database, cpu, n -> deliver(endpoint, ids, 1, n, cpu));
                 EventMapping mapping = WebhookRouteFile.eventMapping(SHIPPED_ROUTE, "unifyport");
                 WebhookEventStore store = new WebhookEventStore(database.dataSource(), Duration.ofSeconds(5), "default", "unifyport",
-                        "unifyport-event", ChildMessageListener.all(List.of()), () -> { });
+                        "unifyport-event", ChildMessages.listener(), () -> { });
                 // This process has not run the store yet: its JIT would be timed too.
                 storeAlone(mapping, store, ids, 16, WARM_UP, cpu);
                 storeAlone(mapping, store, ids, 1, WARM_UP / 10, cpu);

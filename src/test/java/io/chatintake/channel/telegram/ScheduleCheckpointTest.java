@@ -3,7 +3,7 @@ package io.chatintake.channel.telegram;
 import static io.chatintake.channel.telegram.TelegramIntake.count;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.chatintake.app.CamelConfiguration;
+import io.chatintake.channel.ChildMessages;
 import io.chatintake.testkit.CachedPlan;
 import io.chatintake.testkit.Sql;
 import io.chatintake.testkit.TestDatabase;
@@ -23,7 +23,7 @@ class ScheduleCheckpointTest {
     @Test
     void storedUpdatesBecomeWorkOnlyWhenScheduledAndInTheirOrderPerChat(DataSource dataSource) throws Exception {
         PollLease.Held lease = TelegramInboxTest.leaseAndCheckpoint(dataSource, 21);
-        TelegramInbox inbox = new TelegramInbox(dataSource, CamelConfiguration.childMessages());
+        TelegramInbox inbox = new TelegramInbox(dataSource, ChildMessages.listener());
         TelegramInbox.StoredBatch first = inbox.store(lease, LEASE, List.of(message(1, 7), message(2, 8), message(3, 7)));
         TelegramInbox.StoredBatch second = inbox.store(lease, LEASE, List.of(message(4, 7)));
         assertThat(count("SELECT count(*) FROM work_item WHERE kind = 'telegram-update'")).as("storing confirms, it does not schedule").isZero();
@@ -48,7 +48,7 @@ class ScheduleCheckpointTest {
     @Test
     void aBacklogLeftByACrashIsScheduledInChunksUpToTheInboxsLastRow(DataSource dataSource) throws Exception {
         PollLease.Held lease = TelegramInboxTest.leaseAndCheckpoint(dataSource, 22);
-        TelegramInbox inbox = new TelegramInbox(dataSource, CamelConfiguration.childMessages());
+        TelegramInbox inbox = new TelegramInbox(dataSource, ChildMessages.listener());
         int updates = ScheduleCheckpoint.CHUNK * 2 + 10;
         for (int from = 1; from <= updates; from += 100) {
             List<BotApiClient.RawUpdate> batch = new ArrayList<>();
@@ -88,7 +88,7 @@ class ScheduleCheckpointTest {
     @Test
     void anUpdateStoredRawKeepsItsChat(DataSource dataSource) throws Exception {
         PollLease.Held lease = TelegramInboxTest.leaseAndCheckpoint(dataSource, 24);
-        TelegramInbox.StoredBatch stored = new TelegramInbox(dataSource, CamelConfiguration.childMessages()).store(lease, LEASE,
+        TelegramInbox.StoredBatch stored = new TelegramInbox(dataSource, ChildMessages.listener()).store(lease, LEASE,
                 List.of(new BotApiClient.RawUpdate(1, "message", "{\"update_id\":1,\"message\":{\"chat\":{\"id\":9},\"text\":\"nul \\u0000 here\"}}")));
         assertThat(stored.stored()).singleElement().extracting(TelegramInbox.StoredUpdate::rawReason).isNotNull();
 

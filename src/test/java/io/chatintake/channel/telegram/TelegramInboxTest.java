@@ -1,11 +1,11 @@
 package io.chatintake.channel.telegram;
 
-import io.chatintake.app.CamelConfiguration;
 
 import static io.chatintake.channel.telegram.TelegramIntake.count;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.chatintake.channel.ChildMessages;
 import io.chatintake.testkit.CachedPlan;
 import io.chatintake.testkit.TestDatabase;
 import java.time.Duration;
@@ -21,7 +21,7 @@ class TelegramInboxTest {
     @Test
     void aRedeliveredBatchStoresNothingTwice(DataSource dataSource) throws Exception {
         PollLease.Held lease = leaseAndCheckpoint(dataSource, 7);
-        TelegramInbox inbox = new TelegramInbox(dataSource, CamelConfiguration.childMessages());
+        TelegramInbox inbox = new TelegramInbox(dataSource, ChildMessages.listener());
         List<BotApiClient.RawUpdate> batch = List.of(update(10, "a"), update(11, "b"));
 
         TelegramInbox.StoredBatch first = inbox.store(lease, LEASE, batch);
@@ -38,7 +38,7 @@ class TelegramInboxTest {
     @Test
     void aSameIdWithAnotherPayloadIsANewUpdateInTheNextGeneration(DataSource dataSource) throws Exception {
         PollLease.Held lease = leaseAndCheckpoint(dataSource, 7);
-        TelegramInbox inbox = new TelegramInbox(dataSource, CamelConfiguration.childMessages());
+        TelegramInbox inbox = new TelegramInbox(dataSource, ChildMessages.listener());
         inbox.store(lease, LEASE, List.of(update(5, "old")));
 
         TelegramInbox.StoredBatch later = inbox.store(lease, LEASE, List.of(update(5, "new after ids restarted")));
@@ -55,7 +55,7 @@ class TelegramInboxTest {
         PollLease.Held current = leases.tryAcquire(7, "newcomer", LEASE).orElseThrow();
         assertThat(current.fencingToken()).isGreaterThan(stale.fencingToken());
 
-        assertThatThrownBy(() -> new TelegramInbox(dataSource, CamelConfiguration.childMessages()).store(stale, LEASE, List.of(update(1, "x"))))
+        assertThatThrownBy(() -> new TelegramInbox(dataSource, ChildMessages.listener()).store(stale, LEASE, List.of(update(1, "x"))))
                 .isInstanceOf(TelegramInbox.LeaseLostException.class)
                 .hasMessageContaining("checkpoint not advanced");
         assertThat(count("SELECT count(*) FROM telegram_update")).isZero();

@@ -3,7 +3,7 @@ package io.chatintake.channel.webhook;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.chatintake.app.CamelConfiguration;
+import io.chatintake.channel.ChildMessages;
 import io.chatintake.channel.webhook.WebhookEventSink.Stored;
 import io.chatintake.sim.SignedDeliverySender;
 import io.chatintake.testkit.RouteFile;
@@ -35,7 +35,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
 class WebhookEventStoreTest {
     private final DataSource db = TestDatabase.dataSource();
     private final WebhookEventStore store = new WebhookEventStore(db, Duration.ofSeconds(5), "default", "unifyport", "unifyport-event",
-            CamelConfiguration.childMessages(), () -> { });
+            ChildMessages.listener(), () -> { });
     private final Instant now = Instant.parse("2026-12-01T08:00:00Z");
 
     @Test
@@ -76,7 +76,7 @@ class WebhookEventStoreTest {
                         "dlv-evt_acct"),
                 RouteFile.unifyPortEvents("not json at all".getBytes(StandardCharsets.UTF_8), "dlv-broken"));
         WebhookEventStore grouped = new WebhookEventStore(db, Duration.ofSeconds(5), "grouped", "unifyport", "unifyport-event",
-                CamelConfiguration.childMessages(), () -> { });
+                ChildMessages.listener(), () -> { });
 
         List<Boolean> alone = new ArrayList<>();
         for (List<WebhookEvent> delivery : deliveries) {
@@ -136,7 +136,7 @@ class WebhookEventStoreTest {
     @Test
     void aDeliveryHeldUpByALockFailsAtTheStatementTimeoutStoringNothing() throws Exception {
         WebhookEventStore bounded = new WebhookEventStore(db, Duration.ofMillis(300), "default", "unifyport", "unifyport-event",
-                CamelConfiguration.childMessages(), () -> { });
+                ChildMessages.listener(), () -> { });
         try (Connection locker = db.getConnection(); Statement s = locker.createStatement()) {
             locker.setAutoCommit(false);
             s.execute("LOCK TABLE webhook_event IN ACCESS EXCLUSIVE MODE");
