@@ -14,8 +14,13 @@ record CpuUse(long benchNanos, long runnerNanos, long databaseNanos) {
 
     /** Reads all three now; a process the OS does not report on counts as zero. */
     static CpuUse now(ProcessHandle runner, Optional<ProcessHandle> databaseServer) {
+        return now(Optional.of(runner), databaseServer);
+    }
+
+    /** As {@link #now(ProcessHandle, Optional)}, while no runner is running (the runner counts as zero). */
+    static CpuUse now(Optional<ProcessHandle> runner, Optional<ProcessHandle> databaseServer) {
         long database = databaseServer.map(server -> cpu(server) + server.descendants().mapToLong(CpuUse::cpu).sum()).orElse(0L);
-        return new CpuUse(cpu(ProcessHandle.current()), cpu(runner), database);
+        return new CpuUse(cpu(ProcessHandle.current()), runner.map(CpuUse::cpu).orElse(0L), database);
     }
 
     CpuUse since(CpuUse earlier) {

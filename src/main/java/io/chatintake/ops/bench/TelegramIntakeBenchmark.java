@@ -11,9 +11,12 @@ import java.net.http.HttpResponse;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
+import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Supplier;
 import org.apache.camel.CamelContext;
 import org.apache.camel.builder.RouteBuilder;
 import org.apache.camel.impl.DefaultCamelContext;
@@ -26,6 +29,9 @@ import org.apache.camel.impl.DefaultCamelContext;
  * the same run; the contender runs before and after ours and the ratio uses their mean, so a
  * machine that drifts during the run does not pick a winner. Target: ours >= 0.8x. The stock
  * Camel route (camel-telegram -> camel-sql) runs in the same run too, its rate printed for comparison.
+ * The CPU each process spent per update during the contender's phases and ours tells where ours
+ * spends more: the bench process serves the simulator (and runs the loop), the runner polls,
+ * stores and handles, PostgreSQL serves both.
  */
 public final class TelegramIntakeBenchmark {
     private static final ObjectMapper JSON = new ObjectMapper();
@@ -64,14 +70,15 @@ public final class TelegramIntakeBenchmark {
             HandWrittenLoop loop = new HandWrittenLoop(database, simulator.url(), contenderToken);
             enqueue(simulator, contenderToken, WARM_UP);
             loop.take(WARM_UP);
-            double before = timed(simulator, contenderToken, updates, () -> loop.take(updates));
+            Supplier<CpuUse> noRunner = () -> CpuUse.now(Optional.empty(), database.server());
+            Timed before = timed(simulator, contenderToken, updates, noRunner, () -> loop.take(updates));
 
             String token = simulator.addBot(RUNNER_BOT, "BENCH-runner-not-a-real-token", "runner_bot");
             Map<String, String> env = new HashMap<>(database.runnerEnv());
             env.put("TELEGRAM_BOT_TOKEN", token);
             env.put("TELEGRAM_API_URL", simulator.url());
             env.put("TELEGRAM_POLL_TIMEOUT_SECONDS", "1");
-            double ours;
+            Timed ours;
             long handled;
             AtomicLong warmedUpWith = new AtomicLong();
             BenchRunner.Warmed warmed;
@@ -85,41 +92,54 @@ public final class TelegramIntakeBenchmark {
                     }
                 });
                 long handledBefore = handled(database);
-                ours = timed(simulator, token, updates, () -> awaitOffset(database, warmedUpWith.get() + updates + 1L));
+                ours = timed(simulator, token, updates, () -> CpuUse.now(runner.handle(), database.server()),
+                        () -> awaitOffset(database, warmedUpWith.get() + updates + 1L));
                 handled = handled(database) - handledBefore;
             }
-            double after = timed(simulator, contenderToken, updates, () -> loop.take(updates));
+            Timed after = timed(simulator, contenderToken, updates, noRunner, () -> loop.take(updates));
             double stock;
             String stockToken = simulator.addBot(STOCK_BOT, "BENCH-stock-not-a-real-token", "stock_bot");
             try (StockCamelRoute route = StockCamelRoute.start(database, simulator.url(), stockToken)) {
                 enqueue(simulator, stockToken, WARM_UP);
                 route.awaitStored(WARM_UP);
-                stock = timed(simulator, stockToken, updates, () -> route.awaitStored(WARM_UP + updates));
+                stock = timed(simulator, stockToken, updates, noRunner, () -> route.awaitStored(WARM_UP + updates)).rate();
             }
-            double simulatorAlone = timed(simulator, contenderToken, updates, () -> loop.poll(updates));
-            double contender = (before + after) / 2;
-            double ratio = ours / contender;
+            double simulatorAlone = timed(simulator, contenderToken, updates, noRunner, () -> loop.poll(updates)).rate();
+            double contender = (before.rate() + after.rate()) / 2;
+            double ratio = ours.rate() / contender;
             out.printf("updates: %d of ~1 KB in %d chats, batches of %d, fsync on; runner with routes/ and the work dispatcher,"
                     + " warmed up with %d updates (%s)%n", updates, CHATS, BATCH, warmedUpWith.get(), warmed.describe());
             out.printf("hand-written loop (getUpdates -> JDBC batch + checkpoint, one commit): %.0f/s before, %.0f/s after, mean %.0f updates/s%n",
-                    before, after, contender);
+                    before.rate(), after.rate(), contender);
+            out.printf("  hand-written loop (the bench process runs it and the simulator) %s%n", before.cpu().plus(after.cpu()).describe(2 * updates, "update", before.wall().plus(after.wall())));
             out.printf("stock Camel (camel-telegram consumer -> camel-sql INSERT per update):  %.0f updates/s"
                     + " (a failed insert is confirmed all the same)%n", stock);
             out.printf("the simulator alone (the same loop, nothing stored):                     %.0f updates/s%n", simulatorAlone);
             out.printf("chat-intake telegram-inbox (stored, confirmed, scheduled as work):     %.0f updates/s"
-                    + " (handlers finished %d work items meanwhile)%n", ours, handled);
+                    + " (handlers finished %d work items meanwhile)%n", ours.rate(), handled);
+            out.printf("  chat-intake (the runner polls, stores, schedules and handles) %s%n", ours.cpu().describe(updates, "update", ours.wall()));
             out.printf("ratio %.2f (target >= %.2f): %s; %.2fx the stock Camel route%n", ratio, TARGET, ratio >= TARGET ? "met" : "NOT met",
-                    ours / stock);
+                    ours.rate() / stock);
             return ratio >= TARGET ? 0 : 1;
         }
     }
 
-    /** Updates per second from queuing {@code updates} at the simulator to {@code untilStored} returning. */
-    private static double timed(BotApiSimulator simulator, String token, int updates, BenchRunner.Round untilStored) throws Exception {
+    /** A timed phase: its updates, how long they took and the CPU each process spent meanwhile. */
+    private record Timed(int updates, Duration wall, CpuUse cpu) {
+        double rate() {
+            return updates / (wall.toNanos() / 1e9);
+        }
+    }
+
+    /** From queuing {@code updates} at the simulator to {@code untilStored} returning. */
+    private static Timed timed(BotApiSimulator simulator, String token, int updates, Supplier<CpuUse> cpu, BenchRunner.Round untilStored)
+            throws Exception {
+        CpuUse cpuBefore = cpu.get();
         long start = System.nanoTime();
         enqueue(simulator, token, updates);
         untilStored.run();
-        return updates / ((System.nanoTime() - start) / 1e9);
+        Duration wall = Duration.ofNanos(System.nanoTime() - start);
+        return new Timed(updates, wall, cpu.get().since(cpuBefore));
     }
 
     private static void enqueue(BotApiSimulator simulator, String token, int updates) {
