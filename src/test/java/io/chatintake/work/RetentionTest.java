@@ -1,6 +1,5 @@
 package io.chatintake.work;
 
-
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.chatintake.app.Runner;

@@ -111,13 +111,15 @@ public final class TelegramIntakeBenchmark {
                     + " warmed up with %d updates (%s)%n", updates, CHATS, BATCH, warmedUpWith.get(), warmed.describe());
             out.printf("hand-written loop (getUpdates -> JDBC batch + checkpoint, one commit): %.0f/s before, %.0f/s after, mean %.0f updates/s%n",
                     before.rate(), after.rate(), contender);
-            out.printf("  hand-written loop (the bench process runs it and the simulator) %s%n", before.cpu().plus(after.cpu()).describe(2 * updates, "update", before.wall().plus(after.wall())));
+            out.printf("  hand-written loop (the bench process runs it and the simulator) %s%n",
+                    before.cpu().plus(after.cpu()).describe(2 * updates, "update", before.wall().plus(after.wall())));
             out.printf("stock Camel (camel-telegram consumer -> camel-sql INSERT per update):  %.0f updates/s"
                     + " (a failed insert is confirmed all the same)%n", stock);
             out.printf("the simulator alone (the same loop, nothing stored):                     %.0f updates/s%n", simulatorAlone);
             out.printf("chat-intake telegram-inbox (stored, confirmed, scheduled as work):     %.0f updates/s"
                     + " (handlers finished %d work items meanwhile)%n", ours.rate(), handled);
-            out.printf("  chat-intake (the runner polls, stores, schedules and handles) %s%n", ours.cpu().describe(updates, "update", ours.wall()));
+            out.printf("  chat-intake (the runner polls, stores, schedules and handles) %s%n",
+                    ours.cpu().describe(updates, "update", ours.wall()));
             out.printf("ratio %.2f (target >= %.2f): %s; %.2fx the stock Camel route%n", ratio, TARGET, ratio >= TARGET ? "met" : "NOT met",
                     ours.rate() / stock);
             return ratio >= TARGET ? 0 : 1;

@@ -1,6 +1,5 @@
 package io.chatintake.channel.telegram;
 
-
 import static io.chatintake.channel.telegram.TelegramIntake.count;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
