@@ -177,14 +177,23 @@ public final class ChannelMessageStore {
                                         Function<T, String> eventId, Function<T, Instant> occurredAt) throws SQLException {
         int i = first;
         ps.setString(i++, workspace);
-        List<Object[]> values = rows.stream()
-                .map(r -> childRow(message.apply(r), change.apply(r), eventId.apply(r), occurredAt.apply(r))).toList();
-        for (int column = 0; column < CHILD_ROW_TYPES.length; column++) {
-            int c = column;
-            // Typed Java arrays: the driver sends them in binary, so neither side escapes or parses an array literal.
-            ps.setArray(i++, connection.createArrayOf(CHILD_ROW_TYPES[c].arrayType(), values.stream().map(v -> v[c]).toArray(CHILD_ROW_TYPES[c]::newArray)));
+        int n = rows.size();
+        Object[][] values = new Object[n][];
+        Boolean[] content = new Boolean[n];
+        for (int row = 0; row < n; row++) {
+            T r = rows.get(row);
+            values[row] = childRow(message.apply(r), change.apply(r), eventId.apply(r), occurredAt.apply(r));
+            content[row] = change.apply(r) == ChannelMessage.Change.CONTENT;
         }
-        ps.setArray(i++, connection.createArrayOf("bool", rows.stream().map(r -> change.apply(r) == ChannelMessage.Change.CONTENT).toArray(Boolean[]::new)));
+        for (int column = 0; column < CHILD_ROW_TYPES.length; column++) {
+            // Typed Java arrays: the driver sends them in binary, so neither side escapes or parses an array literal.
+            Object[] cells = CHILD_ROW_TYPES[column].newArray(n);
+            for (int row = 0; row < n; row++) {
+                cells[row] = values[row][column];
+            }
+            ps.setArray(i++, connection.createArrayOf(CHILD_ROW_TYPES[column].arrayType(), cells));
+        }
+        ps.setArray(i++, connection.createArrayOf("bool", content));
         return i;
     }
 

@@ -12,17 +12,27 @@ public final class SqlArrays {
     private SqlArrays() {
     }
 
+    // Plain loops: the streams these used were a fifth of the time spent writing a group of events (JFR).
+
     /**
      * One text column of the rows. As a {@code String[]} the driver sends it in binary, so neither
      * side escapes or parses an array literal (bodies of a kilobyte make that a real cost per row).
      */
     public static <T> Array texts(Connection connection, List<T> rows, Function<T, String> column) throws SQLException {
-        return connection.createArrayOf("text", rows.stream().map(column).toArray(String[]::new));
+        String[] values = new String[rows.size()];
+        for (int i = 0; i < values.length; i++) {
+            values[i] = column.apply(rows.get(i));
+        }
+        return connection.createArrayOf("text", values);
     }
 
     /** One bytea column of the rows. */
     public static <T> Array bytes(Connection connection, List<T> rows, Function<T, byte[]> column) throws SQLException {
-        return connection.createArrayOf("bytea", rows.stream().map(column).toArray(byte[][]::new));
+        byte[][] values = new byte[rows.size()][];
+        for (int i = 0; i < values.length; i++) {
+            values[i] = column.apply(rows.get(i));
+        }
+        return connection.createArrayOf("bytea", values);
     }
 
     /** An instant as PostgreSQL reads a timestamptz (ISO 8601, UTC), for a text column cast in SQL; null stays null. */

@@ -7,7 +7,6 @@ import java.security.MessageDigest;
 import java.time.DateTimeException;
 import java.time.Duration;
 import java.time.Instant;
-import java.time.OffsetDateTime;
 import java.util.ArrayList;
 import java.util.Base64;
 import java.util.HexFormat;
@@ -161,7 +160,7 @@ public final class SignatureVerifier {
         }
         // RFC 3339 allows a lower-case 't'/'z' and a space between date and time.
         String iso = value.toUpperCase(Locale.ROOT).replace(' ', 'T');
-        return OffsetDateTime.parse(iso).toInstant();
+        return Rfc3339Timestamp.parse(iso);
     }
 
     private boolean tokenMatches(String presented) {
