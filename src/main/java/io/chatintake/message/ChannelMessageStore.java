@@ -182,8 +182,9 @@ public final class ChannelMessageStore {
         Boolean[] content = new Boolean[n];
         for (int row = 0; row < n; row++) {
             T r = rows.get(row);
-            values[row] = childRow(message.apply(r), change.apply(r), eventId.apply(r), occurredAt.apply(r));
-            content[row] = change.apply(r) == ChannelMessage.Change.CONTENT;
+            ChannelMessage.Change rowChange = change.apply(r);
+            values[row] = childRow(message.apply(r), rowChange, eventId.apply(r), occurredAt.apply(r));
+            content[row] = rowChange == ChannelMessage.Change.CONTENT;
         }
         for (int column = 0; column < CHILD_ROW_TYPES.length; column++) {
             // Typed Java arrays: the driver sends them in binary, so neither side escapes or parses an array literal.

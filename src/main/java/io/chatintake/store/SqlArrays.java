@@ -12,8 +12,6 @@ public final class SqlArrays {
     private SqlArrays() {
     }
 
-    // Plain loops: the streams these used were a fifth of the time spent writing a group of events (JFR).
-
     /**
      * One text column of the rows. As a {@code String[]} the driver sends it in binary, so neither
      * side escapes or parses an array literal (bodies of a kilobyte make that a real cost per row).
