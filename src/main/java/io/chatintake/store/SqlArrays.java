@@ -17,20 +17,20 @@ public final class SqlArrays {
      * side escapes or parses an array literal (bodies of a kilobyte make that a real cost per row).
      */
     public static <T> Array texts(Connection connection, List<T> rows, Function<T, String> column) throws SQLException {
-        String[] values = new String[rows.size()];
-        for (int i = 0; i < values.length; i++) {
-            values[i] = column.apply(rows.get(i));
-        }
-        return connection.createArrayOf("text", values);
+        return connection.createArrayOf("text", fill(new String[rows.size()], rows, column));
     }
 
     /** One bytea column of the rows. */
     public static <T> Array bytes(Connection connection, List<T> rows, Function<T, byte[]> column) throws SQLException {
-        byte[][] values = new byte[rows.size()][];
+        return connection.createArrayOf("bytea", fill(new byte[rows.size()][], rows, column));
+    }
+
+    /** {@code values}, one per row, filled with the rows' column (a plain loop: this runs for every delivery). */
+    private static <T, V> V[] fill(V[] values, List<T> rows, Function<T, V> column) {
         for (int i = 0; i < values.length; i++) {
             values[i] = column.apply(rows.get(i));
         }
-        return connection.createArrayOf("bytea", values);
+        return values;
     }
 
     /** An instant as PostgreSQL reads a timestamptz (ISO 8601, UTC), for a text column cast in SQL; null stays null. */
