@@ -21,20 +21,26 @@ import javax.crypto.spec.SecretKeySpec;
  * Checks that a request was signed by a holder of one of the configured secrets, following a
  * {@link SignatureScheme}. A pure function of (secrets, headers, raw body bytes, now): no I/O,
  * no clock of its own, nothing logged. Several secrets are accepted so a secret can be rotated
- * without rejecting deliveries signed with the old one while the change rolls out.
+ * without rejecting deliveries signed with the old one while the change rolls out. For a
+ * public-key scheme ({@code ed25519}, {@code ecdsa-p256-sha256}) the "secrets" are the sender's
+ * public keys, and {@link PublicKeySignature} checks the signature instead of an HMAC.
  */
 public final class SignatureVerifier {
     private static final String HMAC = "HmacSHA256";
 
     private final SignatureScheme scheme;
     private final List<byte[]> keys;
+    private final PublicKeySignature publicKeys;
 
+    /** @throws IllegalArgumentException when there is no secret, or one does not parse (the message never quotes it) */
     public SignatureVerifier(SignatureScheme scheme, List<Secret> secrets) {
         this.scheme = scheme;
-        this.keys = secrets.stream().filter(s -> !s.isEmpty()).map(s -> key(scheme, s)).toList();
-        if (keys.isEmpty()) {
+        List<Secret> given = secrets.stream().filter(s -> !s.isEmpty()).toList();
+        if (given.isEmpty()) {
             throw new IllegalArgumentException("signature scheme " + scheme.name() + ": no secret configured");
         }
+        this.publicKeys = scheme.algorithm().publicKey() ? PublicKeySignature.verifier(scheme, given) : null;
+        this.keys = publicKeys != null ? List.of() : given.stream().map(s -> key(scheme, s)).toList();
     }
 
     /** Why a request was not accepted. {@link #code()} is the short machine-readable form sent back. */
@@ -105,6 +111,11 @@ public final class SignatureVerifier {
         }
         List<byte[]> presented = decodeAll(candidates);
         byte[] signed = signedBytes(scheme, id, timestamp, body);
+        if (publicKeys != null) {
+            // Nothing secret to leak through timing here: the keys are public.
+            return presented.stream().anyMatch(candidate -> publicKeys.verifies(signed, candidate))
+                    ? Verification.ok() : new Verification(Reason.BAD_SIGNATURE);
+        }
         boolean match = false;
         for (byte[] key : keys) {
             byte[] expected = hmac(key, signed);
@@ -119,12 +130,14 @@ public final class SignatureVerifier {
     /**
      * The value a sender puts in the signature header (the MAC with the scheme's prefix; for
      * Stripe the whole {@code t=...,v1=...} header), for {@code SignedDeliverySender} and tests.
+     * For a public-key scheme {@code secret} is the sender's private key.
      */
     public static String signatureHeaderValue(SignatureScheme scheme, Secret secret, String id, String timestamp, byte[] body) {
         if (scheme.format() == SignatureScheme.Format.TOKEN) {
             return secret.reveal();
         }
-        byte[] mac = hmac(key(scheme, secret), signedBytes(scheme, id, timestamp, body));
+        byte[] signed = signedBytes(scheme, id, timestamp, body);
+        byte[] mac = scheme.algorithm().publicKey() ? PublicKeySignature.sign(scheme, secret, signed) : hmac(key(scheme, secret), signed);
         String encoded = scheme.encoding() == SignatureScheme.Encoding.HEX
                 ? HexFormat.of().formatHex(mac) : Base64.getEncoder().encodeToString(mac);
         return scheme.format() == SignatureScheme.Format.STRIPE

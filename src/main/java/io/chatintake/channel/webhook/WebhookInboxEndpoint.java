@@ -40,10 +40,11 @@ public class WebhookInboxEndpoint extends DefaultEndpoint {
     @UriParam(defaultValue = "default", description = "Workspace that scopes every stored key")
     private String workspace = "default";
     @UriParam(description = "Signature scheme spec: a preset (unifyport, slack, line, meta, github, standard-webhooks, "
-            + "stripe-style, telegram-secret-token) or custom, with ;key=value overrides")
+            + "stripe-style, telegram-secret-token, ed25519, ecdsa-p256-sha256) or custom, with ;key=value overrides")
     @Metadata(required = true)
     private String scheme;
-    @UriParam(description = "Configuration key holding the signing secrets, comma-separated (rotation); default <channel>.signing-secrets")
+    @UriParam(description = "Configuration key holding the signing secrets, comma-separated (rotation); default <channel>.signing-secrets. "
+            + "For a public-key scheme (ed25519, ecdsa-p256-sha256) it holds the sender's public keys")
     private String secretsKey;
     @UriParam(description = "Accept unsigned deliveries when no secret is set (insecure; local trials only)")
     private boolean allowUnsigned;
@@ -59,8 +60,12 @@ public class WebhookInboxEndpoint extends DefaultEndpoint {
     private String deliveryIdHeader;
     @UriParam(description = "Event type of a signed handshake answered with its challenge, not stored (Slack: url_verification)")
     private String challengeType;
-    @UriParam(defaultValue = "/challenge", description = "Where that handshake's challenge is (a field spec)")
+    @UriParam(defaultValue = "/challenge", description = "Where that handshake's challenge is (a field spec), "
+            + "or a JSON object answered as it is (Discord's PING: {\"type\":1})")
     private String challenge = "/challenge";
+    @UriParam(description = "JSON object: event type -> the JSON answered (200) once a delivery of that type is stored, "
+            + "\"*\" for any other type; default {\"status\":\"stored\"} or {\"status\":\"duplicate\"} (Discord: {\"*\":{\"type\":5}})")
+    private String answers;
     @UriParam(description = "Configuration key of a verify token: GET ?hub.mode=subscribe&hub.verify_token=..&hub.challenge=.. "
             + "is answered with the challenge when the token matches, 403 otherwise (Meta)")
     private String verifyTokenKey;
@@ -68,6 +73,8 @@ public class WebhookInboxEndpoint extends DefaultEndpoint {
     private WebhookEventSink eventSink;
 
     private volatile SignatureVerifier verifier;
+    private volatile DeliveryAnswers deliveryAnswers;
+    private volatile boolean acceptsUnsigned;
     private volatile Secret verifyToken;
     private volatile WebhookEventSink sink;
     private volatile WorkDispatcher dispatcher;
@@ -100,24 +107,35 @@ public class WebhookInboxEndpoint extends DefaultEndpoint {
         }
         SignatureScheme parsed = SignatureScheme.parse(scheme);
         SignatureScheme chosen = toleranceSeconds == null ? parsed : parsed.withTolerance(Duration.ofSeconds(toleranceSeconds));
+        deliveryAnswers = DeliveryAnswers.parse(challenge, answers);
         List<Secret> secrets = secrets(getSecretsKey());
         String variable = Settings.envName(getSecretsKey());
+        String keys = chosen.algorithm().publicKey() ? "public key(s)" : "signing secret(s)";
         String state;
+        verifier = null;
+        acceptsUnsigned = false;
         if (!secrets.isEmpty()) {
-            state = "on: " + secrets.size() + " signing secret(s), workspace " + workspace;
-            verifier = new SignatureVerifier(chosen, secrets);
-            LOG.info("{} webhook: on for workspace {}: {} signing secret(s), scheme {}, timestamp tolerance +/-{}s, body cap {} bytes",
-                    channel, workspace, secrets.size(), chosen.name(), chosen.tolerance().toSeconds(), maxBodyBytes);
+            try {
+                verifier = new SignatureVerifier(chosen, secrets);
+                state = "on: " + secrets.size() + " " + keys + ", workspace " + workspace;
+                LOG.info("{} webhook: on for workspace {}: {} {}, scheme {}, timestamp tolerance +/-{}s, body cap {} bytes",
+                        channel, workspace, secrets.size(), keys, chosen.name(), chosen.tolerance().toSeconds(), maxBodyBytes);
+            } catch (IllegalArgumentException e) {
+                // The message names the key by position, never its value.
+                state = "off: " + variable + " does not parse; deliveries are answered 503";
+                LOG.error("{} webhook: OFF for workspace {}: {} in {}; fix it and restart. Until then deliveries are answered "
+                        + "503 not_configured and nothing is stored.", channel, workspace, e.getMessage(), variable);
+            }
         } else if (allowUnsigned) {
             state = "on: UNSIGNED deliveries accepted (insecure), workspace " + workspace;
-            verifier = null;
+            acceptsUnsigned = true;
             LOG.warn("{} webhook: INSECURE: accepting UNSIGNED deliveries for workspace {}; anyone who can reach this port "
                     + "can store events. Set {} and turn allow-unsigned off.", channel, workspace, variable);
         } else {
-            state = "off: no signing secret configured (" + variable + "); deliveries are answered 503";
-            verifier = null;
-            LOG.warn("{} webhook: OFF for workspace {}: no signing secret configured; set {} (comma-separated) to enable it. "
-                    + "Until then deliveries are answered 503 not_configured.", channel, workspace, variable);
+            String missing = chosen.algorithm().publicKey() ? "public key" : "signing secret";
+            state = "off: no " + missing + " configured (" + variable + "); deliveries are answered 503";
+            LOG.warn("{} webhook: OFF for workspace {}: no {} configured; set {} (comma-separated) to enable it. "
+                    + "Until then deliveries are answered 503 not_configured.", channel, workspace, missing, variable);
         }
         if (verifyTokenKey != null) {
             verifyToken = secrets(verifyTokenKey).stream().findFirst().orElse(null);
@@ -174,6 +192,15 @@ public class WebhookInboxEndpoint extends DefaultEndpoint {
 
     SignatureVerifier verifier() {
         return verifier;
+    }
+
+    /** allowUnsigned and no secret configured: a secret that does not parse keeps the channel off. */
+    boolean acceptsUnsigned() {
+        return acceptsUnsigned;
+    }
+
+    DeliveryAnswers answers() {
+        return deliveryAnswers;
     }
 
     Secret verifyToken() {
@@ -296,6 +323,14 @@ public class WebhookInboxEndpoint extends DefaultEndpoint {
 
     public void setChallenge(String challenge) {
         this.challenge = challenge;
+    }
+
+    public String getAnswers() {
+        return answers;
+    }
+
+    public void setAnswers(String answers) {
+        this.answers = answers;
     }
 
     public String getVerifyTokenKey() {

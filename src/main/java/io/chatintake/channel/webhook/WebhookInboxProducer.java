@@ -1,6 +1,5 @@
 package io.chatintake.channel.webhook;
 
-import com.fasterxml.jackson.databind.ObjectMapper;
 import io.chatintake.config.Secret;
 import io.chatintake.support.CrashPoint;
 import io.chatintake.support.MeterRegistryLookup;
@@ -8,7 +7,6 @@ import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.vertx.ext.web.RoutingContext;
 import io.vertx.ext.web.WebServerRequest;
-import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
@@ -31,17 +29,14 @@ import org.slf4j.LoggerFactory;
 public final class WebhookInboxProducer extends DefaultProducer {
     private static final Logger LOG = LoggerFactory.getLogger(WebhookInboxProducer.class);
     static final String METRIC = "chat.intake.webhook.deliveries";
-    private static final ObjectMapper JSON = new ObjectMapper();
 
     private final WebhookInboxEndpoint endpoint;
-    private final FieldSpec challenge;
     private final Clock clock = Clock.systemUTC();
     private volatile MeterRegistry meters;
 
     WebhookInboxProducer(WebhookInboxEndpoint endpoint) {
         super(endpoint);
         this.endpoint = endpoint;
-        this.challenge = FieldSpec.parse(endpoint.getChallenge());
     }
 
     @Override
@@ -66,7 +61,7 @@ public final class WebhookInboxProducer extends DefaultProducer {
             return;
         }
         SignatureVerifier check = endpoint.verifier();
-        if (check == null && !endpoint.isAllowUnsigned()) {
+        if (check == null && !endpoint.acceptsUnsigned()) {
             reply(exchange, 503, "{\"error\":\"not_configured\"}", "not_configured");
             return;
         }
@@ -83,9 +78,9 @@ public final class WebhookInboxProducer extends DefaultProducer {
         }
         List<WebhookEvent> events = endpoint.mapping().events(delivery.body(), delivery.contentType(), delivery.header(), deliveryId);
         if (isChallenge(events)) {
-            String answer = challengeOf(events.get(0));
+            DeliveryAnswers.Answer answer = endpoint.answers().handshake(events.get(0));
             if (answer != null) {
-                replyText(exchange, 200, answer, "handshake");
+                answer(exchange, 200, answer.contentType(), answer.body(), "handshake");
                 return;
             }
         }
@@ -110,7 +105,8 @@ public final class WebhookInboxProducer extends DefaultProducer {
                 endpoint.getChannel(), event.eventId(), event.parseError()));
         boolean anyNew = stored.stream().anyMatch(WebhookEventSink.Stored::firstDelivery);
         String outcome = anyNew ? "stored" : "duplicate";
-        reply(exchange, 200, "{\"status\":\"" + outcome + "\"}", outcome);
+        String answer = endpoint.answers().stored(events.get(0).type());
+        reply(exchange, 200, answer != null ? answer : "{\"status\":\"" + outcome + "\"}", outcome);
         if (anyNew) {
             // Its work is staged and committed: the scheduler makes the items now instead of at its next look.
             endpoint.workStaged();
@@ -119,14 +115,6 @@ public final class WebhookInboxProducer extends DefaultProducer {
 
     private boolean isChallenge(List<WebhookEvent> events) {
         return endpoint.getChallengeType() != null && events.size() == 1 && endpoint.getChallengeType().equals(events.get(0).type());
-    }
-
-    private String challengeOf(WebhookEvent event) {
-        try {
-            return challenge.text(new FieldSpec.Scope(JSON.readTree(event.payloadJson()), List.of(), name -> null));
-        } catch (IOException | IllegalArgumentException e) {
-            return null;
-        }
     }
 
     /** Meta's subscription check: the challenge back only to whoever knows the verify token. */
