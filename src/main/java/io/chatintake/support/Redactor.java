@@ -21,8 +21,12 @@ public final class Redactor {
     public static final String MASK = "[redacted]";
     public static final int MIN_LENGTH = 4;
 
+    /** Short-lived secrets kept at once, newest first: enough for every item the work dispatcher runs at a time. */
+    static final int TRANSIENT_CAPACITY = 256;
+
     // Longest first, so a secret that contains another is masked whole.
     private static volatile List<String> secrets = List.of();
+    private static volatile List<String> transientSecrets = List.of();
 
     private Redactor() {
     }
@@ -50,6 +54,21 @@ public final class Redactor {
         return tooShort;
     }
 
+    /**
+     * A secret of one event rather than of the configuration (Discord's interaction token, LINE's
+     * reply token), registered while its handler runs: only the most recent
+     * {@value #TRANSIENT_CAPACITY} are kept, as each is registered again whenever it is used.
+     */
+    public static synchronized void registerTransient(String value) {
+        if (value == null || value.length() < MIN_LENGTH || !transientSecrets.isEmpty() && transientSecrets.get(0).equals(value)) {
+            return;
+        }
+        List<String> recent = new ArrayList<>(TRANSIENT_CAPACITY);
+        recent.add(value);
+        transientSecrets.stream().filter(s -> !s.equals(value)).limit(TRANSIENT_CAPACITY - 1).forEach(recent::add);
+        transientSecrets = List.copyOf(recent);
+    }
+
     /** For stored texts: redacted first, then cut to {@code maxLength}, so no secret is left half-masked. */
     public static String redact(String text, int maxLength) {
         String redacted = redact(text);
@@ -60,8 +79,12 @@ public final class Redactor {
         if (text == null || text.isEmpty()) {
             return text;
         }
+        return mask(mask(text, secrets), transientSecrets);
+    }
+
+    private static String mask(String text, List<String> values) {
         String result = text;
-        for (String secret : secrets) {
+        for (String secret : values) {
             if (result.contains(secret)) {
                 result = result.replace(secret, MASK);
             }

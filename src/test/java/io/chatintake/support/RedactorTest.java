@@ -42,4 +42,19 @@ class RedactorTest {
 
         assertThat(line).contains("sending with [redacted] failed").contains("the URL held [redacted]").doesNotContain("layout-test-secret");
     }
+
+    @Test
+    void anEventsSecretIsMaskedWhileRecentAndTheOldestGoesFirst() {
+        Redactor.registerTransient("transient-token-0");
+        assertThat(Redactor.redact("POST /webhooks/app/transient-token-0")).isEqualTo("POST /webhooks/app/[redacted]");
+        for (int i = 1; i < Redactor.TRANSIENT_CAPACITY; i++) {
+            Redactor.registerTransient("transient-token-" + i);
+        }
+        assertThat(Redactor.redact("transient-token-0 and transient-token-1")).isEqualTo("[redacted] and [redacted]");
+        // Used again, an old one is the newest: the next one in pushes out transient-token-1 instead.
+        Redactor.registerTransient("transient-token-0");
+        Redactor.registerTransient("transient-token-new");
+        assertThat(Redactor.redact("transient-token-0 transient-token-new transient-token-1"))
+                .isEqualTo("[redacted] [redacted] transient-token-1");
+    }
 }

@@ -69,6 +69,9 @@ public class WebhookInboxEndpoint extends DefaultEndpoint {
     @UriParam(description = "Configuration key of a verify token: GET ?hub.mode=subscribe&hub.verify_token=..&hub.challenge=.. "
             + "is answered with the challenge when the token matches, 403 otherwise (Meta)")
     private String verifyTokenKey;
+    @UriParam(description = "Comma-separated JSON Pointers of an event's secret values (Discord: /token): "
+            + "masked in every log line and stored error text while its handler runs")
+    private String secretFields;
     @UriParam(description = "Where events are stored (a WebhookEventSink bean); default the webhook_event table")
     private WebhookEventSink eventSink;
 
@@ -152,7 +155,8 @@ public class WebhookInboxEndpoint extends DefaultEndpoint {
                 workspace, channel, getWorkKind(), childMessageListener(), this::intakeBehind);
         if (eventSink == null) {
             // The dispatcher finds every WorkSource in the registry: this channel's events reach its handler.
-            getCamelContext().getRegistry().bind("workSource:" + getWorkKind(), new WebhookWorkSource(getWorkKind(), getHandler()));
+            getCamelContext().getRegistry().bind("workSource:" + getWorkKind(), new WebhookWorkSource(getWorkKind(), getHandler(),
+                    secretFields == null ? List.of() : Arrays.stream(secretFields.split(",")).map(String::trim).filter(f -> !f.isEmpty()).toList()));
         }
     }
 
@@ -331,6 +335,14 @@ public class WebhookInboxEndpoint extends DefaultEndpoint {
 
     public void setAnswers(String answers) {
         this.answers = answers;
+    }
+
+    public String getSecretFields() {
+        return secretFields;
+    }
+
+    public void setSecretFields(String secretFields) {
+        this.secretFields = secretFields;
     }
 
     public String getVerifyTokenKey() {

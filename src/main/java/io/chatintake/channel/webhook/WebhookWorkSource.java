@@ -1,16 +1,22 @@
 package io.chatintake.channel.webhook;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.chatintake.support.Redactor;
 import io.chatintake.work.RowWorkSource;
+import java.io.IOException;
 import io.chatintake.work.WorkItem;
 import java.nio.charset.StandardCharsets;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.util.List;
 import org.apache.camel.Message;
 
 /**
  * Stored webhook events of one channel as work: kind {@code <channel>-event}, handled by the
  * channel's handler route ({@code direct:<channel>-event} unless configured), with the event's
- * bytes as body. It can hold signed media URLs and reply tokens: handlers must not log it.
+ * bytes as body. It can hold signed media URLs and reply tokens: handlers must not log it, and
+ * the event's secret fields are registered with the {@link Redactor} before its handler runs.
  */
 public final class WebhookWorkSource extends RowWorkSource {
     public static final String WORKSPACE = "ChatIntakeWorkspace";
@@ -21,11 +27,19 @@ public final class WebhookWorkSource extends RowWorkSource {
     public static final String ACCOUNT = "ChatIntakeAccount";
     public static final String STORED_ID = "ChatIntakeStoredId";
 
+    private static final ObjectMapper JSON = new ObjectMapper();
     private static final String SELECT = "SELECT id, workspace, channel, event_id, event_type, provider, account_id, body FROM webhook_event WHERE id %s";
 
-    /** A busy chat's run reads 20 events per query: an event can be as large as the body cap (1 MB by default). */
-    public WebhookWorkSource(String kind, String endpointUri) {
+    private final List<String> secretFields;
+
+    /**
+     * A busy chat's run reads 20 events per query: an event can be as large as the body cap (1 MB by default).
+     *
+     * @param secretFields JSON Pointers of values in an event that are secrets (an interaction token)
+     */
+    public WebhookWorkSource(String kind, String endpointUri, List<String> secretFields) {
         super(kind, endpointUri, SELECT, 20);
+        this.secretFields = List.copyOf(secretFields);
     }
 
     /** The work kind of a channel's events. */
@@ -42,6 +56,26 @@ public final class WebhookWorkSource extends RowWorkSource {
         message.setHeader(PROVIDER, rs.getString(6));
         message.setHeader(ACCOUNT, rs.getString(7));
         message.setHeader(STORED_ID, item.sourceId());
-        message.setBody(new String(rs.getBytes(8), StandardCharsets.UTF_8));
+        String body = new String(rs.getBytes(8), StandardCharsets.UTF_8);
+        hideSecretFields(body);
+        message.setBody(body);
+    }
+
+    /** Whatever quotes them while the handler runs (an http call's error, a library's debug line) is then masked. */
+    private void hideSecretFields(String body) {
+        if (secretFields.isEmpty()) {
+            return;
+        }
+        try {
+            JsonNode event = JSON.readTree(body);
+            for (String pointer : secretFields) {
+                JsonNode value = event.at(pointer);
+                if (value.isTextual()) {
+                    Redactor.registerTransient(value.asText());
+                }
+            }
+        } catch (IOException e) {
+            // Not JSON: it has no fields to find.
+        }
     }
 }

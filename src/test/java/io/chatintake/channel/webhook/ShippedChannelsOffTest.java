@@ -29,9 +29,9 @@ class ShippedChannelsOffTest {
         logs.start();
         Logger root = (Logger) LoggerFactory.getLogger(org.slf4j.Logger.ROOT_LOGGER_NAME);
         root.addAppender(logs);
-        try (WebhookServer server = WebhookServer.start(db, Map.of(),
-                "file:routes/slack.yaml,file:routes/line.yaml,file:routes/whatsapp.yaml,file:routes/telegram-webhook.yaml")) {
-            for (String path : List.of("/webhooks/slack", "/webhooks/line", "/webhooks/whatsapp", "/webhooks/telegram/main")) {
+        try (WebhookServer server = WebhookServer.start(db, Map.of("discord.answers", "{\"*\": {\"type\": 5} }"),
+                "file:routes/slack.yaml,file:routes/line.yaml,file:routes/whatsapp.yaml,file:routes/telegram-webhook.yaml,file:routes/discord.yaml")) {
+            for (String path : List.of("/webhooks/slack", "/webhooks/line", "/webhooks/whatsapp", "/webhooks/telegram/main", "/webhooks/discord")) {
                 HttpResponse<String> response = HTTP.send(HttpRequest.newBuilder(server.uri(path))
                         .POST(HttpRequest.BodyPublishers.ofString("{\"id\":1}")).build(), HttpResponse.BodyHandlers.ofString());
                 assertThat(response.statusCode()).as(path).isEqualTo(503);
@@ -45,7 +45,7 @@ class ShippedChannelsOffTest {
         }
         List<String> lines = logs.list.stream().map(ILoggingEvent::getFormattedMessage).toList();
         for (String variable : List.of("SLACK_SIGNING_SECRETS", "LINE_CHANNEL_SECRETS", "WHATSAPP_APP_SECRETS", "TELEGRAM_WEBHOOK_SECRET",
-                "WHATSAPP_VERIFY_TOKEN")) {
+                "WHATSAPP_VERIFY_TOKEN", "DISCORD_PUBLIC_KEYS")) {
             assertThat(lines.stream().filter(line -> line.contains("OFF") && line.contains("set " + variable))).as(variable).hasSize(1);
         }
         assertThat(Sql.count(db, "SELECT count(*) FROM webhook_event")).isZero();
