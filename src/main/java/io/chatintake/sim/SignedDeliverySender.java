@@ -26,7 +26,10 @@ import java.util.UUID;
  * either form, and {@code X-Device-Signature} over timestamp + "." + body. Retries connection
  * errors, 408, 429 and 5xx; any other answer ends the delivery, as at the provider.
  * Given another {@link SignatureScheme} (Slack, LINE, Meta, a custom one) it signs the way that
- * sender does ({@link #postSigned}). Used by tests, the demo and benchmarks.
+ * sender does ({@link #postSigned}). With a public-key scheme ({@code ed25519} as Discord signs,
+ * {@code ecdsa-p256-sha256}) its secret is the private key: hex of an Ed25519 seed, or base64/PEM
+ * PKCS#8; the receiver is configured with the matching public key. Used by tests, the demo and
+ * benchmarks.
  */
 public final class SignedDeliverySender {
     private final SignatureScheme scheme;

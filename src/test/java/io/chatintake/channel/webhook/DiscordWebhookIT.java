@@ -39,6 +39,7 @@ class DiscordWebhookIT {
     private static final String APP = "app_4711";
     /** Its follow-ups are answered 404, as for an expired token. */
     private static final String GONE_APP = "app_gone";
+    private static final String STATUS_TOKEN = "status-page-token-discord-it";
 
     @TempDir
     static Path work;
@@ -71,6 +72,7 @@ class DiscordWebhookIT {
         env.put("DISCORD_API_URL", "http://127.0.0.1:" + api.getAddress().getPort() + "/api/v10");
         env.put("CHAT_INTAKE_CAMEL_LOG_LEVEL", "DEBUG");
         env.put("WORK_POLL_INTERVAL_MILLIS", "100");
+        env.put("CHAT_INTAKE_STATUS_TOKEN", STATUS_TOKEN);
         runner = RunnerProcess.start(work, env).awaitReady();
         db = RunnerProcess.embeddedDatabase(env);
         discord = new SignedDeliverySender(URI.create("http://127.0.0.1:" + runner.httpPort() + "/webhooks/discord"),
@@ -191,6 +193,8 @@ class DiscordWebhookIT {
             }
             assertThat(holding).as("tables holding the token").containsExactly("webhook_event:1");
             assertThat(runner.get("/observe/metrics").body()).doesNotContain(secret);
+            String status = runner.get("/status?token=" + STATUS_TOKEN).body();
+            assertThat(status).as("the status page").contains("discord").doesNotContain(secret);
         }
         String output = runner.output();
         assertThat(output).as("camel-http's own DEBUG line, its URL masked")

@@ -10,12 +10,18 @@ import io.chatintake.testkit.Sql;
 import io.chatintake.testkit.TestDatabase;
 import io.chatintake.testkit.WebhookServer;
 import java.nio.charset.StandardCharsets;
-import java.time.Instant;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.KeyPair;
+import java.security.KeyPairGenerator;
+import java.security.spec.ECGenParameterSpec;
+import java.util.Base64;
 import java.util.List;
 import java.util.Map;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.io.TempDir;
 
 /** {@code routes/discord.yaml} as shipped, over real HTTP and PostgreSQL. */
 @ExtendWith(TestDatabase.class)
@@ -28,8 +34,7 @@ class DiscordWebhookTest {
     void pingIsAnsweredPongAndAComponentInteractionIsStoredWithItsMessageAndAnsweredPerType(DataSource db) {
         Map<String, String> settings = Map.of("discord.public-keys", PublicKeySchemesTest.RFC8032_PUBLIC_1, "discord.answers", ANSWERS);
         try (WebhookServer server = WebhookServer.start(db, settings, ROUTES)) {
-            SignedDeliverySender discord = new SignedDeliverySender(server.uri("/webhooks/discord"),
-                    Secret.of(PublicKeySchemesTest.RFC8032_SEED_1), SignatureScheme.ed25519());
+            SignedDeliverySender discord = discord(server);
             Response pong = discord.postSigned(bytes("{\"id\":\"1180000000000000000\",\"application_id\":\"app_1\",\"type\":1,\"version\":1}"),
                     "application/json");
             assertThat(pong.status()).isEqualTo(200);
@@ -59,8 +64,7 @@ class DiscordWebhookTest {
             Map<String, String> settings = Map.of("discord.public-keys", PublicKeySchemesTest.RFC8032_PUBLIC_1 + ",not-a-key",
                     "discord.answers", ANSWERS);
             try (WebhookServer server = WebhookServer.start(db, settings, ROUTES)) {
-                SignedDeliverySender discord = new SignedDeliverySender(server.uri("/webhooks/discord"),
-                        Secret.of(PublicKeySchemesTest.RFC8032_SEED_1), SignatureScheme.ed25519());
+                SignedDeliverySender discord = discord(server);
                 Response response = discord.postSigned(bytes("{\"id\":\"1180000000000000009\",\"type\":2}"), "application/json");
                 assertThat(response.status()).isEqualTo(503);
                 assertThat(response.body()).isEqualTo("{\"error\":\"not_configured\"}");
@@ -71,6 +75,67 @@ class DiscordWebhookTest {
                 .contains("public key 2 of 2 is not an ed25519 public key", "DISCORD_PUBLIC_KEYS", "answered 503");
         assertThat(lines).noneMatch(line -> line.contains("not-a-key")).noneMatch(line -> line.contains("\tat "));
         assertThat(Sql.count(db, "SELECT count(*) FROM webhook_event")).isZero();
+    }
+
+    @Test
+    void databaseTroubleIs503WithNothingStoredAndDiscordsRetryIsStoredOnce(DataSource db) {
+        Map<String, String> settings = Map.of("discord.public-keys", PublicKeySchemesTest.RFC8032_PUBLIC_1, "discord.answers", ANSWERS);
+        try (WebhookServer server = WebhookServer.start(db, settings, ROUTES)) {
+            SignedDeliverySender discord = discord(server);
+            byte[] command = bytes("{\"id\":\"1180000000000000011\",\"application_id\":\"app_1\",\"type\":2,\"token\":\"tok_outage_1\"}");
+            Sql.execute(db, "ALTER TABLE webhook_event RENAME TO webhook_event_away");
+            try {
+                Response during = discord.postSigned(command, "application/json");
+                assertThat(during.status()).isEqualTo(503);
+                assertThat(during.body()).isEqualTo("{\"error\":\"storage_unavailable\"}");
+            } finally {
+                Sql.execute(db, "ALTER TABLE webhook_event_away RENAME TO webhook_event");
+            }
+            assertThat(discord.postSigned(command, "application/json").body()).isEqualTo("{\"type\":5}");
+            assertThat(Sql.count(db, "SELECT count(*) FROM webhook_event WHERE event_id = '1180000000000000011'")).isEqualTo(1);
+        }
+    }
+
+    /** Another provider signing with ECDSA P-256 is a route file too: the same scheme machinery, its keys from the configuration. */
+    @Test
+    void anEcdsaP256ChannelInYamlStoresADeliverySignedWithATestKey(DataSource db, @TempDir Path dir) throws Exception {
+        KeyPairGenerator generator = KeyPairGenerator.getInstance("EC");
+        generator.initialize(new ECGenParameterSpec("secp256r1"));
+        KeyPair pair = generator.generateKeyPair();
+        Path route = Files.writeString(dir.resolve("acme.yaml"), """
+                - route:
+                    id: acme-webhook
+                    from:
+                      uri: "platform-http:/webhooks/acme?httpMethodRestrict=POST&muteException=true"
+                      steps:
+                        - to:
+                            uri: "webhook-inbox:acme"
+                            parameters:
+                              scheme: ecdsa-p256-sha256
+                              secretsKey: acme.public-keys
+                              events: "/events/*"
+                              eventId: /sg_event_id
+                              eventType: /event
+                """);
+        Map<String, String> settings = Map.of("acme.public-keys", Base64.getEncoder().encodeToString(pair.getPublic().getEncoded()));
+        try (WebhookServer server = WebhookServer.start(db, settings, "file:" + route)) {
+            SignedDeliverySender acme = new SignedDeliverySender(server.uri("/webhooks/acme"),
+                    Secret.of(Base64.getEncoder().encodeToString(pair.getPrivate().getEncoded())), SignatureScheme.ecdsaP256Sha256());
+            byte[] events = bytes("{\"events\":[{\"sg_event_id\":\"sg_1\",\"event\":\"delivered\"},{\"sg_event_id\":\"sg_2\",\"event\":\"open\"}]}");
+            assertThat(acme.postSigned(events, "application/json").body()).isEqualTo("{\"status\":\"stored\"}");
+            SignedDeliverySender wrongKey = new SignedDeliverySender(server.uri("/webhooks/acme"),
+                    Secret.of(Base64.getEncoder().encodeToString(generator.generateKeyPair().getPrivate().getEncoded())),
+                    SignatureScheme.ecdsaP256Sha256());
+            assertThat(wrongKey.postSigned(bytes("{\"events\":[{\"sg_event_id\":\"sg_3\"}]}"), "application/json").status()).isEqualTo(401);
+        }
+        assertThat(Sql.string(db, "SELECT string_agg(event_id || ' ' || event_type, ', ' ORDER BY event_id) FROM webhook_event"
+                + " WHERE channel = 'acme'")).isEqualTo("sg_1 delivered, sg_2 open");
+    }
+
+    /** Signs as Discord does, with the fixed test key. */
+    private static SignedDeliverySender discord(WebhookServer server) {
+        return new SignedDeliverySender(server.uri("/webhooks/discord"), Secret.of(PublicKeySchemesTest.RFC8032_SEED_1),
+                SignatureScheme.ed25519());
     }
 
     private static byte[] bytes(String text) {
