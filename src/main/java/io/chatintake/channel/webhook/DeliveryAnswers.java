@@ -39,7 +39,7 @@ final class DeliveryAnswers {
      */
     static DeliveryAnswers parse(String challenge, String answers) {
         String spec = challenge == null ? "" : challenge.trim();
-        Answer fixed = spec.startsWith("{") ? new Answer("application/json", compact("challenge", spec)) : null;
+        Answer fixed = jsonObject(spec);
         Map<String, String> byType = new LinkedHashMap<>();
         if (answers != null && !answers.isBlank()) {
             JsonNode root = read("answers", answers);
@@ -70,8 +70,17 @@ final class DeliveryAnswers {
         return answer != null ? answer : stored.get(ANY_TYPE);
     }
 
-    private static String compact(String option, String json) {
-        return read(option, json).toString();
+    /** A JSON object given as is; null for a field spec (a template such as {@code {/id}} is not JSON). */
+    private static Answer jsonObject(String spec) {
+        if (!spec.startsWith("{")) {
+            return null;
+        }
+        try {
+            JsonNode node = JSON.readTree(spec);
+            return node != null && node.isObject() ? new Answer("application/json", node.toString()) : null;
+        } catch (JsonProcessingException e) {
+            return null;
+        }
     }
 
     private static JsonNode read(String option, String json) {

@@ -7,6 +7,7 @@ import java.security.KeyFactory;
 import java.security.PrivateKey;
 import java.security.PublicKey;
 import java.security.SignatureException;
+import java.security.interfaces.ECPublicKey;
 import java.security.spec.PKCS8EncodedKeySpec;
 import java.security.spec.X509EncodedKeySpec;
 import java.util.ArrayList;
@@ -147,7 +148,7 @@ final class PublicKeySignature {
             }
             PublicKey parsed = KeyFactory.getInstance(keyFactory(algorithm)).generatePublic(new X509EncodedKeySpec(bytes));
             if (algorithm == SignatureScheme.Algorithm.ECDSA_P256_SHA256
-                    && ((java.security.interfaces.ECPublicKey) parsed).getParams().getCurve().getField().getFieldSize() != 256) {
+                    && ((ECPublicKey) parsed).getParams().getCurve().getField().getFieldSize() != 256) {
                 throw new IllegalArgumentException("not a P-256 key");
             }
             return parsed;

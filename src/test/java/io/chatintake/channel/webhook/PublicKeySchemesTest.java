@@ -13,6 +13,7 @@ import java.security.spec.ECGenParameterSpec;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Base64;
+import java.util.HashMap;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
@@ -171,7 +172,7 @@ class PublicKeySchemesTest {
     }
 
     private static Map<String, String> headers(String signature, String timestamp) {
-        java.util.HashMap<String, String> headers = new java.util.HashMap<>();
+        Map<String, String> headers = new HashMap<>();
         headers.put("X-Signature-Ed25519", signature);
         headers.put("X-Signature-Timestamp", timestamp);
         return headers;
