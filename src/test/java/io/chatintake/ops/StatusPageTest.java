@@ -33,7 +33,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
 /**
  * GET /status over the real platform-http server, on a database seeded with known figures: the
  * page a real headless Chromium renders shows them (and a screenshot is kept under target/); the
- * token rules (off -> 404, wrong -> 401, bearer or query -> 200); no secret of the configuration
+ * token rules (off -> 404, wrong -> 401, bearer or a session opened by the query -> 200); no secret of the configuration
  * on the page or in its headers.
  */
 @ExtendWith(TestDatabase.class)
@@ -116,7 +116,7 @@ class StatusPageTest {
     }
 
     @Test
-    void offWithoutATokenAndTheTokenIsRequiredAsBearerOrQuery() throws Exception {
+    void offWithoutATokenAndTheTokenIsRequiredAsBearerOrASessionFromTheQuery() throws Exception {
         HttpResponse<String> offAnswer = get(off.uri("/status"), null);
         assertThat(offAnswer.statusCode()).isEqualTo(404);
         assertThat(offAnswer.body()).contains("CHAT_INTAKE_STATUS_TOKEN");
@@ -127,8 +127,12 @@ class StatusPageTest {
         assertThat(get(on.uri("/status"), "Basic " + STATUS_TOKEN).statusCode()).isEqualTo(401);
 
         HttpResponse<String> bearer = get(on.uri("/status"), "Bearer " + STATUS_TOKEN);
-        HttpResponse<String> query = get(on.uri("/status?token=" + STATUS_TOKEN), null);
-        for (HttpResponse<String> ok : List.of(bearer, query)) {
+        HttpResponse<String> signIn = get(on.uri("/status?token=" + STATUS_TOKEN), null);
+        assertThat(signIn.statusCode()).as("the token leaves the URL: a session cookie stands for it").isEqualTo(303);
+        String cookie = signIn.headers().firstValue("Set-Cookie").orElseThrow();
+        HttpResponse<String> session = http.send(HttpRequest.newBuilder(on.uri("/status"))
+                .header("Cookie", cookie.substring(0, cookie.indexOf(';'))).build(), HttpResponse.BodyHandlers.ofString());
+        for (HttpResponse<String> ok : List.of(bearer, session)) {
             assertThat(ok.statusCode()).isEqualTo(200);
             assertThat(ok.headers().firstValue("Content-Type")).hasValueSatisfying(t -> assertThat(t).startsWith("text/html"));
             assertThat(ok.body()).contains("chat-intake status");
