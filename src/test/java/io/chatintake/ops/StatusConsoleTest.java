@@ -138,6 +138,13 @@ class StatusConsoleTest {
         }
         assertThat(graph(onFirst, "graph-minute-work-unifyport-event-failed").sum()).isZero();
         assertThat(onFirst).contains("now 0").contains("max ");
+
+        // The README's picture: the graphs, a parked item with its button, the processes.
+        parkedItem(db, "handler said no: the CRM answered 500 for https://crm.example/contacts?" + MEDIA_SIGNATURE);
+        browser.open(first.uri("/status").toString());
+        Path png = Path.of("target", "status-console.png");
+        browser.screenshot(png);
+        assertThat(Files.size(png)).isGreaterThan(10_000);
     }
 
     @Test
@@ -282,9 +289,6 @@ class StatusConsoleTest {
             SECRETS.values().forEach(secret -> assertThat(body).doesNotContain(secret));
             assertThat(body).doesNotContain(MEDIA_SIGNATURE);
         }
-        Path png = Path.of("target", "status-console.png");
-        browser.screenshot(png);
-        assertThat(Files.size(png)).isGreaterThan(10_000);
     }
 
     /** One value per bucket, from the graph's data attributes. */

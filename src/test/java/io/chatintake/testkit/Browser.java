@@ -132,8 +132,11 @@ public final class Browser implements AutoCloseable {
         return evaluate("document.body.innerText").asText();
     }
 
+    /** A PNG of the whole page, however long. */
     public void screenshot(Path png) throws IOException {
-        JsonNode shot = call("Page.captureScreenshot", Map.of("format", "png", "captureBeyondViewport", true));
+        JsonNode size = call("Page.getLayoutMetrics", Map.of()).path("cssContentSize");
+        JsonNode shot = call("Page.captureScreenshot", Map.of("format", "png", "captureBeyondViewport", true, "clip",
+                Map.of("x", 0, "y", 0, "width", size.path("width").asDouble(), "height", size.path("height").asDouble(), "scale", 1)));
         Files.createDirectories(png.toAbsolutePath().getParent());
         Files.write(png, Base64.getDecoder().decode(shot.path("data").asText()));
     }
