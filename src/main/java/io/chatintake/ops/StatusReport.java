@@ -112,8 +112,6 @@ final class StatusReport {
      * long lists asked for (0: the first).
      */
     record Viewer(String csrf, String operator, int parkedPage, int effectsPage) {
-        static final Viewer READ_ONLY = new Viewer(null, null, 0, 0);
-
         boolean mayAct() {
             return csrf != null;
         }

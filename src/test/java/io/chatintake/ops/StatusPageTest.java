@@ -155,7 +155,7 @@ class StatusPageTest {
     }
 
     /** The texts of the cells of the row with this id. */
-    private static List<String> cells(String dom, String rowId) {
+    static List<String> cells(String dom, String rowId) {
         Matcher row = Pattern.compile("<tr id=\"" + Pattern.quote(rowId) + "\">(.*?)</tr>").matcher(dom);
         assertThat(row.find()).as("row " + rowId + " on the page").isTrue();
         List<String> cells = new ArrayList<>();

@@ -10,11 +10,7 @@ import io.chatintake.testkit.Sql;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.Map;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -45,22 +41,22 @@ class StatusProcessesIT {
             String victimId = Sql.string(db, "SELECT process_id FROM runner_heartbeat WHERE pid = " + victim.pid());
             String page = "http://127.0.0.1:" + survivor.httpPort() + "/status";
             browser.open(page + "?token=" + STATUS_TOKEN);
-            assertThat(cells(browser.html(), "process-" + victimId)).last().isEqualTo("alive");
+            assertThat(StatusPageTest.cells(browser.html(), "process-" + victimId)).last().isEqualTo("alive");
 
             victim.kill9();
             long killed = System.nanoTime();
             Await.until("the killed runner shown dead", Duration.ofSeconds(60), () -> {
                 browser.open(page);
-                return cells(browser.html(), "process-" + victimId).get(5).startsWith("dead since ");
+                return StatusPageTest.cells(browser.html(), "process-" + victimId).get(5).startsWith("dead since ");
             });
             Duration toDead = Duration.ofNanos(System.nanoTime() - killed);
             // Its last beat came at most one interval before the kill; one page load and a slow machine's slack on top.
             assertThat(toDead).as("dead within the dead-after interval").isLessThan(DEAD_AFTER.plusSeconds(5));
             String html = browser.html();
-            assertThat(cells(html, "process-" + victimId).subList(1, 3)).containsExactly(
+            assertThat(StatusPageTest.cells(html, "process-" + victimId).subList(1, 3)).containsExactly(
                     Sql.string(db, "SELECT host FROM runner_heartbeat WHERE pid = " + victim.pid()), Long.toString(victim.pid()));
             assertThat(html).contains("process " + victimId);
-            assertThat(cells(html, "process-" + Sql.string(db, "SELECT process_id FROM runner_heartbeat WHERE pid = " + survivor.pid())))
+            assertThat(StatusPageTest.cells(html, "process-" + Sql.string(db, "SELECT process_id FROM runner_heartbeat WHERE pid = " + survivor.pid())))
                     .last().isEqualTo("alive");
 
             Await.until("the dead runner forgotten", Duration.ofSeconds(180), () -> {
@@ -87,16 +83,5 @@ class StatusProcessesIT {
         env.put("WORK_DEAD_AFTER_HEARTBEATS", Long.toString(DEAD_AFTER.toSeconds()));
         env.put("RETENTION_DEAD_PROCESS_MINUTES", Long.toString(KEPT.toMinutes()));
         return env;
-    }
-
-    private static List<String> cells(String html, String rowId) {
-        Matcher row = Pattern.compile("<tr id=\"" + Pattern.quote(rowId) + "\">(.*?)</tr>").matcher(html);
-        assertThat(row.find()).as("row " + rowId + " on the page").isTrue();
-        List<String> cells = new ArrayList<>();
-        Matcher cell = Pattern.compile("<td>(.*?)</td>").matcher(row.group(1));
-        while (cell.find()) {
-            cells.add(cell.group(1));
-        }
-        return cells;
     }
 }

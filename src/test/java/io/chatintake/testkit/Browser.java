@@ -5,7 +5,6 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import io.chatintake.support.DirectoryTree;
 import java.io.IOException;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -31,7 +30,6 @@ import java.util.concurrent.atomic.AtomicInteger;
  * loopback), with nothing but the JDK and Jackson; one browser per instance, closed with it.
  */
 public final class Browser implements AutoCloseable {
-    private static final Path BINARY = Path.of("/usr/bin/chromium");
     private static final Duration WAIT = Duration.ofSeconds(60);
     private static final ObjectMapper JSON = new ObjectMapper();
 
@@ -49,12 +47,12 @@ public final class Browser implements AutoCloseable {
     }
 
     public static Browser start() {
-        assumeTrue(Files.isExecutable(BINARY), "no " + BINARY + ": apt-get install -y chromium (.ci/run does)");
+        assumeTrue(Files.isExecutable(HeadlessChromium.BINARY), "no " + HeadlessChromium.BINARY + ": apt-get install -y chromium (.ci/run does)");
         Path profile = null;
         Process process = null;
         try {
             profile = Files.createTempDirectory("chat-intake-browser");
-            process = new ProcessBuilder(BINARY.toString(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+            process = new ProcessBuilder(HeadlessChromium.BINARY.toString(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
                     "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
                     "--remote-debugging-address=127.0.0.1", "--remote-debugging-port=0", "--remote-allow-origins=*",
                     "--user-data-dir=" + profile, "--window-size=1280,1800", "about:blank")
@@ -85,7 +83,7 @@ public final class Browser implements AutoCloseable {
             if (process != null) {
                 process.destroyForcibly();
             }
-            deleteQuietly(profile);
+            HeadlessChromium.deleteQuietly(profile);
             throw new IllegalStateException("cannot drive chromium: " + e.getMessage(), e);
         }
     }
@@ -218,18 +216,7 @@ public final class Browser implements AutoCloseable {
             Thread.currentThread().interrupt();
             process.destroyForcibly();
         }
-        deleteQuietly(profile);
-    }
-
-    private static void deleteQuietly(Path dir) {
-        if (dir == null) {
-            return;
-        }
-        try {
-            DirectoryTree.delete(dir);
-        } catch (IOException e) {
-            // A temp profile left behind is harmless.
-        }
+        HeadlessChromium.deleteQuietly(profile);
     }
 
     /** Whole text messages, however the socket splits them. */
