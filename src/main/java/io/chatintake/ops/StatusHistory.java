@@ -34,7 +34,7 @@ import org.slf4j.LoggerFactory;
  * knows nothing of this: a counter any part of the product registers under one of the names in
  * {@link #COUNTERS} is graphed.
  * <p>
- * It also applies the history's retention: minute rows after {@link #MINUTES_KEPT}, hour rows
+ * Once a minute it also applies the history's retention: minute rows after {@link #MINUTES_KEPT}, hour rows
  * after {@code retention.status-history-days}, operator actions after
  * {@code retention.operator-action-days}, and the heartbeat rows of processes dead for
  * {@code retention.dead-process-minutes}.
@@ -112,7 +112,7 @@ public final class StatusHistory extends ServiceSupport implements CamelContextA
     private final Duration deadProcessKept;
     private final Duration deadAfter;
     private final Map<String, Double> lastTotals = new HashMap<>();
-    private long lastGaugeMinute = -1;
+    private long lastMinute = -1;
     private CamelContext context;
     private ScheduledExecutorService timer;
 
@@ -184,17 +184,17 @@ public final class StatusHistory extends ServiceSupport implements CamelContextA
                 ps.executeBatch();
             }
             lastTotals.putAll(totals);
-            recordBacklog(c);
-            forget(c);
+            // Once a minute (of this process's clock): the gauges need no finer grain, and their query reads every unfinished item.
+            long minute = System.currentTimeMillis() / 60_000;
+            if (minute != lastMinute) {
+                recordBacklog(c);
+                forget(c);
+                lastMinute = minute;
+            }
         }
     }
 
-    /** Once a minute (of this process's clock): the gauges need no finer grain, and the query reads every unfinished item. */
     private void recordBacklog(Connection c) throws SQLException {
-        long minute = System.currentTimeMillis() / 60_000;
-        if (minute == lastGaugeMinute) {
-            return;
-        }
         try (PreparedStatement read = c.prepareStatement(BACKLOG_NOW); ResultSet rs = read.executeQuery();
              PreparedStatement write = c.prepareStatement(SET)) {
             while (rs.next()) {
@@ -205,7 +205,6 @@ public final class StatusHistory extends ServiceSupport implements CamelContextA
             }
             write.executeBatch();
         }
-        lastGaugeMinute = minute;
     }
 
     private void forget(Connection c) throws SQLException {

@@ -7,6 +7,7 @@ import io.chatintake.config.Settings;
 import io.chatintake.sim.SignedDeliverySender;
 import io.chatintake.sim.SignedDeliverySender.TimestampForm;
 import io.chatintake.testkit.HeadlessChromium;
+import io.chatintake.testkit.LogCapture;
 import io.chatintake.testkit.Sql;
 import io.chatintake.testkit.TestDatabase;
 import io.chatintake.testkit.WebhookServer;
@@ -121,10 +122,15 @@ class StatusPageTest {
         assertThat(offAnswer.statusCode()).isEqualTo(404);
         assertThat(offAnswer.body()).contains("CHAT_INTAKE_STATUS_TOKEN");
 
-        assertThat(get(on.uri("/status"), null).statusCode()).isEqualTo(401);
-        assertThat(get(on.uri("/status?token=wrong"), null).statusCode()).isEqualTo(401);
-        assertThat(get(on.uri("/status"), "Bearer " + STATUS_TOKEN + "x").statusCode()).isEqualTo(401);
-        assertThat(get(on.uri("/status"), "Basic " + STATUS_TOKEN).statusCode()).isEqualTo(401);
+        try (LogCapture log = new LogCapture()) {
+            assertThat(get(on.uri("/status"), null).statusCode()).isEqualTo(401);
+            assertThat(get(on.uri("/status?token=wrong-SECRET-guess"), null).statusCode()).isEqualTo(401);
+            assertThat(get(on.uri("/status"), "Bearer " + STATUS_TOKEN + "x").statusCode()).isEqualTo(401);
+            assertThat(get(on.uri("/status"), "Basic " + STATUS_TOKEN).statusCode()).isEqualTo(401);
+            List<String> refusals = log.lines().stream().filter(l -> l.contains("status page: 401")).toList();
+            assertThat(refusals).as("one line for a burst of refusals").hasSize(1);
+            assertThat(String.join("\n", log.lines())).doesNotContain(STATUS_TOKEN).doesNotContain("SECRET-guess");
+        }
 
         HttpResponse<String> bearer = get(on.uri("/status"), "Bearer " + STATUS_TOKEN);
         HttpResponse<String> signIn = get(on.uri("/status?token=" + STATUS_TOKEN), null);
