@@ -147,12 +147,25 @@ public final class Browser implements AutoCloseable {
         return result.path("result").path("value");
     }
 
+    /**
+     * Runs the action and waits for the new document it loads. The page reloads itself now and
+     * then, so a load counts only once the document that was there before is gone.
+     */
     private void whileLoading(Runnable action) {
+        evaluate("window.chatIntakeBefore = true");
         CompletableFuture<Void> load = new CompletableFuture<>();
         nextLoad = load;
         action.run();
+        long deadline = System.nanoTime() + WAIT.toNanos();
         try {
-            load.get(WAIT.toSeconds(), TimeUnit.SECONDS);
+            while (true) {
+                load.get(Math.max(1, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+                if (evaluate("window.chatIntakeBefore === undefined && document.readyState === 'complete'").asBoolean()) {
+                    return;
+                }
+                load = new CompletableFuture<>();
+                nextLoad = load;
+            }
         } catch (Exception e) {
             throw new IllegalStateException("the page did not load within " + WAIT.toSeconds() + " s", e);
         }
