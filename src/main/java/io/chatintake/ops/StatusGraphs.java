@@ -12,7 +12,9 @@ import java.time.format.DateTimeFormatter;
 import java.time.temporal.ChronoUnit;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.TreeMap;
+import java.util.TreeSet;
 
 /**
  * The status page's graphs, read from {@code status_rollup} ({@link StatusHistory}) and drawn as
@@ -77,11 +79,10 @@ final class StatusGraphs {
                     + StatusHistory.SAMPLE_EVERY.toSeconds() + " s.").raw("</p>");
             return;
         }
-        TreeMap<String, Boolean> subjects = new TreeMap<>();
-        minutes.keySet().forEach(s -> subjects.put(s, true));
-        hours.keySet().forEach(s -> subjects.put(s, true));
+        Set<String> subjects = new TreeSet<>(minutes.keySet());
+        subjects.addAll(hours.keySet());
         html.header("bot / channel / work", "series", Range.MINUTES.title, Range.HOURS.title);
-        for (String subject : subjects.keySet()) {
+        for (String subject : subjects) {
             for (String series : seriesOf(subject)) {
                 html.raw("<tr><td>").text(subject).raw("</td><td>").text(series).raw("</td><td>");
                 svg(html, Range.MINUTES, now, subject, series, values(minutes, subject, series, Range.MINUTES));
@@ -132,7 +133,7 @@ final class StatusGraphs {
         int width = range.buckets * range.barWidth;
         String id = "graph-" + range.resolution + "-" + subject.replace(' ', '-').replace('/', '-') + "-" + series.replaceAll("[^a-z0-9]+", "-");
         html.raw("<svg xmlns=\"http://www.w3.org/2000/svg\" id=\"").text(id).raw("\" width=\"" + (width + LABEL_WIDTH) + "\" height=\""
-                        + (HEIGHT + 14) + "\" role=\"img\" data-from=\"").text(range.first(now).truncatedTo(range.unit).toString())
+                        + (HEIGHT + 14) + "\" role=\"img\" data-from=\"").text(range.first(now).toString())
                 .raw("\" data-values=\"" + data + "\"><title>").text(subject + ", " + series + ", " + range.title).raw("</title>")
                 .raw("<rect x=\"0\" y=\"12\" width=\"" + width + "\" height=\"" + HEIGHT + "\" fill=\"#f6f6f6\"/>")
                 .raw("<text x=\"2\" y=\"10\" font-size=\"10\" fill=\"#666\">").text("max " + figure(max)).raw("</text>");

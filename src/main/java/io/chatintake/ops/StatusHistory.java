@@ -73,10 +73,6 @@ public final class StatusHistory extends ServiceSupport implements CamelContextA
     static final String BACKLOG = "backlog";
     static final String OLDEST_DUE = "oldest due (s)";
 
-    /** In the order the page shows them. */
-    static final List<String> SERIES = List.of(STORED, DONE, FAILED, PARKED, SENT, DEFERRED, RATE_LIMITED, BACKLOG, OLDEST_DUE);
-    static final List<String> GAUGES = List.of(BACKLOG, OLDEST_DUE);
-
     private static final List<Counted> COUNTERS = List.of(
             new Counted(STORED, "chat_intake_telegram_updates_stored", Map.of(), "bot", "bot "),
             new Counted(STORED, "chat_intake_webhook_deliveries", Map.of("outcome", "stored"), "channel", ""),
