@@ -202,6 +202,40 @@ class StatusConsoleTest {
     }
 
     @Test
+    void anEffectSettledAsNotPerformedIsRecordedFailedAndItsItemRunsAgain(DataSource db) throws Exception {
+        long item = parkedItem(db, "effect started and never recorded: awaiting reconciliation");
+        String key = "up:" + item + ":crm";
+        Sql.execute(db, "INSERT INTO outbound_effect (effect_key, work_item_id, state) VALUES ('" + key + "', " + item + ", 'started')");
+        browser.open(first.uri("/status").toString());
+
+        browser.clickAndWait("not-performed-" + key);
+
+        assertThat(Sql.rows(db, "SELECT state, resolved_by FROM outbound_effect")).containsExactly(List.of("failed", OPERATOR));
+        Await.until("its item done", Duration.ofSeconds(60),
+                () -> Sql.string(db, "SELECT state FROM work_item WHERE id = " + item).equals("done"));
+        assertThat(browser.text()).contains("recorded not performed (failed) by " + OPERATOR);
+    }
+
+    @Test
+    void parkedItemsBeyondTheFirstPageAreOneLinkAway(DataSource db) {
+        Sql.execute(db, """
+                INSERT INTO work_item (kind, source_key, source_id, state, attempts, last_error)
+                SELECT 'nobody-handles-this', 'p:' || i, i, 'parked', 8, 'no' FROM generate_series(1, 25) i""");
+        browser.open(first.uri("/status").toString());
+        assertThat(rows(browser.html(), "parked-")).isEqualTo(20);
+
+        browser.clickAndWait("parked-page-older");
+
+        assertThat(rows(browser.html(), "parked-")).isEqualTo(5);
+        assertThat(browser.text()).contains("21-25 of 25");
+        assertThat(browser.has("parked-page-newer")).isTrue();
+    }
+
+    private static long rows(String html, String idPrefix) {
+        return Pattern.compile("<tr id=\"" + idPrefix + "\\d+\"").matcher(html).results().count();
+    }
+
+    @Test
     void anAlbumIsResolvedByItsButtonWithTheName(DataSource db) throws Exception {
         Sql.execute(db, """
                 INSERT INTO album (album_key, workspace, provider, account_id, conversation_id, album_id, decided_version, decided_at,
