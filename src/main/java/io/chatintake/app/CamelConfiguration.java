@@ -15,6 +15,7 @@ import io.chatintake.channel.telegram.TelegramWorkSource;
 import io.chatintake.config.ConfigurationException;
 import io.chatintake.config.Settings;
 import io.chatintake.message.ChildMessageListener;
+import io.chatintake.ops.StatusHistory;
 import io.chatintake.ops.StatusPage;
 import io.chatintake.store.Database;
 import io.chatintake.store.DatabaseHealthCheck;
@@ -163,6 +164,8 @@ public class CamelConfiguration implements org.apache.camel.CamelConfiguration, 
         if (health != null) {
             health.register(new DatabaseHealthCheck(dataSource()));
         }
+        // The history the status page graphs, written by every process, whether or not it serves the page.
+        context.addService(new StatusHistory(settings(), dataSource()));
         // GET /status (off until chat-intake.status.token is set), where this process serves HTTP.
         if (settings().getBoolean("camel.server.enabled", true)) {
             context.addRoutes(StatusPage.route(settings(), dataSource()));

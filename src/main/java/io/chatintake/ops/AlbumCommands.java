@@ -1,6 +1,5 @@
 package io.chatintake.ops;
 
-import io.chatintake.album.AlbumDecisions;
 import io.chatintake.album.AlbumMetrics;
 import io.chatintake.config.ConfigurationException;
 import io.chatintake.config.Settings;
@@ -59,12 +58,9 @@ public final class AlbumCommands {
     public int resolve(String albumKey, String by) {
         try (Database database = Database.openForCommand(settings)) {
             Migrations.apply(database.dataSource());
-            if (!new AlbumDecisions(database.dataSource()).resolve(albumKey, by)) {
-                out.printf("album %s is not awaiting a person (unknown, or resolved already); nothing changed%n", albumKey);
-                return 1;
-            }
-            out.printf("album %s resolved by %s: needs_person cleared%n", albumKey, by);
-            return 0;
+            OperatorActions.Outcome resolved = new OperatorActions(database.dataSource()).resolveAlbum(albumKey, by);
+            out.println(resolved.sentence());
+            return resolved.changed() ? 0 : 1;
         } catch (SQLException e) {
             throw new ConfigurationException("cannot update the album tables: " + e.getMessage(), e);
         }

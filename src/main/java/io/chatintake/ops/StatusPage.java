@@ -4,6 +4,8 @@ import io.chatintake.config.Secret;
 import io.chatintake.config.Settings;
 import io.chatintake.support.MeterRegistryLookup;
 import io.chatintake.support.ProcessIdentity;
+import io.vertx.core.MultiMap;
+import io.vertx.core.http.HttpServerRequest;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
@@ -20,15 +22,23 @@ import org.apache.camel.Exchange;
 import org.apache.camel.Message;
 import org.apache.camel.Processor;
 import org.apache.camel.builder.RouteBuilder;
+import org.apache.camel.component.platform.http.vertx.HttpMessage;
 import org.apache.camel.support.service.ServiceSupport;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * {@code GET /status}: one HTML page a person reads at a glance ({@link StatusReport}). Off unless
- * {@code chat-intake.status.token} is set (404 saying how to turn it on); then the token is
- * required as {@code Authorization: Bearer <token>} or {@code ?token=}, compared in constant time
- * (401 otherwise). No request header is echoed back (the token would be).
+ * {@code GET /status}: one HTML page a person reads at a glance ({@link StatusReport}), and the
+ * actions it offers, each a {@code POST /status/<action>}. Off unless
+ * {@code chat-intake.status.token} is set (404 saying how to turn it on).
+ * <p>
+ * The page needs the token as {@code Authorization: Bearer <token>}, or a session: opening
+ * {@code /status?token=<token>} once sets a signed session cookie ({@link StatusSession},
+ * {@code HttpOnly; SameSite=Strict}) and redirects to {@code /status}, so the token leaves the
+ * address bar and the history. Actions need that session, its CSRF token in the form, a request
+ * from the page's own origin, and the operator's name (typed once, kept in a cookie). Anything else
+ * is refused before a single row is read, and says that nothing changed. Every answer is
+ * {@code Cache-Control: no-store}; no request header is echoed back.
  */
 public final class StatusPage extends ServiceSupport implements Processor, CamelContextAware {
     private static final Logger LOG = LoggerFactory.getLogger(StatusPage.class);
@@ -36,26 +46,47 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
     public static final String TOKEN = "chat-intake.status.token";
     public static final String REFRESH_SECONDS = "chat-intake.status.refresh-seconds";
     private static final String BEARER = "Bearer ";
+    private static final String TEXT = "text/plain; charset=utf-8";
+
+    /** The page's actions: {@code POST /status/<name>}. */
+    enum Action {
+        OPERATOR("operator"), RETRY("retry"), RETRY_KIND("retry-kind"), SETTLE_EFFECT("settle-effect"), RESOLVE_ALBUM("resolve-album");
+
+        final String path;
+
+        Action(String path) {
+            this.path = path;
+        }
+    }
 
     private final Optional<Secret> token;
+    private final Optional<StatusSession> sessions;
     private final StatusReport report;
+    private final OperatorActions actions;
     private final RecentRefusals refusals = new RecentRefusals(Clock.systemUTC());
+    private final RefusalLog refusalLog = new RefusalLog();
     private CamelContext context;
     private ScheduledExecutorService sampler;
 
     StatusPage(Settings settings, DataSource dataSource) {
         this.token = settings.secret(TOKEN);
+        this.sessions = token.map(t -> new StatusSession(t, Clock.systemUTC()));
         this.report = new StatusReport(dataSource, settings, Duration.ofSeconds(settings.getLong(REFRESH_SECONDS, 10)),
                 ProcessIdentity.name());
+        this.actions = new OperatorActions(dataSource);
     }
 
-    /** The route serving the page, for the runner to add: {@code GET /status} on the HTTP port. */
+    /** The routes serving the page and its actions, for the runner to add, on the HTTP port. */
     public static RouteBuilder route(Settings settings, DataSource dataSource) {
         StatusPage page = new StatusPage(settings, dataSource);
         return new RouteBuilder() {
             @Override
             public void configure() {
                 from("platform-http:" + PATH + "?httpMethodRestrict=GET&muteException=true").routeId("status-page").process(page);
+                for (Action action : Action.values()) {
+                    from("platform-http:" + PATH + "/" + action.path + "?httpMethodRestrict=POST&muteException=true")
+                            .routeId("status-" + action.path).setProperty("statusAction", constant(action)).process(page);
+                }
             }
         };
     }
@@ -76,7 +107,7 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
             LOG.info("status page: OFF ({} answers 404): set {} to turn it on", PATH, Settings.envName(TOKEN));
             return;
         }
-        LOG.info("status page: on at {} (token required: Authorization: Bearer ... or ?token=...)", PATH);
+        LOG.info("status page: on at {} (token required: Authorization: Bearer ..., or open {}?token=... once for a session)", PATH, PATH);
         // Refusals are counted per minute whether or not anyone looks, so "the last hour" is an hour.
         sampler = context.getExecutorServiceManager().newSingleThreadScheduledExecutor(this, "status-page-sampler");
         sampler.scheduleAtFixedRate(() -> refusals.sample(MeterRegistryLookup.of(context)),
@@ -94,33 +125,175 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
     @Override
     public void process(Exchange exchange) {
         Message message = exchange.getMessage();
-        String authorization = message.getHeader("Authorization", String.class);
-        String queryToken = message.getHeader("token", String.class);
+        HttpServerRequest request = null;
+        if (message instanceof HttpMessage http) {
+            request = http.getRequest();
+            // Straight on the response: Camel's HTTP header filter drops a Cache-Control header set on the message.
+            http.getResponse().putHeader("Cache-Control", "no-store");
+        }
+        Action action = exchange.getProperty("statusAction", Action.class);
         message.removeHeaders("*");
-        message.setHeader("Cache-Control", "no-store");
-        if (token.isEmpty()) {
-            answer(message, 404, "text/plain; charset=utf-8", "The status page is off. Set " + Settings.envName(TOKEN)
+        message.setBody(null);
+        if (token.isEmpty() || request == null) {
+            answer(message, 404, TEXT, "The status page is off. Set " + Settings.envName(TOKEN)
                     + " (" + TOKEN + ") to a long random value to turn it on, then open " + PATH + "?token=<value>.\n");
             return;
         }
-        String offered = authorization != null && authorization.startsWith(BEARER) ? authorization.substring(BEARER.length()).trim() : queryToken;
-        if (!matches(offered)) {
-            message.setHeader("WWW-Authenticate", "Bearer realm=\"chat-intake status\"");
-            answer(message, 401, "text/plain; charset=utf-8",
-                    "The status page needs its token: Authorization: Bearer <token>, or " + PATH + "?token=<token>.\n");
+        StatusSession session = sessions.orElseThrow();
+        String cookies = request.getHeader("Cookie");
+        Optional<String> sessionId = session.verify(StatusSession.cookie(cookies, StatusSession.COOKIE));
+        if (action == null) {
+            page(message, request, session, sessionId, cookies);
+        } else {
+            act(message, request, action, session, sessionId, cookies);
+        }
+    }
+
+    private void page(Message message, HttpServerRequest request, StatusSession session, Optional<String> sessionId, String cookies) {
+        String authorization = request.getHeader("Authorization");
+        String queryToken = request.getParam("token");
+        boolean bearer = authorization != null && authorization.startsWith(BEARER)
+                && matches(authorization.substring(BEARER.length()).trim());
+        if (queryToken != null) {
+            if (!matches(queryToken)) {
+                refuse(message, request, "a wrong ?token=");
+                return;
+            }
+            // The token leaves the address bar at once: the session cookie stands for it from now on.
+            message.setHeader("Set-Cookie", StatusSession.sessionCookie(session.open()));
+            redirect(message, PATH.substring(1), "Signed in: the page is at " + PATH + ".\n");
+            return;
+        }
+        if (!bearer && sessionId.isEmpty()) {
+            refuse(message, request, authorization != null ? "a wrong bearer token" : cookies != null && cookies.contains(StatusSession.COOKIE + "=")
+                    ? "an expired or foreign session cookie" : "no token");
             return;
         }
         try {
-            String html = report.render(refusals.lastHour(MeterRegistryLookup.of(exchange.getContext())));
-            // The page holds no link or script; the token in its own URL must not travel on as a referrer.
-            message.setHeader("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'");
-            message.setHeader("Referrer-Policy", "no-referrer");
+            StatusReport.Viewer viewer = new StatusReport.Viewer(sessionId.map(session::csrf).orElse(null),
+                    StatusSession.cookie(cookies, StatusSession.OPERATOR_COOKIE),
+                    page(request, "parked-page"), page(request, "effects-page"));
+            String html = report.render(refusals.lastHour(MeterRegistryLookup.of(context)), viewer);
+            // The page holds no link or script of anyone else's, posts only to itself, and is never framed.
+            message.setHeader("Content-Security-Policy",
+                    "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; form-action 'self'; frame-ancestors 'none'");
+            // Not no-referrer: with it browsers post "Origin: null", and the actions check the origin. The URL holds no token.
+            message.setHeader("Referrer-Policy", "same-origin");
             message.setHeader("X-Content-Type-Options", "nosniff");
+            message.setHeader("X-Frame-Options", "DENY");
             answer(message, 200, "text/html; charset=utf-8", html);
         } catch (SQLException e) {
             LOG.warn("status page: cannot read the database: {} (SQL state {})", e.getMessage(), e.getSQLState());
-            answer(message, 503, "text/plain; charset=utf-8", "The database does not answer; the page shows again once it does.\n");
+            answer(message, 503, TEXT, "The database does not answer; the page shows again once it does.\n");
         }
+    }
+
+    private void act(Message message, HttpServerRequest request, Action action, StatusSession session, Optional<String> sessionId,
+                     String cookies) {
+        if (sessionId.isEmpty()) {
+            refuse(message, request, "an action without a session");
+            return;
+        }
+        String crossSite = crossSite(request);
+        if (crossSite != null) {
+            LOG.warn("status page: POST {} refused: {}; nothing changed", request.path(), crossSite);
+            answer(message, 403, TEXT, "Refused: " + crossSite + ". Nothing changed.\n");
+            return;
+        }
+        MultiMap form = request.formAttributes();
+        if (!session.csrfMatches(sessionId.get(), form.get("csrf"))) {
+            LOG.warn("status page: POST {} refused: {} CSRF token; nothing changed", request.path(), form.get("csrf") == null ? "no" : "a wrong");
+            answer(message, 403, TEXT, "Refused: the form's CSRF token is missing or not this session's (reload the page). Nothing changed.\n");
+            return;
+        }
+        if (action == Action.OPERATOR) {
+            String name = StatusSession.cleanName(form.get("name"));
+            if (name.isEmpty()) {
+                answer(message, 400, TEXT, "Type a name: it is recorded with each action. Nothing changed.\n");
+                return;
+            }
+            message.setHeader("Set-Cookie", StatusSession.operatorCookie(name));
+            redirect(message, "../" + PATH.substring(1) + "#actions", "Actions are now recorded as done by " + name + ".\n");
+            return;
+        }
+        String by = StatusSession.cookie(cookies, StatusSession.OPERATOR_COOKIE);
+        if (by == null || by.isEmpty()) {
+            answer(message, 400, TEXT, "Type your name on the page first: every action records who did it. Nothing changed.\n");
+            return;
+        }
+        try {
+            Performed performed = perform(action, form, by);
+            if (performed == null) {
+                answer(message, 400, TEXT, "The form lacks what " + action.path + " needs. Nothing changed.\n");
+                return;
+            }
+            actions.record(by, action.path, performed.target(), performed.outcome().sentence());
+            LOG.info("status page: {} {} by {}: {}", action.path, performed.target(), by, performed.outcome().sentence());
+            redirect(message, "../" + PATH.substring(1) + "#actions", performed.outcome().sentence() + "\n");
+        } catch (SQLException e) {
+            LOG.warn("status page: {} not done: cannot write the database ({}); nothing changed", action.path, e.getMessage());
+            answer(message, 503, TEXT, "The database does not answer: " + action.path + " was not done. Nothing changed.\n");
+        }
+    }
+
+    private record Performed(String target, OperatorActions.Outcome outcome) {
+    }
+
+    /** The action the form asks for, or null when a field it needs is missing or malformed. */
+    private Performed perform(Action action, MultiMap form, String by) throws SQLException {
+        switch (action) {
+            case RETRY -> {
+                String id = form.get("id");
+                return id == null || !id.matches("\\d{1,18}") ? null : new Performed("work item " + id, actions.retry(Long.parseLong(id)));
+            }
+            case RETRY_KIND -> {
+                String kind = form.get("kind");
+                return kind == null || kind.isBlank() ? null : new Performed("parked " + kind, actions.retryParked(kind));
+            }
+            case SETTLE_EFFECT -> {
+                String key = form.get("key");
+                String result = form.get("result");
+                if (key == null || key.isBlank() || !("performed".equals(result) || "not-performed".equals(result))) {
+                    return null;
+                }
+                return new Performed("effect " + key, actions.settleEffect(key, result.equals("performed"), by));
+            }
+            case RESOLVE_ALBUM -> {
+                String key = form.get("album");
+                return key == null || key.isBlank() ? null : new Performed("album " + key, actions.resolveAlbum(key, by));
+            }
+            default -> throw new IllegalArgumentException(action.path);
+        }
+    }
+
+    /**
+     * Why a POST does not come from the page's own origin, or null when it does. Browsers send
+     * {@code Sec-Fetch-Site} and {@code Origin} with every form POST; the SameSite cookie already
+     * keeps the session from travelling with a cross-site one, this says so explicitly.
+     */
+    private static String crossSite(HttpServerRequest request) {
+        String fetchSite = request.getHeader("Sec-Fetch-Site");
+        if (fetchSite != null && !fetchSite.equals("same-origin")) {
+            return "a " + fetchSite + " request (Sec-Fetch-Site), not one from this page";
+        }
+        String origin = request.getHeader("Origin");
+        String host = request.getHeader("Host");
+        if (origin != null && (host == null || !origin.substring(origin.indexOf("://") + 3).equalsIgnoreCase(host))) {
+            return "a request from another origin (Origin " + (origin.length() > 100 ? origin.substring(0, 100) : origin) + ")";
+        }
+        return null;
+    }
+
+    private void refuse(Message message, HttpServerRequest request, String why) {
+        refusalLog.refused(request.method() + " " + request.path(), why);
+        message.setHeader("WWW-Authenticate", "Bearer realm=\"chat-intake status\"");
+        answer(message, 401, TEXT, "The status page needs its token: Authorization: Bearer <token>, or open " + PATH
+                + "?token=<token> once in a browser. Nothing changed.\n");
+    }
+
+    private static int page(HttpServerRequest request, String name) {
+        String value = request.getParam(name);
+        return value != null && value.matches("\\d{1,6}") ? Integer.parseInt(value) : 0;
     }
 
     /** Constant time: both sides are hashed to the same length first, so not even the length leaks. */
@@ -139,9 +312,38 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
         }
     }
 
+    /** 303: the browser follows with a GET, so a reload never posts again. The location is relative, as proxies may prefix the path. */
+    private static void redirect(Message message, String location, String body) {
+        message.setHeader("Location", location);
+        answer(message, 303, TEXT, body);
+    }
+
     private static void answer(Message message, int status, String contentType, String body) {
         message.setHeader(Exchange.HTTP_RESPONSE_CODE, status);
         message.setHeader(Exchange.CONTENT_TYPE, contentType);
         message.setBody(body);
+    }
+
+    /**
+     * One log line for a refused request, never with what was offered; a page left open with a
+     * session that expired reloads every few seconds, so repeats within a minute are counted and
+     * said in the next line instead.
+     */
+    private static final class RefusalLog {
+        private static final Duration QUIET = Duration.ofMinutes(1);
+        private long lastLogged;
+        private int unsaid;
+
+        synchronized void refused(String request, String why) {
+            long now = System.nanoTime();
+            if (lastLogged != 0 && now - lastLogged < QUIET.toNanos()) {
+                unsaid++;
+                return;
+            }
+            LOG.warn("status page: 401 for {}: {} (the offered value is not logged); nothing shown{}", request, why,
+                    unsaid == 0 ? "" : " (" + unsaid + " more refusal(s) in the minute before)");
+            lastLogged = now;
+            unsaid = 0;
+        }
     }
 }

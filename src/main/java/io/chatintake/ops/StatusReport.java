@@ -3,6 +3,7 @@ package io.chatintake.ops;
 import io.chatintake.album.AlbumMetrics;
 
 import io.chatintake.config.Settings;
+import io.chatintake.support.Redactor;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -21,6 +22,7 @@ import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
+import java.util.regex.Pattern;
 import javax.sql.DataSource;
 
 /**
@@ -64,7 +66,18 @@ final class StatusReport {
              GROUP BY kind, state ORDER BY kind, state""";
 
     private static final String PARKED = """
-            SELECT id, kind, attempts, updated_at, last_error FROM work_item WHERE state = 'parked' ORDER BY id DESC LIMIT\s""" + LIST_LIMIT;
+            SELECT id, kind, attempts, updated_at, last_error FROM work_item WHERE state = 'parked' ORDER BY id DESC LIMIT\s""" + LIST_LIMIT
+            + " OFFSET ?";
+
+    /** Started, never recorded, and no live run of its item performing it now: a person must look at the other side. */
+    private static final String EFFECTS_TO_SETTLE = """
+            SELECT e.effect_key, e.work_item_id, e.started_at, e.result, count(*) OVER () FROM outbound_effect e
+             WHERE e.state = 'started'
+               AND NOT EXISTS (SELECT 1 FROM work_item w WHERE w.id = e.work_item_id AND w.state = 'running')
+             ORDER BY e.started_at, e.effect_key LIMIT\s""" + LIST_LIMIT + " OFFSET ?";
+
+    private static final String RECENT_ACTIONS = """
+            SELECT acted_at, acted_by, action, target, outcome FROM operator_action ORDER BY id DESC LIMIT\s""" + LIST_LIMIT;
 
     private static final String OPEN_ALBUMS = "SELECT count(*), min(first_child_at) FROM album WHERE " + AlbumMetrics.OPEN;
 
@@ -78,13 +91,12 @@ final class StatusReport {
     private static final String RECENT_ATTACHMENTS = """
             SELECT status, count(*) FROM message_attachment WHERE created_at > now() - interval '24 hours' GROUP BY status""";
 
-    /** Processes sharing the database, from their heartbeats (V11's runner_heartbeat). */
-    private static final String PROCESSES_FROM_HEARTBEATS = """
-            SELECT process_id, host, pid, started_at, beat_at FROM runner_heartbeat ORDER BY beat_at DESC LIMIT\s""" + LIST_LIMIT;
+    /** Processes sharing the database, from their heartbeats (V11's runner_heartbeat): the live first. */
+    private static final String PROCESSES = """
+            SELECT process_id, host, pid, started_at, beat_at, beat_at < now() - make_interval(secs => ?) AS dead
+              FROM runner_heartbeat ORDER BY beat_at DESC LIMIT\s""" + LIST_LIMIT;
 
-    /** Before runner_heartbeat exists: the latest starts (no liveness). */
-    private static final String PROCESSES_FROM_STARTS = """
-            SELECT host || ':' || pid, host, pid, started_at, NULL::timestamptz FROM runner_start ORDER BY id DESC LIMIT\s""" + LIST_LIMIT;
+    private static final Pattern URL_QUERY = Pattern.compile("(https?://[^\\s?#\"']+)\\?[^\\s\"']*");
 
     private static final List<String> ATTACHMENT_STATUSES = List.of("pending", "failed", "stored", "expired", "too_large");
 
@@ -92,15 +104,28 @@ final class StatusReport {
     private final Settings settings;
     private final Duration refresh;
     private final String processName;
+    private final Duration deadAfter;
+
+    /**
+     * Who looks: the session's CSRF token for the action forms (null: a bearer client, the page
+     * without buttons), the name actions are recorded under (null until typed), the pages of the
+     * long lists asked for (0: the first).
+     */
+    record Viewer(String csrf, String operator, int parkedPage, int effectsPage) {
+        boolean mayAct() {
+            return csrf != null;
+        }
+    }
 
     StatusReport(DataSource dataSource, Settings settings, Duration refresh, String processName) {
         this.dataSource = dataSource;
         this.settings = settings;
         this.refresh = refresh;
         this.processName = processName;
+        this.deadAfter = StatusHistory.deadAfter(settings);
     }
 
-    String render(Map<RecentRefusals.Refusal, Long> refusals) throws SQLException {
+    String render(Map<RecentRefusals.Refusal, Long> refusals, Viewer viewer) throws SQLException {
         Html body = new Html();
         Attention attention = new Attention();
         try (Connection c = dataSource.getConnection()) {
@@ -108,10 +133,13 @@ final class StatusReport {
             Instant now = dbNow(c);
             bots(c, body, attention, now);
             channels(c, body, refusals, attention, now);
-            work(c, body, attention, now);
-            albums(c, body, attention, now);
+            work(c, body, attention, now, viewer);
+            effects(c, body, attention, now, viewer);
+            albums(c, body, attention, now, viewer);
             attachments(c, body, attention);
-            processes(c, body, now);
+            StatusGraphs.render(c, body, now);
+            processes(c, body, attention, now);
+            actions(c, body, now);
             Html page = new Html();
             page.raw("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">")
                     .raw("<meta http-equiv=\"refresh\" content=\"" + refresh.toSeconds() + "\">")
@@ -121,6 +149,7 @@ final class StatusReport {
                             + refresh.toSeconds() + " s")
                     .raw("</p>");
             attention.render(page);
+            operator(page, viewer);
             return page.raw(body.toString()).raw("</body></html>").toString();
         }
     }
@@ -202,10 +231,11 @@ final class StatusReport {
         html.endTable();
     }
 
-    private void work(Connection c, Html html, Attention attention, Instant now) throws SQLException {
+    private void work(Connection c, Html html, Attention attention, Instant now, Viewer viewer) throws SQLException {
         html.section("work", "Work (stored, not done)");
         html.header("kind", "state", "items", "oldest due since");
         long parked = 0;
+        Map<String, Long> parkedByKind = new TreeMap<>();
         try (PreparedStatement ps = c.prepareStatement(WORK); ResultSet rs = ps.executeQuery()) {
             boolean any = false;
             while (rs.next()) {
@@ -214,6 +244,7 @@ final class StatusReport {
                 String state = rs.getString(2);
                 if (state.equals("parked")) {
                     parked += rs.getLong(3);
+                    parkedByKind.put(kind, rs.getLong(3));
                 }
                 Instant due = instant(rs, 4);
                 html.row("work-" + kind + "-" + state, kind, state, rs.getString(3), due == null ? "-" : when(due, now));
@@ -225,19 +256,68 @@ final class StatusReport {
         html.endTable();
         if (parked > 0) {
             attention.add(parked + " work item(s) parked");
-            html.raw("<h3>Parked (newest " + LIST_LIMIT + "): waiting for <code>work retry</code></h3>");
-            html.header("item", "kind", "attempts", "parked at", "reason");
-            try (PreparedStatement ps = c.prepareStatement(PARKED); ResultSet rs = ps.executeQuery()) {
-                while (rs.next()) {
-                    html.row("parked-" + rs.getLong(1), rs.getString(1), rs.getString(2), rs.getString(3),
-                            when(instant(rs, 4), now), shorten(rs.getString(5)));
+            int page = viewer.parkedPage();
+            html.raw("<h3 id=\"parked\">").text("Parked, newest first (" + (page * LIST_LIMIT + 1) + "-"
+                    + Math.min(parked, (page + 1L) * LIST_LIMIT) + " of " + parked + "): retry runs an item again from its first attempt")
+                    .raw("</h3>");
+            html.header("item", "kind", "attempts", "parked at", "last error (redacted)", "");
+            try (PreparedStatement ps = c.prepareStatement(PARKED)) {
+                ps.setInt(1, page * LIST_LIMIT);
+                try (ResultSet rs = ps.executeQuery()) {
+                    while (rs.next()) {
+                        String id = rs.getString(1);
+                        html.rowStart("parked-" + id).cells(id, rs.getString(2), rs.getString(3), when(instant(rs, 4), now),
+                                redacted(rs.getString(5)));
+                        html.raw("<td>");
+                        button(html, viewer, StatusPage.Action.RETRY, "retry-" + id, "retry", "id", id);
+                        html.raw("</td></tr>");
+                    }
                 }
             }
             html.endTable();
+            pages(html, "parked-page", page, parked);
+            if (viewer.mayAct()) {
+                html.raw("<p>").text("Every parked item of a kind: ");
+                parkedByKind.forEach((kind, count) ->
+                        button(html, viewer, StatusPage.Action.RETRY_KIND, "retry-kind-" + kind, "retry all " + count + " " + kind, "kind", kind));
+                html.raw("</p>");
+            }
         }
     }
 
-    private void albums(Connection c, Html html, Attention attention, Instant now) throws SQLException {
+    private void effects(Connection c, Html html, Attention attention, Instant now, Viewer viewer) throws SQLException {
+        int page = viewer.effectsPage();
+        List<String[]> effects = new ArrayList<>();
+        long total = 0;
+        try (PreparedStatement ps = c.prepareStatement(EFFECTS_TO_SETTLE)) {
+            ps.setInt(1, page * LIST_LIMIT);
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    total = rs.getLong(5);
+                    effects.add(new String[] {rs.getString(1), rs.getString(2), when(instant(rs, 3), now), redacted(rs.getString(4))});
+                }
+            }
+        }
+        html.section("effects", "Effects to settle");
+        if (effects.isEmpty() && page == 0) {
+            html.raw("<p>").text("None: every side effect that started was recorded.").raw("</p>");
+            return;
+        }
+        attention.add(total + " effect(s) started and never recorded: look at the other side, then settle each");
+        html.header("effect", "work item", "started", "last result (redacted)", "did it happen on the other side?");
+        for (String[] effect : effects) {
+            html.rowStart("effect-" + effect[0]).cells(effect);
+            html.raw("<td>");
+            button(html, viewer, StatusPage.Action.SETTLE_EFFECT, "performed-" + effect[0], "performed", "key", effect[0], "result", "performed");
+            button(html, viewer, StatusPage.Action.SETTLE_EFFECT, "not-performed-" + effect[0], "not performed", "key", effect[0],
+                    "result", "not-performed");
+            html.raw("</td></tr>");
+        }
+        html.endTable();
+        pages(html, "effects-page", page, total);
+    }
+
+    private void albums(Connection c, Html html, Attention attention, Instant now, Viewer viewer) throws SQLException {
         html.section("albums", "Albums");
         html.header("open albums", "oldest open since", "needing a person");
         long open;
@@ -259,9 +339,12 @@ final class StatusReport {
         html.endTable();
         if (needingCount > 0) {
             attention.add(needingCount + " album(s) need a person (conflicting totals)");
-            html.header("album needing a person", "decided version", "last child at");
+            html.header("album needing a person", "decided version", "last child at", "");
             for (String[] album : needing) {
-                html.row(null, album);
+                html.rowStart("album-" + album[0]).cells(album);
+                html.raw("<td>");
+                button(html, viewer, StatusPage.Action.RESOLVE_ALBUM, "resolve-" + album[0], "resolved", "album", album[0]);
+                html.raw("</td></tr>");
             }
             html.endTable();
         }
@@ -284,22 +367,96 @@ final class StatusReport {
         }
     }
 
-    private void processes(Connection c, Html html, Instant now) throws SQLException {
-        boolean heartbeats;
-        try (PreparedStatement ps = c.prepareStatement("SELECT to_regclass('runner_heartbeat') IS NOT NULL"); ResultSet rs = ps.executeQuery()) {
-            rs.next();
-            heartbeats = rs.getBoolean(1);
-        }
-        html.section("processes", heartbeats ? "Processes sharing the database (heartbeats)" : "Processes that started on this database (latest)");
-        html.header("process", "host", "pid", "started", "last heartbeat");
-        try (PreparedStatement ps = c.prepareStatement(heartbeats ? PROCESSES_FROM_HEARTBEATS : PROCESSES_FROM_STARTS);
-             ResultSet rs = ps.executeQuery()) {
-            while (rs.next()) {
-                html.row(null, rs.getString(1), rs.getString(2), rs.getString(3), when(instant(rs, 4), now),
-                        heartbeats ? when(instant(rs, 5), now) : "(no heartbeats recorded)");
+    private void processes(Connection c, Html html, Attention attention, Instant now) throws SQLException {
+        html.section("processes", "Processes sharing the database (heartbeats; dead after " + seconds(deadAfter) + " of silence)");
+        html.header("process", "host", "pid", "started", "last heartbeat", "state");
+        try (PreparedStatement ps = c.prepareStatement(PROCESSES)) {
+            ps.setDouble(1, deadAfter.toMillis() / 1000.0);
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    boolean dead = rs.getBoolean("dead");
+                    Instant beat = instant(rs, 5);
+                    if (dead) {
+                        attention.add("process " + rs.getString(1) + " on " + rs.getString(2) + " is dead (no heartbeat since "
+                                + TIME.format(beat.truncatedTo(ChronoUnit.SECONDS)) + ")");
+                    }
+                    html.row("process-" + rs.getString(1), rs.getString(1), rs.getString(2), rs.getString(3), when(instant(rs, 4), now),
+                            when(beat, now), dead ? "dead since " + TIME.format(beat.truncatedTo(ChronoUnit.SECONDS)) : "alive");
+                }
             }
         }
         html.endTable();
+    }
+
+    private void actions(Connection c, Html html, Instant now) throws SQLException {
+        html.section("actions", "Recent actions from this page (newest first)");
+        html.header("when", "by", "action", "on", "outcome");
+        try (PreparedStatement ps = c.prepareStatement(RECENT_ACTIONS); ResultSet rs = ps.executeQuery()) {
+            while (rs.next()) {
+                html.row(null, when(instant(rs, 1), now), rs.getString(2), rs.getString(3), rs.getString(4), rs.getString(5));
+            }
+        }
+        html.endTable();
+    }
+
+    /** Whom actions are recorded for: the name, typed once and kept in a cookie. */
+    private static void operator(Html page, Viewer viewer) {
+        if (!viewer.mayAct()) {
+            page.raw("<p class=\"meta\">").text("Read only: open " + StatusPage.PATH + "?token=... in a browser to act from this page.")
+                    .raw("</p>");
+            return;
+        }
+        page.raw("<form id=\"operator\" method=\"post\" action=\"status/" + StatusPage.Action.OPERATOR.path + "\">")
+                .raw("<input type=\"hidden\" name=\"csrf\" value=\"").text(viewer.csrf()).raw("\">")
+                .raw("<label>").text(viewer.operator() == null || viewer.operator().isEmpty() ? "Your name (recorded with every action): "
+                        : "Actions are recorded as done by: ")
+                .raw("<input id=\"operator-name\" name=\"name\" maxlength=\"80\" value=\"").text(viewer.operator()).raw("\"></label> ")
+                .raw("<button id=\"operator-save\">save</button></form>");
+    }
+
+    /** One action's form: a button posting the session's CSRF token and the given fields; nothing for a read-only viewer. */
+    private static void button(Html html, Viewer viewer, StatusPage.Action action, String id, String label, String... fields) {
+        if (!viewer.mayAct()) {
+            return;
+        }
+        html.raw("<form class=\"act\" method=\"post\" action=\"status/" + action.path + "\">")
+                .raw("<input type=\"hidden\" name=\"csrf\" value=\"").text(viewer.csrf()).raw("\">");
+        for (int i = 0; i + 1 < fields.length; i += 2) {
+            html.raw("<input type=\"hidden\" name=\"").text(fields[i]).raw("\" value=\"").text(fields[i + 1]).raw("\">");
+        }
+        html.raw("<button id=\"").text(id).raw("\">").text(label).raw("</button></form>");
+    }
+
+    /** Links to the neighbouring pages of a long list. */
+    private static void pages(Html html, String parameter, int page, long total) {
+        if (page == 0 && total <= LIST_LIMIT) {
+            return;
+        }
+        html.raw("<p>");
+        if (page > 0) {
+            html.raw("<a id=\"" + parameter + "-newer\" href=\"status?" + parameter + "=" + (page - 1) + "\">newer</a> ");
+        }
+        if ((page + 1L) * LIST_LIMIT < total) {
+            html.raw("<a id=\"" + parameter + "-older\" href=\"status?" + parameter + "=" + (page + 1) + "\">older</a>");
+        }
+        html.raw("</p>");
+    }
+
+    /**
+     * Stored error texts are redacted when written; this is the net under that: this process's
+     * secret values, and the query of any URL (temporary media URLs carry their signature there).
+     */
+    private String redacted(String text) {
+        if (text == null) {
+            return "";
+        }
+        String result = Redactor.redact(text);
+        for (String secret : settings.secretValues()) {
+            if (secret.length() >= Redactor.MIN_LENGTH) {
+                result = result.replace(secret, Redactor.MASK);
+            }
+        }
+        return shorten(URL_QUERY.matcher(result).replaceAll("$1?" + Redactor.MASK));
     }
 
     /** Bots with a token in this process's configuration: main, then telegram.bots.<name>.token. */
@@ -428,10 +585,21 @@ final class StatusReport {
         /** @param id the row's element id (figures a reader or a test can point at), or null */
         void row(String id, String... cells) {
             out.append(id == null ? "<tr>" : "<tr id=\"" + escape(id) + "\">");
+            cells(cells);
+            out.append("</tr>");
+        }
+
+        /** A row whose last cells are written by hand (buttons): {@link #cells} then raw markup, then {@code </tr>}. */
+        Html rowStart(String id) {
+            out.append("<tr id=\"").append(escape(id)).append("\">");
+            return this;
+        }
+
+        Html cells(String... cells) {
             for (String c : cells) {
                 out.append("<td>").append(escape(c)).append("</td>");
             }
-            out.append("</tr>");
+            return this;
         }
 
         void endTable() {
@@ -471,5 +639,7 @@ final class StatusReport {
             th{background:#f3f3f3}
             #attention{padding:.2em 1em;border-radius:4px}
             #attention.ok{background:#e8f5e9}#attention.warn{background:#fff3e0;border:1px solid #f0a030}
+            form.act{display:inline;margin-right:.3em}#operator{margin:.6em 0}
+            svg{display:block}
             """;
 }

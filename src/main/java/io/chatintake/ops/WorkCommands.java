@@ -4,7 +4,6 @@ import io.chatintake.config.ConfigurationException;
 import io.chatintake.config.Settings;
 import io.chatintake.store.Database;
 import io.chatintake.store.Migrations;
-import io.chatintake.work.EffectGuard;
 import io.chatintake.work.WorkQueue;
 import java.io.PrintStream;
 import java.sql.Connection;
@@ -51,7 +50,7 @@ public final class WorkCommands {
                     out.printf("%d done item(s) of kind %s since %s will run again%n", queue.replay(kind, since), kind, since);
                     yield 0;
                 }
-                case "resolve-effect" -> resolveEffect(database, queue, args);
+                case "resolve-effect" -> resolveEffect(database, args);
                 default -> throw new ConfigurationException("unknown work command '" + sub + "' (status, retry, replay, resolve-effect)");
             };
         } catch (SQLException e) {
@@ -59,29 +58,16 @@ public final class WorkCommands {
         }
     }
 
-    /**
-     * A person looked at the other side: the effect happened (recorded done) or did not (recorded
-     * failed). Either way its item goes back to pending: the guard then skips a performed effect
-     * and performs one that was not.
-     */
-    private int resolveEffect(Database database, WorkQueue queue, List<String> args) throws SQLException {
+    /** {@link OperatorActions#settleEffect}, with the name given by --by (or the user's). */
+    private int resolveEffect(Database database, List<String> args) throws SQLException {
         boolean performed = args.contains("--performed");
         if (args.size() < 2 || args.get(1).startsWith("--") || performed == args.contains("--not-performed")) {
             throw new ConfigurationException("work resolve-effect needs KEY and one of --performed | --not-performed [--by NAME]");
         }
-        String key = args.get(1);
         String by = option(args, "--by").orElse(System.getProperty("user.name", "unknown"));
-        Optional<EffectGuard.Resolved> resolved = new EffectGuard(database.dataSource()).resolve(key, performed, by);
-        if (resolved.isEmpty()) {
-            out.printf("effect %s is not awaiting reconciliation (unknown, or settled already); nothing changed%n", key);
-            return 1;
-        }
-        Long itemId = resolved.get().workItemId();
-        int back = itemId == null ? 0 : queue.retry(itemId);
-        out.printf("effect %s recorded %s by %s; %s%n", key, performed ? "performed (done)" : "not performed (failed)", by,
-                back == 1 ? "work item " + itemId + " back to pending: " + (performed ? "the guard skips the effect" : "the effect runs again")
-                        : "no parked work item to put back");
-        return 0;
+        OperatorActions.Outcome settled = new OperatorActions(database.dataSource()).settleEffect(args.get(1), performed, by);
+        out.println(settled.sentence());
+        return settled.changed() ? 0 : 1;
     }
 
     private int status(Database database) throws SQLException {

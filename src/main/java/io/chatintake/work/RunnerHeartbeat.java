@@ -4,6 +4,7 @@ import io.chatintake.support.ProcessIdentity;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
+import java.time.Duration;
 import javax.sql.DataSource;
 
 /**
@@ -32,6 +33,17 @@ public final class RunnerHeartbeat {
             ps.setString(1, processId);
             ps.setString(2, ProcessIdentity.host());
             ps.setLong(3, ProcessHandle.current().pid());
+            ps.executeUpdate();
+        }
+    }
+
+    /**
+     * Forgets processes silent this long (dead, and shown as dead on the status page until then);
+     * a live process that comes back after that writes its row anew with its next beat.
+     */
+    public static void forgetSilentFor(Connection c, Duration silence) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement("DELETE FROM runner_heartbeat WHERE beat_at < now() - make_interval(secs => ?)")) {
+            ps.setDouble(1, silence.toSeconds());
             ps.executeUpdate();
         }
     }

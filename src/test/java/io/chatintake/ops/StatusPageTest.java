@@ -7,6 +7,7 @@ import io.chatintake.config.Settings;
 import io.chatintake.sim.SignedDeliverySender;
 import io.chatintake.sim.SignedDeliverySender.TimestampForm;
 import io.chatintake.testkit.HeadlessChromium;
+import io.chatintake.testkit.LogCapture;
 import io.chatintake.testkit.Sql;
 import io.chatintake.testkit.TestDatabase;
 import io.chatintake.testkit.WebhookServer;
@@ -33,7 +34,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
 /**
  * GET /status over the real platform-http server, on a database seeded with known figures: the
  * page a real headless Chromium renders shows them (and a screenshot is kept under target/); the
- * token rules (off -> 404, wrong -> 401, bearer or query -> 200); no secret of the configuration
+ * token rules (off -> 404, wrong -> 401, bearer or a session opened by the query -> 200); no secret of the configuration
  * on the page or in its headers.
  */
 @ExtendWith(TestDatabase.class)
@@ -116,19 +117,28 @@ class StatusPageTest {
     }
 
     @Test
-    void offWithoutATokenAndTheTokenIsRequiredAsBearerOrQuery() throws Exception {
+    void offWithoutATokenAndTheTokenIsRequiredAsBearerOrASessionFromTheQuery() throws Exception {
         HttpResponse<String> offAnswer = get(off.uri("/status"), null);
         assertThat(offAnswer.statusCode()).isEqualTo(404);
         assertThat(offAnswer.body()).contains("CHAT_INTAKE_STATUS_TOKEN");
 
-        assertThat(get(on.uri("/status"), null).statusCode()).isEqualTo(401);
-        assertThat(get(on.uri("/status?token=wrong"), null).statusCode()).isEqualTo(401);
-        assertThat(get(on.uri("/status"), "Bearer " + STATUS_TOKEN + "x").statusCode()).isEqualTo(401);
-        assertThat(get(on.uri("/status"), "Basic " + STATUS_TOKEN).statusCode()).isEqualTo(401);
+        try (LogCapture log = new LogCapture()) {
+            assertThat(get(on.uri("/status"), null).statusCode()).isEqualTo(401);
+            assertThat(get(on.uri("/status?token=wrong-SECRET-guess"), null).statusCode()).isEqualTo(401);
+            assertThat(get(on.uri("/status"), "Bearer " + STATUS_TOKEN + "x").statusCode()).isEqualTo(401);
+            assertThat(get(on.uri("/status"), "Basic " + STATUS_TOKEN).statusCode()).isEqualTo(401);
+            List<String> refusals = log.lines().stream().filter(l -> l.contains("status page: 401")).toList();
+            assertThat(refusals).as("one line for a burst of refusals").hasSize(1);
+            assertThat(String.join("\n", log.lines())).doesNotContain(STATUS_TOKEN).doesNotContain("SECRET-guess");
+        }
 
         HttpResponse<String> bearer = get(on.uri("/status"), "Bearer " + STATUS_TOKEN);
-        HttpResponse<String> query = get(on.uri("/status?token=" + STATUS_TOKEN), null);
-        for (HttpResponse<String> ok : List.of(bearer, query)) {
+        HttpResponse<String> signIn = get(on.uri("/status?token=" + STATUS_TOKEN), null);
+        assertThat(signIn.statusCode()).as("the token leaves the URL: a session cookie stands for it").isEqualTo(303);
+        String cookie = signIn.headers().firstValue("Set-Cookie").orElseThrow();
+        HttpResponse<String> session = http.send(HttpRequest.newBuilder(on.uri("/status"))
+                .header("Cookie", cookie.substring(0, cookie.indexOf(';'))).build(), HttpResponse.BodyHandlers.ofString());
+        for (HttpResponse<String> ok : List.of(bearer, session)) {
             assertThat(ok.statusCode()).isEqualTo(200);
             assertThat(ok.headers().firstValue("Content-Type")).hasValueSatisfying(t -> assertThat(t).startsWith("text/html"));
             assertThat(ok.body()).contains("chat-intake status");
@@ -151,7 +161,7 @@ class StatusPageTest {
     }
 
     /** The texts of the cells of the row with this id. */
-    private static List<String> cells(String dom, String rowId) {
+    static List<String> cells(String dom, String rowId) {
         Matcher row = Pattern.compile("<tr id=\"" + Pattern.quote(rowId) + "\">(.*?)</tr>").matcher(dom);
         assertThat(row.find()).as("row " + rowId + " on the page").isTrue();
         List<String> cells = new ArrayList<>();

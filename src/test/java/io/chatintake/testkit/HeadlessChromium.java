@@ -16,7 +16,7 @@ import java.util.concurrent.TimeUnit;
  * started per call with a fresh profile and no network features of its own: loopback pages only.
  */
 public final class HeadlessChromium {
-    private static final Path BINARY = Path.of("/usr/bin/chromium");
+    static final Path BINARY = Path.of("/usr/bin/chromium");
 
     private HeadlessChromium() {
     }
@@ -61,7 +61,8 @@ public final class HeadlessChromium {
         }
     }
 
-    private static void deleteQuietly(Path dir) {
+    /** A browser profile directory, gone; one left behind is harmless. */
+    static void deleteQuietly(Path dir) {
         if (dir == null) {
             return;
         }
