@@ -2,15 +2,11 @@ package io.chatintake.routes;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.chatintake.album.QuietPeriods;
-import io.chatintake.channel.ChildMessages;
-import io.chatintake.config.Settings;
 import io.chatintake.testkit.LogCapture;
 import io.chatintake.testkit.Sql;
 import java.util.Map;
 import org.apache.camel.Exchange;
 import org.apache.camel.builder.AdviceWith;
-import org.apache.camel.spi.Registry;
 import org.junit.jupiter.api.Test;
 
 /** routes/line.yaml: each event of a signed LINE delivery is stored for direct:line-event, a bad signature is 401; the handler logs the event, never its reply token. */
@@ -20,11 +16,6 @@ class LineRouteTest extends RouteTestSupport {
     @Override
     protected Map<String, String> settings() {
         return Map.of("line.channel-secrets", SECRET);
-    }
-
-    @Override
-    protected void bindBeans(Registry registry, Settings settings) {
-        registry.bind("childMessageListener", ChildMessages.listener(QuietPeriods.from(settings)));
     }
 
     @Test

@@ -34,7 +34,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
 /**
  * What the route file tests beside it share, with Camel's test kit: a context reading the shipped
  * {@code config/application.properties} (a test's own keys on top), the product's database bound
- * as {@code dataSource} (emptied before each test), and {@link #loadRoutes} loading a route file
+ * as {@code dataSource} (emptied before each test) with the listener channels store messages through, and {@link #loadRoutes} loading a route file
  * through its DSL as the runner does. The context starts when the test says so, after it advised
  * the routes ({@code AdviceWith}): outbound endpoints become mocks before anything runs.
  */
@@ -49,7 +49,10 @@ public abstract class RouteTestSupport extends CamelTestSupport {
         return Map.of();
     }
 
-    /** The beans the route file calls, beyond {@code dataSource}: real product beans, as the runner binds them. */
+    /**
+     * The beans the route file calls beyond {@code dataSource} and {@code childMessageListener}
+     * (every channel stores messages through it): real product beans, as the runner binds them.
+     */
     protected void bindBeans(Registry registry, Settings settings) {
     }
 
@@ -110,8 +113,10 @@ public abstract class RouteTestSupport extends CamelTestSupport {
 
     @Override
     protected void bindToRegistry(Registry registry) throws Exception {
+        Settings settings = productSettings();
         registry.bind("dataSource", db);
-        bindBeans(registry, productSettings());
+        registry.bind("childMessageListener", ChildMessages.listener(QuietPeriods.from(settings)));
+        bindBeans(registry, settings);
     }
 
     /** The configuration as the runner's beans read it: the file, this test's keys, the environment for keys the file lacks. */

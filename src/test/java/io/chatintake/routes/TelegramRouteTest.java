@@ -2,15 +2,11 @@ package io.chatintake.routes;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.chatintake.album.QuietPeriods;
-import io.chatintake.channel.ChildMessages;
-import io.chatintake.config.Settings;
 import io.chatintake.sim.BotApiSimulator;
 import io.chatintake.testkit.Sql;
 import java.util.Map;
 import org.apache.camel.builder.AdviceWith;
 import org.apache.camel.component.mock.MockEndpoint;
-import org.apache.camel.spi.Registry;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
 
@@ -26,11 +22,6 @@ class TelegramRouteTest extends RouteTestSupport {
     @Override
     protected Map<String, String> settings() {
         return Map.of("telegram.api-url", telegram.url(), "telegram.bot-token", token, "telegram.poll-timeout-seconds", "1");
-    }
-
-    @Override
-    protected void bindBeans(Registry registry, Settings settings) {
-        registry.bind("childMessageListener", ChildMessages.listener(QuietPeriods.from(settings)));
     }
 
     @AfterAll

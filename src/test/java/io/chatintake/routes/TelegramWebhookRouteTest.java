@@ -2,14 +2,10 @@ package io.chatintake.routes;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.chatintake.album.QuietPeriods;
-import io.chatintake.channel.ChildMessages;
-import io.chatintake.config.Settings;
 import io.chatintake.testkit.Sql;
 import java.util.Map;
 import org.apache.camel.Exchange;
 import org.apache.camel.builder.AdviceWith;
-import org.apache.camel.spi.Registry;
 import org.junit.jupiter.api.Test;
 
 /** routes/telegram-webhook.yaml: an update pushed with the secret token is stored as a polled one, with its work; a wrong token is 401. */
@@ -19,11 +15,6 @@ class TelegramWebhookRouteTest extends RouteTestSupport {
     @Override
     protected Map<String, String> settings() {
         return Map.of("telegram.webhook-secret", SECRET);
-    }
-
-    @Override
-    protected void bindBeans(Registry registry, Settings settings) {
-        registry.bind("childMessageListener", ChildMessages.listener(QuietPeriods.from(settings)));
     }
 
     @Test

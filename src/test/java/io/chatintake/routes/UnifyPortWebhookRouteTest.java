@@ -2,9 +2,6 @@ package io.chatintake.routes;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.chatintake.album.QuietPeriods;
-import io.chatintake.channel.ChildMessages;
-import io.chatintake.config.Settings;
 import io.chatintake.sim.SignedDeliverySender;
 import io.chatintake.testkit.Sql;
 import java.nio.charset.StandardCharsets;
@@ -12,7 +9,6 @@ import java.time.Instant;
 import java.util.Map;
 import org.apache.camel.Exchange;
 import org.apache.camel.builder.AdviceWith;
-import org.apache.camel.spi.Registry;
 import org.junit.jupiter.api.Test;
 
 /** routes/unifyport-webhook.yaml: a signed UnifyPort event is stored once with its message and work; a replay is a duplicate. */
@@ -22,11 +18,6 @@ class UnifyPortWebhookRouteTest extends RouteTestSupport {
     @Override
     protected Map<String, String> settings() {
         return Map.of("unifyport.signing-secrets", SECRET);
-    }
-
-    @Override
-    protected void bindBeans(Registry registry, Settings settings) {
-        registry.bind("childMessageListener", ChildMessages.listener(QuietPeriods.from(settings)));
     }
 
     @Test
