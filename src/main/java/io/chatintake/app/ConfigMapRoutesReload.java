@@ -17,6 +17,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.stream.Stream;
 import org.apache.camel.CamelContext;
 import org.apache.camel.spi.Resource;
+import org.apache.camel.spi.ResourceReload;
 import org.apache.camel.support.PluginHelper;
 import org.apache.camel.support.RouteWatcherReloadStrategy;
 import org.apache.camel.support.service.ServiceSupport;
@@ -104,7 +105,14 @@ final class ConfigMapRoutesReload extends ServiceSupport {
             String name = file.getKey().toString();
             try {
                 Resource resource = PluginHelper.getResourceLoader(context).resolveResource("file:" + name);
-                routeReload.getResourceReload().onReload(name, resource);
+                ResourceReload reload = routeReload.getResourceReload();
+                if (reload instanceof RouteReloadGate gate) {
+                    if (!gate.reloadIfValid(name, resource)) {
+                        continue; // refused, said by the gate; its previous routes keep running
+                    }
+                } else {
+                    reload.onReload(name, resource);
+                }
                 LOG.info("routes: reloaded {} after a ConfigMap update", file.getKey().getFileName());
             } catch (Exception e) {
                 // Camel keeps the previous routes of a file that does not load.

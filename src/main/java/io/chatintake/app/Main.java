@@ -13,9 +13,11 @@ import io.chatintake.ops.KubernetesConfigMap;
 import io.chatintake.ops.Chaos;
 import io.chatintake.ops.Demo;
 import io.chatintake.ops.PurgeCommand;
+import io.chatintake.ops.SendCommand;
 import io.chatintake.ops.TelegramCommands;
 import io.chatintake.ops.WorkCommands;
 import io.chatintake.support.Redactor;
+import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.file.Path;
 import java.util.Arrays;
@@ -93,6 +95,21 @@ public final class Main {
                     out.print(KubernetesConfigMap.render(Path.of("config/application.properties"), Path.of("routes")));
                     return 0;
                 }
+                case "send" -> {
+                    Settings settings = loadSettings();
+                    return new SendCommand(settings, CamelConfiguration.routesDirectory(settings), out).run(args.subList(1, args.size()));
+                }
+                case "routes" -> {
+                    if (args.size() < 2 || !args.get(1).equals("check") || args.size() > 3) {
+                        throw new ConfigurationException("usage: routes check [FILE|DIR] (default routes/)");
+                    }
+                    try {
+                        return RoutesCheck.run(Path.of(args.size() > 2 ? args.get(2) : "routes"),
+                                Path.of(System.getenv().getOrDefault(CONFIG_FILE_ENV, "config/application.properties")), System.getenv(), out);
+                    } catch (IOException e) {
+                        throw new ConfigurationException("routes check: cannot read " + e.getMessage(), e);
+                    }
+                }
                 case "chaos" -> {
                     if (args.size() > 1 && !args.get(1).matches("[1-9]\\d{0,4}")) {
                         throw new ConfigurationException("usage: chaos [SECONDS] (a whole number of seconds, default 120)");
@@ -158,6 +175,11 @@ public final class Main {
                 "                                           then the status page until Ctrl-C (--exit: end after the story)",
                 "  chaos [SECONDS]                          3 runners on one database, one killed (kill -9) every few seconds for",
                 "                                           SECONDS (default 120), then checks nothing was lost or done twice",
+                "  routes check [FILE|DIR]                  route files checked without running them (default routes/): syntax,",
+                "                                           components, endpoint options, placeholders, beans, direct: endpoints;",
+                "                                           each problem as file:line: message, exit 1 if any",
+                "  send CHANNEL --file BODY [--url URL]     BODY signed as CHANNEL's route verifies it (its scheme and secret), posted",
+                "                                           to the route (this configuration's port, or URL); prints status and body",
                 "  k8s configmap                            k8s/configmap.yaml from config/ and routes/ (run in the repository root)",
                 "  purge [--dry-run]                        one retention pass now (retention.*), or what it would remove",
                 "  bench telegram [N]                       Telegram intake of the runner (handlers on) as a ratio to a hand-written loop",

@@ -35,6 +35,8 @@ final class RunnerLifecycle extends LifecycleStrategySupport {
     public void onContextStarted(CamelContext context) {
         dispatcher.start();
         AlbumMetrics.register(MeterRegistryLookup.of(context), dataSource);
+        // A route file changed from now on is checked before it replaces its running routes.
+        RouteReloadGate.install(context);
         // Camel's own file watcher misses a ConfigMap update (a ..data symlink swap).
         ConfigMapRoutesReload.start(context, routesDir);
         LOG.info("routes: {} running from {}: {}", context.getRoutes().size(), routesDir,

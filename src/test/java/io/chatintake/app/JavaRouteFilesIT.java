@@ -59,8 +59,10 @@ class JavaRouteFilesIT {
             assertThat(dropped.body()).isEqualTo("java");
 
             Files.writeString(routes.resolve("BrokenLater.java"), broken("BrokenLater"));
-            runner.awaitOutput("BrokenLater.java not loaded", Duration.ofSeconds(30));
-            assertThat(runner.output().lines().filter(l -> l.contains("BrokenLater.java not loaded"))).hasSize(1);
+            // Checked before it is loaded (RouteReloadGate): refused in one line naming its first error.
+            runner.awaitOutput("BrokenLater.java refused", Duration.ofSeconds(30));
+            assertThat(runner.output().lines().filter(l -> l.contains("BrokenLater.java refused"))).hasSize(1)
+                    .allMatch(l -> l.matches(".*BrokenLater\\.java:\\d+: does not compile: .*"));
             assertThat(runner.output()).doesNotContain("\tat ");
             assertThat(runner.get("/first").body()).isEqualTo("yaml");
             assertThat(runner.get("/dropped").body()).isEqualTo("java");

@@ -5,6 +5,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 import org.apache.camel.Endpoint;
+import org.apache.camel.spi.annotations.Component;
 import org.apache.camel.support.DefaultComponent;
 
 /**
@@ -14,6 +15,7 @@ import org.apache.camel.support.DefaultComponent;
  * ({@link TelegramBots}); every endpoint of one bot shares one HTTP client and one
  * {@link SendLimiter}, so the limits hold across routes.
  */
+@Component("telegram-bot")
 public class TelegramBotComponent extends DefaultComponent {
     /** Send limits, per bot, from the configuration. */
     static final String PER_BOT_PER_SECOND = "telegram.send.per-bot-per-second";

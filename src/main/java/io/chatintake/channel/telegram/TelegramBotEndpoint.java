@@ -15,16 +15,13 @@ import org.apache.camel.spi.UriParam;
  * sendMessage, the result JSON otherwise.
  */
 @UriEndpoint(firstVersion = "0.1.0", scheme = "telegram-bot", title = "Telegram Bot (replies)",
-        syntax = "telegram-bot:botName", producerOnly = true, category = {Category.CHAT})
+        syntax = "telegram-bot:botName", producerOnly = true, category = {Category.CHAT},
+        headersClass = TelegramBotConstants.class)
 public class TelegramBotEndpoint extends ConfiguredBotEndpoint {
     static final String SEND_MESSAGE = "sendMessage";
 
-    @UriParam(defaultValue = SEND_MESSAGE, description = "Bot API method; other than sendMessage, the body is its JSON parameters")
-    private String method = SEND_MESSAGE;
-    @UriParam(description = "Chat to send to (default: the TelegramChatId header)")
-    private String chatId;
-    @UriParam(defaultValue = "30", description = "Longest wait for the Bot API's answer, in seconds")
-    private int timeoutSeconds = 30;
+    @UriParam
+    private TelegramBotConfiguration configuration = new TelegramBotConfiguration();
 
     public TelegramBotEndpoint(String uri, TelegramBotComponent component, String botName) {
         super(uri, component, botName);
@@ -49,27 +46,23 @@ public class TelegramBotEndpoint extends ConfiguredBotEndpoint {
         return getComponent().sender(getBotName(), resolveToken(), resolveApiUrl());
     }
 
-    public String getMethod() {
-        return method;
+    String getMethod() {
+        return configuration.getMethod();
     }
 
-    public void setMethod(String method) {
-        this.method = method;
+    String getChatId() {
+        return configuration.getChatId();
     }
 
-    public String getChatId() {
-        return chatId;
+    int getTimeoutSeconds() {
+        return configuration.getTimeoutSeconds();
     }
 
-    public void setChatId(String chatId) {
-        this.chatId = chatId;
+    public TelegramBotConfiguration getConfiguration() {
+        return configuration;
     }
 
-    public int getTimeoutSeconds() {
-        return timeoutSeconds;
-    }
-
-    public void setTimeoutSeconds(int timeoutSeconds) {
-        this.timeoutSeconds = timeoutSeconds;
+    public void setConfiguration(TelegramBotConfiguration configuration) {
+        this.configuration = configuration;
     }
 }

@@ -25,7 +25,6 @@ import org.apache.camel.support.DefaultProducer;
  * or a 5xx, is ambiguous.
  */
 final class TelegramBotProducer extends DefaultProducer {
-    static final String MESSAGE_ID = "TelegramMessageId";
     private static final ObjectMapper JSON = new ObjectMapper();
     /** 400 descriptions that no retry can change: the chat is gone or closed to this bot. */
     private static final Set<String> PERMANENT_400 = Set.of("chat not found", "user not found", "peer_id_invalid",
@@ -65,7 +64,7 @@ final class TelegramBotProducer extends DefaultProducer {
         }
         if (TelegramBotEndpoint.SEND_MESSAGE.equals(method)) {
             long messageId = result.path("message_id").asLong();
-            message.setHeader(MESSAGE_ID, messageId);
+            message.setHeader(TelegramBotConstants.MESSAGE_ID, messageId);
             message.setBody(messageId);
         } else {
             message.setBody(result.toString());
@@ -92,11 +91,11 @@ final class TelegramBotProducer extends DefaultProducer {
             params = parseObject(message.getBody(String.class), call);
         }
         if (!params.hasNonNull("chat_id")) {
-            String chat = endpoint.getChatId() != null ? endpoint.getChatId() : message.getHeader(TelegramInboxConsumer.CHAT_ID, String.class);
+            String chat = endpoint.getChatId() != null ? endpoint.getChatId() : message.getHeader(TelegramBotConstants.CHAT_ID, String.class);
             if (chat != null && !chat.isBlank()) {
                 params.set("chat_id", chatIdNode(chat.trim()));
             } else if (TelegramBotEndpoint.SEND_MESSAGE.equals(method)) {
-                throw new EffectFailure(EffectOutcome.FAILED, call + ": no chat: set the " + TelegramInboxConsumer.CHAT_ID
+                throw new EffectFailure(EffectOutcome.FAILED, call + ": no chat: set the " + TelegramBotConstants.CHAT_ID
                         + " header or chatId", null);
             }
         }

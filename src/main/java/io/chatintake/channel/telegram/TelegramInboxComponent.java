@@ -6,14 +6,17 @@ import java.util.Map;
 import javax.sql.DataSource;
 import org.apache.camel.Endpoint;
 import org.apache.camel.support.CamelContextHelper;
-import org.apache.camel.support.DefaultComponent;
+import org.apache.camel.spi.annotations.Component;
+import org.apache.camel.support.HealthCheckComponent;
 
 /**
  * {@code telegram-inbox:<bot name>}: durable Telegram Bot API long polling. Unlike camel-telegram's
  * consumer (offset in memory, advanced even when the exchange failed, unknown update types dropped)
- * this one commits every batch and the next offset to PostgreSQL before it polls again.
+ * this one commits every batch and the next offset to PostgreSQL before it polls again. Each
+ * consumer's health check (what its loop is doing) is shown unless healthCheckConsumerEnabled=false.
  */
-public class TelegramInboxComponent extends DefaultComponent {
+@Component("telegram-inbox")
+public class TelegramInboxComponent extends HealthCheckComponent {
     private DataSource dataSource;
     private ChildMessageListener childMessageListener;
     private Clock clock = Clock.systemUTC();

@@ -46,18 +46,6 @@ import org.slf4j.LoggerFactory;
 public class TelegramInboxConsumer extends DefaultConsumer {
     private static final Logger LOG = LoggerFactory.getLogger(TelegramInboxConsumer.class);
 
-    public static final String BOT_NAME = "TelegramBotName";
-    public static final String BOT_ID = "TelegramBotId";
-    public static final String UPDATE_ID = "TelegramUpdateId";
-    public static final String UPDATE_TYPE = "TelegramUpdateType";
-    public static final String INBOX_ROW_ID = "TelegramInboxRowId";
-    /** The chat the update belongs to, when it has one (also usable as camel-telegram's chat id). */
-    public static final String CHAT_ID = "TelegramChatId";
-    /** The message's text or caption, when it has one. */
-    public static final String TEXT = "TelegramText";
-    /** Set only on an update PostgreSQL's jsonb refused: why (nul_character, lone_surrogate, ...); the body is its raw text. */
-    public static final String RAW_REASON = "TelegramRawReason";
-
     private static final Duration REJECTED_TOKEN_RECHECK = Duration.ofMinutes(1);
     private static final Duration WEBHOOK_RECHECK = Duration.ofMinutes(1);
     private static final Duration PENDING_COUNT_REFRESH = Duration.ofMinutes(1);
@@ -96,7 +84,9 @@ public class TelegramInboxConsumer extends DefaultConsumer {
         super.doStart();
         clock = endpoint.getComponent().getClock();
         health = new TelegramInboxConsumerHealthCheck(bot, clock);
-        health.register(endpoint.getCamelContext());
+        if (endpoint.getComponent().isHealthCheckConsumerEnabled()) {
+            health.register(endpoint.getCamelContext());
+        }
         Optional<Secret> token = endpoint.resolveToken();
         if (token.isEmpty()) {
             LOG.info("telegram bot '{}': no token configured ({}); polling is off", bot, Settings.envName(endpoint.tokenKey()));
@@ -456,7 +446,7 @@ public class TelegramInboxConsumer extends DefaultConsumer {
             if (update.rawReason() != null) {
                 metrics.raw();
                 LOG.warn("telegram bot '{}': update {} cannot be stored as jsonb ({}); stored raw as inbox row {}, confirmed and"
-                        + " handed on with header {}", bot, update.updateId(), update.rawReason(), update.rowId(), RAW_REASON);
+                        + " handed on with header {}", bot, update.updateId(), update.rawReason(), update.rowId(), TelegramInboxConstants.RAW_REASON);
             }
         }
     }
@@ -465,8 +455,8 @@ public class TelegramInboxConsumer extends DefaultConsumer {
         getProcessor().process(exchange);
         if (exchange.getException() != null) {
             LOG.warn("telegram bot '{}': route failed for update {} ({}); it stays stored as inbox row {} and is retried from there",
-                    bot, exchange.getMessage().getHeader(UPDATE_ID), exchange.getException().getMessage(),
-                    exchange.getMessage().getHeader(INBOX_ROW_ID));
+                    bot, exchange.getMessage().getHeader(TelegramInboxConstants.UPDATE_ID), exchange.getException().getMessage(),
+                    exchange.getMessage().getHeader(TelegramInboxConstants.INBOX_ROW_ID));
         }
     }
 

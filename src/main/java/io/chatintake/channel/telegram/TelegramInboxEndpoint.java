@@ -11,21 +11,11 @@ import org.apache.camel.spi.UriParam;
 
 /** One bot's durable long polling; the bot, its token and server as {@link ConfiguredBotEndpoint} resolves them. */
 @UriEndpoint(firstVersion = "0.1.0", scheme = "telegram-inbox", title = "Telegram Inbox",
-        syntax = "telegram-inbox:botName", consumerOnly = true, category = {Category.CHAT})
+        syntax = "telegram-inbox:botName", consumerOnly = true, category = {Category.CHAT},
+        headersClass = TelegramInboxConstants.class)
 public class TelegramInboxEndpoint extends ConfiguredBotEndpoint {
-    @UriParam(defaultValue = "100", description = "Updates per getUpdates call (1..100)")
-    private int limit = 100;
-    @UriParam(defaultValue = "25", description = "Long-poll timeout in seconds (0..50)")
-    private int timeout = 25;
-    @UriParam(description = "Comma-separated update types to ask for (default: configuration key telegram.allowed-updates,"
-            + " else every type, since Telegram keeps an earlier setting when none is sent)")
-    private String allowedUpdates;
-    @UriParam(defaultValue = "60", description = "Poll lease duration in seconds; must exceed the long-poll timeout")
-    private int leaseSeconds = 60;
-    @UriParam(defaultValue = "1000", description = "First wait after a failure, in milliseconds")
-    private long backoffBaseMillis = 1000;
-    @UriParam(defaultValue = "60000", description = "Longest wait after repeated failures, in milliseconds")
-    private long backoffCapMillis = 60_000;
+    @UriParam
+    private TelegramInboxConfiguration configuration = new TelegramInboxConfiguration();
 
     public TelegramInboxEndpoint(String uri, TelegramInboxComponent component, String botName) {
         super(uri, component, botName);
@@ -43,6 +33,9 @@ public class TelegramInboxEndpoint extends ConfiguredBotEndpoint {
 
     @Override
     public Consumer createConsumer(Processor processor) throws Exception {
+        int limit = getLimit();
+        int timeout = getTimeout();
+        int leaseSeconds = configuration.getLeaseSeconds();
         if (limit < 1 || limit > 100) {
             throw new IllegalArgumentException("telegram-inbox:" + getBotName() + " limit must be 1..100, got " + limit);
         }
@@ -58,9 +51,9 @@ public class TelegramInboxEndpoint extends ConfiguredBotEndpoint {
         return consumer;
     }
 
-    /** The configuration key the token is read from, named in the "polling is off" message. */
     /** Never empty: an empty allowed_updates would keep whatever was set for the bot before. */
     List<String> allowedUpdateList() {
+        String allowedUpdates = configuration.getAllowedUpdates();
         if (allowedUpdates != null && !allowedUpdates.isBlank()) {
             return AllowedUpdates.parse(allowedUpdates);
         }
@@ -68,54 +61,30 @@ public class TelegramInboxEndpoint extends ConfiguredBotEndpoint {
     }
 
     Duration leaseDuration() {
-        return Duration.ofSeconds(leaseSeconds);
+        return Duration.ofSeconds(configuration.getLeaseSeconds());
     }
 
-    public int getLimit() {
-        return limit;
+    int getLimit() {
+        return configuration.getLimit();
     }
 
-    public void setLimit(int limit) {
-        this.limit = limit;
+    int getTimeout() {
+        return configuration.getTimeout();
     }
 
-    public int getTimeout() {
-        return timeout;
+    long getBackoffBaseMillis() {
+        return configuration.getBackoffBaseMillis();
     }
 
-    public void setTimeout(int timeout) {
-        this.timeout = timeout;
+    long getBackoffCapMillis() {
+        return configuration.getBackoffCapMillis();
     }
 
-    public String getAllowedUpdates() {
-        return allowedUpdates;
+    public TelegramInboxConfiguration getConfiguration() {
+        return configuration;
     }
 
-    public void setAllowedUpdates(String allowedUpdates) {
-        this.allowedUpdates = allowedUpdates;
-    }
-
-    public int getLeaseSeconds() {
-        return leaseSeconds;
-    }
-
-    public void setLeaseSeconds(int leaseSeconds) {
-        this.leaseSeconds = leaseSeconds;
-    }
-
-    public long getBackoffBaseMillis() {
-        return backoffBaseMillis;
-    }
-
-    public void setBackoffBaseMillis(long backoffBaseMillis) {
-        this.backoffBaseMillis = backoffBaseMillis;
-    }
-
-    public long getBackoffCapMillis() {
-        return backoffCapMillis;
-    }
-
-    public void setBackoffCapMillis(long backoffCapMillis) {
-        this.backoffCapMillis = backoffCapMillis;
+    public void setConfiguration(TelegramInboxConfiguration configuration) {
+        this.configuration = configuration;
     }
 }

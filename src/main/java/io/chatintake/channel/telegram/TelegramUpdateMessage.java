@@ -19,16 +19,16 @@ final class TelegramUpdateMessage {
                      String rawReason) {
         message.setBody(json);
         if (rawReason != null) {
-            message.setHeader(TelegramInboxConsumer.RAW_REASON, rawReason);
+            message.setHeader(TelegramInboxConstants.RAW_REASON, rawReason);
         }
-        message.setHeader(TelegramInboxConsumer.BOT_NAME, botName);
-        message.setHeader(TelegramInboxConsumer.BOT_ID, botId);
-        message.setHeader(TelegramInboxConsumer.UPDATE_ID, updateId);
-        message.setHeader(TelegramInboxConsumer.UPDATE_TYPE, type);
-        message.setHeader(TelegramInboxConsumer.INBOX_ROW_ID, rowId);
+        message.setHeader(TelegramInboxConstants.BOT_NAME, botName);
+        message.setHeader(TelegramInboxConstants.BOT_ID, botId);
+        message.setHeader(TelegramInboxConstants.UPDATE_ID, updateId);
+        message.setHeader(TelegramInboxConstants.UPDATE_TYPE, type);
+        message.setHeader(TelegramInboxConstants.INBOX_ROW_ID, rowId);
         JsonNode update = parse(json);
-        UpdateChat.idOf(update).ifPresent(chat -> message.setHeader(TelegramInboxConsumer.CHAT_ID, chat));
-        first(update, TEXT_PATHS).ifPresent(text -> message.setHeader(TelegramInboxConsumer.TEXT, text));
+        UpdateChat.idOf(update).ifPresent(chat -> message.setHeader(TelegramInboxConstants.CHAT_ID, chat));
+        first(update, TEXT_PATHS).ifPresent(text -> message.setHeader(TelegramInboxConstants.TEXT, text));
     }
 
     private static JsonNode parse(String json) {

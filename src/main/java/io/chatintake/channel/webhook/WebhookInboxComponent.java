@@ -1,9 +1,9 @@
 package io.chatintake.channel.webhook;
 
-import java.util.LinkedHashMap;
 import java.util.Map;
 import org.apache.camel.Endpoint;
-import org.apache.camel.support.DefaultComponent;
+import org.apache.camel.spi.annotations.Component;
+import org.apache.camel.support.HealthCheckComponent;
 
 /**
  * {@code webhook-inbox:<channel>}: a signed-webhook intake configured entirely in a route,
@@ -19,24 +19,20 @@ import org.apache.camel.support.DefaultComponent;
  * </pre>
  * Size cap, signature over the raw bytes, one transaction storing the delivery's events (child
  * messages, albums, attachments, work items), then the answer. The event mapping options are
- * {@link EventMapping#OPTIONS}; the others are {@link WebhookInboxEndpoint}'s.
+ * {@link WebhookInboxMapping}'s; the others are {@link WebhookInboxEndpoint}'s. Each channel's
+ * health check (on, off, unsigned) is shown unless healthCheckProducerEnabled=false.
  */
-public class WebhookInboxComponent extends DefaultComponent {
+@Component("webhook-inbox")
+public class WebhookInboxComponent extends HealthCheckComponent {
 
     @Override
     protected Endpoint createEndpoint(String uri, String remaining, Map<String, Object> parameters) throws Exception {
         if (remaining == null || remaining.isBlank()) {
             throw new IllegalArgumentException("webhook-inbox needs a channel name: webhook-inbox:slack");
         }
-        Map<String, String> mapping = new LinkedHashMap<>();
-        for (String option : EventMapping.OPTIONS) {
-            Object value = parameters.remove(option);
-            if (value != null) {
-                mapping.put(option, value.toString());
-            }
-        }
-        WebhookInboxEndpoint endpoint = new WebhookInboxEndpoint(uri, this, remaining, new EventMapping(mapping));
+        WebhookInboxEndpoint endpoint = new WebhookInboxEndpoint(uri, this, remaining);
         setProperties(endpoint, parameters);
+        endpoint.compileMapping();
         return endpoint;
     }
 }

@@ -28,7 +28,8 @@ import org.slf4j.LoggerFactory;
  * and answers 503 {@code not_configured}.
  */
 @UriEndpoint(firstVersion = "0.1.0", scheme = "webhook-inbox", title = "Webhook Inbox",
-        syntax = "webhook-inbox:channel", producerOnly = true, category = {Category.CHAT})
+        syntax = "webhook-inbox:channel", producerOnly = true, category = {Category.CHAT},
+        headersClass = WebhookInboxConstants.class)
 public class WebhookInboxEndpoint extends DefaultEndpoint {
     private static final Logger LOG = LoggerFactory.getLogger(WebhookInboxEndpoint.class);
     private WebhookIntakeHealthCheck health;
@@ -36,7 +37,9 @@ public class WebhookInboxEndpoint extends DefaultEndpoint {
     @UriPath(description = "Channel name: webhook_event.channel, the work kind <channel>-event, metrics and logs")
     @Metadata(required = true)
     private final String channel;
-    private final EventMapping mapping;
+    @UriParam
+    private WebhookInboxMapping mappingOptions = new WebhookInboxMapping();
+    private EventMapping mapping;
     @UriParam(defaultValue = "default", description = "Workspace that scopes every stored key")
     private String workspace = "default";
     @UriParam(description = "Signature scheme spec: a preset (unifyport, slack, line, meta, github, standard-webhooks, "
@@ -82,10 +85,14 @@ public class WebhookInboxEndpoint extends DefaultEndpoint {
     private volatile WebhookEventSink sink;
     private volatile WorkDispatcher dispatcher;
 
-    public WebhookInboxEndpoint(String uri, WebhookInboxComponent component, String channel, EventMapping mapping) {
+    public WebhookInboxEndpoint(String uri, WebhookInboxComponent component, String channel) {
         super(uri, component);
         this.channel = channel;
-        this.mapping = mapping;
+    }
+
+    /** The mapping options as set, checked now: a field spec that does not parse fails the route, not a delivery. */
+    void compileMapping() {
+        mapping = new EventMapping(mappingOptions.options());
     }
 
     @Override
@@ -148,7 +155,9 @@ public class WebhookInboxEndpoint extends DefaultEndpoint {
             }
         }
         health = new WebhookIntakeHealthCheck(channel, state);
-        health.register(getCamelContext());
+        if (((WebhookInboxComponent) getComponent()).isHealthCheckProducerEnabled()) {
+            health.register(getCamelContext());
+        }
         // Bound before any route starts when the runner's configuration is in use; absent when the component is used alone.
         dispatcher = WorkDispatcher.of(getCamelContext());
         sink = eventSink != null ? eventSink : new WebhookEventStore(dataSource(), Duration.ofMillis(statementTimeoutMs),
@@ -351,6 +360,14 @@ public class WebhookInboxEndpoint extends DefaultEndpoint {
 
     public void setVerifyTokenKey(String verifyTokenKey) {
         this.verifyTokenKey = verifyTokenKey;
+    }
+
+    public WebhookInboxMapping getMappingOptions() {
+        return mappingOptions;
+    }
+
+    public void setMappingOptions(WebhookInboxMapping mappingOptions) {
+        this.mappingOptions = mappingOptions;
     }
 
     public WebhookEventSink getEventSink() {

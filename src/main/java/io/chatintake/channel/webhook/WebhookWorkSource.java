@@ -19,14 +19,6 @@ import org.apache.camel.Message;
  * the event's secret fields are registered with the {@link Redactor} before its handler runs.
  */
 public final class WebhookWorkSource extends RowWorkSource {
-    public static final String WORKSPACE = "ChatIntakeWorkspace";
-    public static final String CHANNEL = "ChatIntakeChannel";
-    public static final String EVENT_ID = "ChatIntakeEventId";
-    public static final String EVENT_TYPE = "ChatIntakeEventType";
-    public static final String PROVIDER = "ChatIntakeProvider";
-    public static final String ACCOUNT = "ChatIntakeAccount";
-    public static final String STORED_ID = "ChatIntakeStoredId";
-
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final String SELECT = "SELECT id, workspace, channel, event_id, event_type, provider, account_id, body FROM webhook_event WHERE id %s";
 
@@ -49,13 +41,13 @@ public final class WebhookWorkSource extends RowWorkSource {
 
     @Override
     protected void fill(ResultSet rs, WorkItem item, Message message) throws SQLException {
-        message.setHeader(WORKSPACE, rs.getString(2));
-        message.setHeader(CHANNEL, rs.getString(3));
-        message.setHeader(EVENT_ID, rs.getString(4));
-        message.setHeader(EVENT_TYPE, rs.getString(5));
-        message.setHeader(PROVIDER, rs.getString(6));
-        message.setHeader(ACCOUNT, rs.getString(7));
-        message.setHeader(STORED_ID, item.sourceId());
+        message.setHeader(WebhookInboxConstants.WORKSPACE, rs.getString(2));
+        message.setHeader(WebhookInboxConstants.CHANNEL, rs.getString(3));
+        message.setHeader(WebhookInboxConstants.EVENT_ID, rs.getString(4));
+        message.setHeader(WebhookInboxConstants.EVENT_TYPE, rs.getString(5));
+        message.setHeader(WebhookInboxConstants.PROVIDER, rs.getString(6));
+        message.setHeader(WebhookInboxConstants.ACCOUNT, rs.getString(7));
+        message.setHeader(WebhookInboxConstants.STORED_ID, item.sourceId());
         String body = new String(rs.getBytes(8), StandardCharsets.UTF_8);
         hideSecretFields(body);
         message.setBody(body);

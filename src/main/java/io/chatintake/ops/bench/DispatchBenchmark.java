@@ -6,7 +6,7 @@ import io.chatintake.channel.telegram.OffsetCheckpoint;
 import io.chatintake.channel.telegram.PollLease;
 import io.chatintake.channel.telegram.ScheduleCheckpoint;
 import io.chatintake.channel.telegram.TelegramInbox;
-import io.chatintake.channel.telegram.TelegramInboxConsumer;
+import io.chatintake.channel.telegram.TelegramInboxConstants;
 import io.chatintake.channel.telegram.TelegramWorkSource;
 import io.chatintake.config.Secret;
 import io.chatintake.config.Settings;
@@ -148,9 +148,9 @@ public final class DispatchBenchmark {
                 @Override
                 public void configure() {
                     from("direct:telegram-update").routeId("bench-handler").process(e -> onHandled(
-                            e.getMessage().getHeader(TelegramInboxConsumer.BOT_ID, Long.class) + ":"
-                                    + e.getMessage().getHeader(TelegramInboxConsumer.CHAT_ID, String.class),
-                            e.getMessage().getHeader(TelegramInboxConsumer.UPDATE_ID, Long.class)));
+                            e.getMessage().getHeader(TelegramInboxConstants.BOT_ID, Long.class) + ":"
+                                    + e.getMessage().getHeader(TelegramInboxConstants.CHAT_ID, String.class),
+                            e.getMessage().getHeader(TelegramInboxConstants.UPDATE_ID, Long.class)));
                 }
             });
             camel.start();

@@ -59,7 +59,7 @@ class TelegramBotProducerTest {
 
         assertThat(exchange.getException()).isNull();
         assertThat(exchange.getMessage().getBody()).isInstanceOf(Long.class);
-        assertThat(exchange.getMessage().getHeader(TelegramBotProducer.MESSAGE_ID)).isEqualTo(exchange.getMessage().getBody());
+        assertThat(exchange.getMessage().getHeader(TelegramBotConstants.MESSAGE_ID)).isEqualTo(exchange.getMessage().getBody());
         assertThat(simulator.sentMessages(token)).singleElement()
                 .satisfies(m -> assertThat(m.path("chat_id").asLong()).isEqualTo(42))
                 .satisfies(m -> assertThat(m.path("text").asText()).isEqualTo("hello"));
@@ -140,7 +140,7 @@ class TelegramBotProducerTest {
     private Exchange send(String uri, String text, Long chat) {
         return template.send(uri, e -> {
             e.getMessage().setBody(text);
-            e.getMessage().setHeader(TelegramInboxConsumer.CHAT_ID, chat);
+            e.getMessage().setHeader(TelegramInboxConstants.CHAT_ID, chat);
         });
     }
 

@@ -116,12 +116,12 @@ class TelegramInboxConsumerTest {
             await("the last batch confirmed", WAIT, () -> simulator.queued(token) == 0);
             assertThat(intake.meters.counter("chat_intake_telegram_raw_updates", "bot", "main").count()).isEqualTo(2);
 
-            List<Exchange> raw = intake.received.stream().filter(e -> e.getMessage().getHeader(TelegramInboxConsumer.RAW_REASON) != null).toList();
-            assertThat(raw).extracting(e -> e.getMessage().getHeader(TelegramInboxConsumer.RAW_REASON))
+            List<Exchange> raw = intake.received.stream().filter(e -> e.getMessage().getHeader(TelegramInboxConstants.RAW_REASON) != null).toList();
+            assertThat(raw).extracting(e -> e.getMessage().getHeader(TelegramInboxConstants.RAW_REASON))
                     .containsExactlyInAnyOrder("nul_character", "lone_surrogate");
             assertThat(raw).extracting(e -> e.getMessage().getBody(String.class))
                     .containsExactlyInAnyOrder(nul.formatted(101), surrogate.formatted(151));
-            assertThat(raw).extracting(e -> e.getMessage().getHeader(TelegramInboxConsumer.CHAT_ID)).containsExactlyInAnyOrder("31", "32");
+            assertThat(raw).extracting(e -> e.getMessage().getHeader(TelegramInboxConstants.CHAT_ID)).containsExactlyInAnyOrder("31", "32");
         }
         assertThat(count("SELECT next_offset FROM telegram_checkpoint WHERE bot_id = 4242")).isEqualTo(301);
         assertThat(count("SELECT count(*) FROM telegram_update WHERE stored_raw")).isEqualTo(2);
@@ -205,7 +205,7 @@ class TelegramInboxConsumerTest {
             await("two exchanges", WAIT, () -> intake.received.size() == 2);
             await("confirmed", WAIT, () -> simulator.queued(token) == 0);
             assertThat(intake.received.get(0).getMessage().getHeader(io.chatintake.work.WorkDispatcher.IDEMPOTENCY_KEY)).isEqualTo("4242:1");
-            assertThat(intake.received.get(1).getMessage().getHeader(TelegramInboxConsumer.UPDATE_TYPE)).isEqualTo("message");
+            assertThat(intake.received.get(1).getMessage().getHeader(TelegramInboxConstants.UPDATE_TYPE)).isEqualTo("message");
             assertThat(intake.received.get(1).getMessage().getBody(String.class)).contains("\"text\":\"two\"");
         }
         assertThat(count("SELECT count(*) FROM telegram_update")).isEqualTo(2);

@@ -1,0 +1,65 @@
+package io.chatintake.routes;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.chatintake.config.Settings;
+import io.chatintake.testkit.LogCapture;
+import io.chatintake.testkit.Sql;
+import io.chatintake.work.EffectGuard;
+import java.util.Map;
+import org.apache.camel.builder.AdviceWith;
+import org.apache.camel.component.mock.MockEndpoint;
+import org.apache.camel.spi.Registry;
+import org.junit.jupiter.api.Test;
+
+/**
+ * routes/handlers.yaml: with echo replies on, a text message is answered once through
+ * telegram-bot (a mock here), guarded by effectGuard; other updates send nothing; album
+ * decisions are logged.
+ */
+class HandlersRouteTest extends RouteTestSupport {
+
+    @Override
+    protected Map<String, String> settings() {
+        return Map.of("telegram.echo-replies", "true");
+    }
+
+    @Override
+    protected void bindBeans(Registry registry, Settings settings) {
+        registry.bind("effectGuard", new EffectGuard(db));
+    }
+
+    @Test
+    void aTextMessageIsEchoedOnceThroughTelegramBot() throws Exception {
+        loadRoutes("routes/handlers.yaml");
+        AdviceWith.adviceWith(context, "telegram-echo-reply", r -> r.mockEndpointsAndSkip("telegram-bot:*"));
+        MockEndpoint bot = getMockEndpoint("mock:telegram-bot:main");
+        bot.whenAnyExchangeReceived(exchange -> exchange.getMessage().setBody(501)); // the Bot API's message id
+        bot.expectedBodiesReceived("Received: hello");
+        bot.expectedHeaderReceived("TelegramChatId", 42);
+        context.start();
+
+        Map<String, Object> update = Map.of("TelegramUpdateType", "message", "TelegramText", "hello", "TelegramChatId", 42,
+                "TelegramUpdateId", 9001, "IdempotencyKey", "7001:9001");
+        template.sendBodyAndHeaders("direct:telegram-update", "{}", update);
+        template.sendBodyAndHeaders("direct:telegram-update", "{}", update);
+        template.sendBodyAndHeaders("direct:telegram-update", "{}", Map.of("TelegramUpdateType", "edited_message",
+                "TelegramText", "hello again", "TelegramChatId", 42, "IdempotencyKey", "7001:9002"));
+
+        bot.assertIsSatisfied();
+        assertThat(Sql.string(db, "SELECT effect_key || ' ' || state || ' ' || result FROM outbound_effect"))
+                .isEqualTo("7001:9001:echo-reply done 501");
+    }
+
+    @Test
+    void anAlbumDecisionIsLogged() throws Exception {
+        loadRoutes("routes/handlers.yaml");
+        context.start();
+
+        try (LogCapture log = new LogCapture()) {
+            template.sendBodyAndHeaders("direct:album-ready", "{}", Map.of("AlbumKey", "k1", "AlbumDecisionVersion", 1,
+                    "AlbumDecisionKind", "complete", "AlbumChildCount", 3));
+            assertThat(log.lines()).contains("album k1 version 1: complete with 3 child(ren)");
+        }
+    }
+}

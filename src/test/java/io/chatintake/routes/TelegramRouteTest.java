@@ -1,0 +1,45 @@
+package io.chatintake.routes;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.chatintake.sim.BotApiSimulator;
+import io.chatintake.testkit.Sql;
+import java.util.Map;
+import org.apache.camel.builder.AdviceWith;
+import org.apache.camel.component.mock.MockEndpoint;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * routes/telegram.yaml: the bot main's updates, polled from a Bot API server (the product's
+ * simulator on loopback), are committed to telegram_update and handed to direct:telegram-update.
+ */
+class TelegramRouteTest extends RouteTestSupport {
+    // Static: the configuration below is read while the test instance is being constructed.
+    private static final BotApiSimulator telegram = BotApiSimulator.start();
+    private static final String token = telegram.addBot(7001, "FAKE-route-test-token", "route_bot");
+
+    @Override
+    protected Map<String, String> settings() {
+        return Map.of("telegram.api-url", telegram.url(), "telegram.bot-token", token, "telegram.poll-timeout-seconds", "1");
+    }
+
+    @AfterAll
+    static void stopTelegram() {
+        telegram.close();
+    }
+
+    @Test
+    void storesPolledUpdatesAndHandsThemToTheHandler() throws Exception {
+        loadRoutes("routes/telegram.yaml");
+        AdviceWith.adviceWith(context, "telegram-main", r -> r.mockEndpointsAndSkip("direct:telegram-update"));
+        MockEndpoint handler = getMockEndpoint("mock:direct:telegram-update");
+        handler.expectedHeaderReceived("TelegramText", "hello");
+        handler.expectedHeaderReceived("TelegramChatId", "42");
+        telegram.enqueueText(token, 42, "hello");
+        context.start();
+
+        handler.assertIsSatisfied();
+        assertThat(Sql.string(db, "SELECT bot_id || ' ' || update_type FROM telegram_update")).isEqualTo("7001 message");
+    }
+}
