@@ -40,15 +40,21 @@ public final class PollLease {
                    fencing_token = telegram_poll_lease.fencing_token + 1,
                    acquired_at = now(),
                    expires_at = EXCLUDED.expires_at
-             WHERE telegram_poll_lease.expires_at < now()
+             WHERE telegram_poll_lease.expires_at < now() - make_interval(secs => ?)
             RETURNING fencing_token""";
 
     /** Takes the lease if nobody holds it or the holder's lease expired. */
     public Optional<Held> tryAcquire(long botId, String holder, Duration duration) throws SQLException {
+        return tryAcquire(botId, holder, duration, Duration.ZERO);
+    }
+
+    /** Takes the lease if nobody ever held it or it expired at least {@code freeFor} ago ({@link LeaseShare}). */
+    public Optional<Held> tryAcquire(long botId, String holder, Duration duration, Duration freeFor) throws SQLException {
         try (Connection c = dataSource.getConnection(); PreparedStatement ps = c.prepareStatement(ACQUIRE)) {
             ps.setLong(1, botId);
             ps.setString(2, holder);
             ps.setDouble(3, duration.toMillis() / 1000.0);
+            ps.setDouble(4, freeFor.toMillis() / 1000.0);
             try (ResultSet rs = ps.executeQuery()) {
                 return rs.next() ? Optional.of(new Held(botId, holder, rs.getLong(1))) : Optional.empty();
             }

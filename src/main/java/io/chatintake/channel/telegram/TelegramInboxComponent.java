@@ -2,7 +2,9 @@ package io.chatintake.channel.telegram;
 
 import io.chatintake.message.ChildMessageListener;
 import java.time.Clock;
+import java.time.Duration;
 import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import javax.sql.DataSource;
 import org.apache.camel.Endpoint;
 import org.apache.camel.support.CamelContextHelper;
@@ -17,6 +19,7 @@ public class TelegramInboxComponent extends DefaultComponent {
     private DataSource dataSource;
     private ChildMessageListener childMessageListener;
     private Clock clock = Clock.systemUTC();
+    private final Map<String, LeaseShare> leaseShares = new ConcurrentHashMap<>();
 
     @Override
     protected Endpoint createEndpoint(String uri, String remaining, Map<String, Object> parameters) throws Exception {
@@ -60,6 +63,11 @@ public class TelegramInboxComponent extends DefaultComponent {
 
     public void setDataSource(DataSource dataSource) {
         this.dataSource = dataSource;
+    }
+
+    /** One per process and lease duration, so that the bots' consumers count their leases together. */
+    LeaseShare leaseShare(String holder, Duration lease) {
+        return leaseShares.computeIfAbsent(holder + "/" + lease, k -> new LeaseShare(getDataSource(), holder, lease));
     }
 
     public Clock getClock() {
