@@ -91,17 +91,13 @@ public final class LeaseShare {
     }
 
     /**
-     * At a batch boundary of a lease this process holds: whether to hand it over now. A yes counts
-     * the lease as gone already, so that the other consumers of this process do not hand over more
-     * than the extra ones.
+     * At a batch boundary of a lease this process holds: whether to hand it over now. The caller
+     * releases it at once, which counts it as gone ({@link #held}), so that the other consumers of
+     * this process do not hand over more than the extra ones.
      */
     synchronized boolean handOver(long botId) throws SQLException {
         Counts now = counts();
-        if (now.held() <= now.share() || !anotherCandidateBelowShare(botId, now.share())) {
-            return false;
-        }
-        counts = new Counts(now.bots(), now.processes(), now.held() - 1);
-        return true;
+        return now.held() > now.share() && anotherCandidateBelowShare(botId, now.share());
     }
 
     private synchronized void recount() {

@@ -111,7 +111,7 @@ public class TelegramInboxConsumer extends DefaultConsumer {
                     endpoint.allowedUpdateList(), Settings.envName(AllowedUpdates.KEY), notRequested);
         }
         DataSource dataSource = endpoint.getComponent().getDataSource();
-        client = new BotApiClient(endpoint.resolveApiUrl(), token.get());
+        client = new BotApiClient(endpoint.resolveApiUrl(), token.get(), endpoint.getComponent().botApiHttp());
         leases = new PollLease(dataSource);
         checkpoints = new OffsetCheckpoint(dataSource);
         inbox = new TelegramInbox(dataSource, endpoint.getComponent().getChildMessageListener());
@@ -262,9 +262,9 @@ public class TelegramInboxConsumer extends DefaultConsumer {
                 webhookCheck.whenDue();
                 if (share.handOver(lease.botId())) {
                     // A batch boundary: everything received is stored and confirmed, nothing is in flight.
-                    LOG.info("telegram bot '{}': handing the poll lease over to a process below its share ({}); standing by",
-                            bot, describe(share.counts()));
                     lease = releaseQuietly(lease);
+                    LOG.info("telegram bot '{}': handed the poll lease over to a process below its share ({}); standing by",
+                            bot, describe(share.counts()));
                     standbyLogged = true;
                     health.enter(Phase.STANDBY, "handed the poll lease over to even out the bots across processes");
                     continue;
@@ -434,7 +434,8 @@ public class TelegramInboxConsumer extends DefaultConsumer {
             scheduler = null;
         }
         if (scheduler == null) {
-            scheduler = new UpdateScheduler(bot, lease.botId(), scheduleCheckpoints, this::wakeDispatcher);
+            scheduler = new UpdateScheduler(bot, lease.botId(), scheduleCheckpoints, this::wakeDispatcher,
+                    endpoint.getComponent().scheduling());
         }
         scheduler.catchUp(lease);
     }
