@@ -79,7 +79,9 @@ class FairPollLeasesIT {
                 Duration takenOver = Duration.between(killedAt, Instant.now());
                 // The lease runs out at most LEASE after the kill; a survivor's next look (every 2 s) takes it.
                 assertThat(takenOver).as("every bot polled again within the lease time (+ a look)").isLessThan(LEASE.plusSeconds(6));
-                assertThat(leasesByRunner(db).values()).as("spread over both survivors").containsExactlyInAnyOrder(6, 6);
+                // A lease can be moving (±1) at the moment the last bot is polled again.
+                Await.until("6 leases each on the survivors", WAIT, () -> leasesByRunner(db).size() == 2
+                        && leasesByRunner(db).values().stream().allMatch(n -> n == 6));
 
                 Instant back = Instant.now();
                 started.add(start("r1-again", simulator, database, tokens).awaitReady());

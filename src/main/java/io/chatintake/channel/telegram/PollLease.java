@@ -85,12 +85,18 @@ public final class PollLease {
 
     /** Lets another process take over at once, instead of after the lease runs out. */
     public void release(Held lease) throws SQLException {
+        release(lease, Duration.ZERO);
+    }
+
+    /** Lets another process take over after {@code after} (a poll given up on may still be open at Telegram until then). */
+    public void release(Held lease, Duration after) throws SQLException {
         try (Connection c = dataSource.getConnection(); PreparedStatement ps = c.prepareStatement(
-                "UPDATE telegram_poll_lease SET expires_at = now() - interval '1 millisecond'"
+                "UPDATE telegram_poll_lease SET expires_at = now() + make_interval(secs => ?) - interval '1 millisecond'"
                         + " WHERE bot_id = ? AND holder = ? AND fencing_token = ?")) {
-            ps.setLong(1, lease.botId());
-            ps.setString(2, lease.holder());
-            ps.setLong(3, lease.fencingToken());
+            ps.setDouble(1, after.toMillis() / 1000.0);
+            ps.setLong(2, lease.botId());
+            ps.setString(3, lease.holder());
+            ps.setLong(4, lease.fencingToken());
             ps.executeUpdate();
         }
     }

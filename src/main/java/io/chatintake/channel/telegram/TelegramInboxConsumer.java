@@ -70,6 +70,8 @@ public class TelegramInboxConsumer extends DefaultConsumer {
     private final Object phase = new Object();
     private volatile boolean running;
     private boolean inLongPoll;
+    /** nanoTime until which Telegram may still hold a getUpdates this loop gave up on when stopped. */
+    private long abandonedPollUntil;
     private Thread loop;
     private ThreadPoolExecutor handoff;
 
@@ -412,10 +414,13 @@ public class TelegramInboxConsumer extends DefaultConsumer {
             }
             inLongPoll = true;
         }
+        long started = System.nanoTime();
         try {
             return client.getUpdates(offset, endpoint.getLimit(), endpoint.getTimeout(), endpoint.allowedUpdateList());
         } catch (BotApiException e) {
             if (!running) {
+                // Interrupted here, the request may still wait at Telegram until its timeout.
+                abandonedPollUntil = started + Duration.ofSeconds(endpoint.getTimeout() + 1L).toNanos();
                 return null;
             }
             throw e;
@@ -514,7 +519,8 @@ public class TelegramInboxConsumer extends DefaultConsumer {
         if (lease != null) {
             share.held(-1);
             try {
-                leases.release(lease);
+                // The next holder polls only once a getUpdates given up on by a stop has ended at Telegram.
+                leases.release(lease, Duration.ofNanos(Math.max(0, abandonedPollUntil - System.nanoTime())));
             } catch (SQLException e) {
                 LOG.warn("telegram bot '{}': could not release the poll lease ({}); it expires on its own", bot, e.getMessage());
             }
