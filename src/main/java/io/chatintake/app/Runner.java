@@ -26,7 +26,8 @@ public final class Runner {
         CamelConfiguration.checkHttpSettings(settings);
         CamelConfiguration.createRoutesDirectory(settings);
         Main camel = new Main();
-        camel.setPropertyPlaceholderLocations(DEFAULTS + settings.source().map(file -> ",file:" + file.toAbsolutePath()).orElse(""));
+        // Camel takes a key from the first location that has it: the file before the built-in defaults.
+        camel.setPropertyPlaceholderLocations(settings.source().map(file -> "file:" + file.toAbsolutePath() + ",").orElse("") + DEFAULTS);
         // The file names it too; this keeps a configuration file without the key working.
         camel.addInitialProperty("camel.main.configuration-classes", CamelConfiguration.class.getName());
         // Camel masks properties by the last part of their key; its own words miss bot-token,

@@ -1,6 +1,7 @@
 package io.chatintake.app;
 
 import io.chatintake.album.AlbumMetrics;
+import io.chatintake.channel.telegram.TelegramBotRoutes;
 import io.chatintake.support.MeterRegistryLookup;
 import io.chatintake.work.WorkDispatcher;
 import java.nio.file.Path;
@@ -8,6 +9,7 @@ import java.util.stream.Collectors;
 import javax.sql.DataSource;
 import org.apache.camel.CamelContext;
 import org.apache.camel.Route;
+import org.apache.camel.VetoCamelContextStartException;
 import org.apache.camel.support.LifecycleStrategySupport;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -15,7 +17,9 @@ import org.slf4j.LoggerFactory;
 /**
  * The runner's steps in Camel's lifecycle: the work dispatcher's workers start once every route
  * runs (they call handler routes) and stop before the routes do, so no handler meets a stopped
- * route; the ready and stopped lines say when the runner takes and has left traffic.
+ * route; the bots of {@code telegram.bots} get their routes from the template with the other routes,
+ * and follow the configuration from then on; the ready and stopped lines say when the runner takes
+ * and has left traffic.
  */
 final class RunnerLifecycle extends LifecycleStrategySupport {
     private static final Logger LOG = LoggerFactory.getLogger(RunnerLifecycle.class);
@@ -30,9 +34,26 @@ final class RunnerLifecycle extends LifecycleStrategySupport {
         this.routesDir = routesDir;
     }
 
+    /** Before any route is built: a listed bot's route is checked and started with the others. */
+    @Override
+    public void onContextInitializing(CamelContext context) throws VetoCamelContextStartException {
+        try {
+            new TelegramBotRoutes(context).sync(true);
+        } catch (Exception e) {
+            throw new VetoCamelContextStartException(e.getMessage(), e, context, true);
+        }
+    }
+
     /** Called once the context has started, routes included. */
     @Override
     public void onContextStarted(CamelContext context) {
+        TelegramBotRoutes bots = new TelegramBotRoutes(context);
+        try {
+            bots.sync(true);
+        } catch (Exception e) {
+            throw new IllegalStateException(e.getMessage(), e);
+        }
+        ConfigurationReload.start(context, bots);
         dispatcher.start();
         AlbumMetrics.register(MeterRegistryLookup.of(context), dataSource);
         // A route file changed from now on is checked before it replaces its running routes.

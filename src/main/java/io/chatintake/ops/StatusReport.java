@@ -2,6 +2,7 @@ package io.chatintake.ops;
 
 import io.chatintake.album.AlbumMetrics;
 
+import io.chatintake.channel.telegram.TelegramBots;
 import io.chatintake.config.Settings;
 import io.chatintake.support.Redactor;
 import java.sql.Connection;
@@ -459,17 +460,9 @@ final class StatusReport {
         return shorten(URL_QUERY.matcher(result).replaceAll("$1?" + Redactor.MASK));
     }
 
-    /** Bots with a token in this process's configuration: main, then telegram.bots.<name>.token. */
+    /** Bots with a token in this process's configuration: those of telegram.bots, then any other with a token key. */
     private Set<String> configuredBots() {
-        Set<String> bots = new LinkedHashSet<>();
-        if (settings.get("telegram.bot-token").isPresent()) {
-            bots.add("main");
-        }
-        settings.withPrefix("telegram.bots.").keySet().stream()
-                .filter(k -> k.endsWith(".token"))
-                .map(k -> k.substring("telegram.bots.".length(), k.length() - ".token".length()))
-                .forEach(bots::add);
-        return bots;
+        return TelegramBots.configured(settings::get, settings.withPrefix("telegram.bots.").keySet());
     }
 
     /** Whether a signed-webhook channel accepts deliveries here ({@code <channel>.signing-secrets}). */

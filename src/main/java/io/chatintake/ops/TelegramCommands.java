@@ -21,6 +21,7 @@ import java.sql.SQLException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
+import java.util.Set;
 
 /**
  * {@code telegram status}, {@code telegram switch-to-polling --bot NAME} and
@@ -56,11 +57,13 @@ public final class TelegramCommands {
             UpdateGap updateGaps = new UpdateGap(database.dataSource());
             ScheduleCheckpoint schedule = new ScheduleCheckpoint(database.dataSource());
             List<Long> bots = botIds(database);
-            if (bots.isEmpty()) {
+            Set<String> notPolledYet = TelegramBots.configured(settings::get, settings.withPrefix("telegram.bots.").keySet());
+            if (bots.isEmpty() && notPolledYet.isEmpty()) {
                 out.println("no Telegram bot has polled this database yet");
             }
             for (long botId : bots) {
                 OffsetCheckpoint.Saved saved = checkpoints.find(botId).orElseThrow();
+                notPolledYet.remove(saved.botName());
                 out.printf("bot %s (id %d)%n", saved.botName(), botId);
                 out.printf("  next offset:          %d%n", saved.nextOffset());
                 out.printf("  last successful poll: %s%n", saved.lastSuccessfulPoll().map(Object::toString).orElse("never"));
@@ -76,6 +79,9 @@ public final class TelegramCommands {
                 List<UpdateGap.Gap> gaps = updateGaps.list(botId);
                 out.printf("  confirmed outside this store: %s%n", gaps.isEmpty() ? "none" : "");
                 gaps.forEach(g -> out.printf("    %s (detected %s)%n", g.describe(), g.detectedAt()));
+            }
+            for (String bot : notPolledYet) {
+                out.printf("bot %s: configured (token set), not polled yet%n", bot);
             }
             return 0;
         } catch (SQLException e) {

@@ -141,6 +141,8 @@ public final class BotApiSimulator implements AutoCloseable {
     private volatile Clock clock = Clock.systemUTC();
     private volatile ConfirmationAudit audit;
     private volatile ClientResolver clientResolver;
+    /** Methods this server does not have, with the status it answers them (as Bot API emulators do). */
+    private final Map<String, Integer> droppedMethods = new ConcurrentHashMap<>();
 
     private BotApiSimulator(HttpServer server) {
         this.server = server;
@@ -301,6 +303,14 @@ public final class BotApiSimulator implements AutoCloseable {
     }
 
     /** Drops the faults not used yet: the server answers normally again. */
+    /**
+     * From now on this server lacks {@code method} and answers it {@code status} (404, or 500 as
+     * telegram-test-api answers getWebhookInfo), for every bot.
+     */
+    public void dropMethod(String method, int status) {
+        droppedMethods.put(method, status);
+    }
+
     public void clearFaults(String token) {
         Bot bot = bot(token);
         synchronized (bot) {
@@ -441,6 +451,11 @@ public final class BotApiSimulator implements AutoCloseable {
                 synchronized (bot) {
                     bot.allowedUpdates = allowedUpdates; // sticky, as Telegram's
                 }
+            }
+            Integer dropped = droppedMethods.get(method);
+            if (dropped != null) {
+                answer(exchange, dropped, error(dropped, dropped == 404 ? "Not Found" : "Internal Server Error"));
+                return;
             }
             Fault fault = nextFault(bot, method);
             if (fault != null && fault.kind() == FaultKind.SLOW) {

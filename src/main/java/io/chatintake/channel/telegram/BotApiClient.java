@@ -36,6 +36,11 @@ public final class BotApiClient {
     private final Secret token;
 
     public BotApiClient(String apiUrl, Secret token) {
+        this(apiUrl, token, newHttpClient());
+    }
+
+    /** @param http shared by many bots' clients: one selector thread serves all their long polls */
+    public BotApiClient(String apiUrl, Secret token, HttpClient http) {
         String base = apiUrl.endsWith("/") ? apiUrl.substring(0, apiUrl.length() - 1) : apiUrl;
         try {
             URI.create(base);
@@ -45,10 +50,14 @@ public final class BotApiClient {
         }
         this.apiUrl = base;
         this.token = token;
+        this.http = http;
+    }
+
+    public static HttpClient newHttpClient() {
         // Answers go from the client's selector thread straight to the waiting caller, without a
         // pool thread in between: one thread hand-over less per poll, which a busy machine makes slow.
         // Every body handler used here only buffers, so nothing blocks the selector thread.
-        this.http = HttpClient.newBuilder().executor(Runnable::run).connectTimeout(Duration.ofSeconds(10)).build();
+        return HttpClient.newBuilder().executor(Runnable::run).connectTimeout(Duration.ofSeconds(10)).build();
     }
 
     public record BotIdentity(long id, String username) {

@@ -40,15 +40,21 @@ public final class PollLease {
                    fencing_token = telegram_poll_lease.fencing_token + 1,
                    acquired_at = now(),
                    expires_at = EXCLUDED.expires_at
-             WHERE telegram_poll_lease.expires_at < now()
+             WHERE telegram_poll_lease.expires_at < now() - make_interval(secs => ?)
             RETURNING fencing_token""";
 
     /** Takes the lease if nobody holds it or the holder's lease expired. */
     public Optional<Held> tryAcquire(long botId, String holder, Duration duration) throws SQLException {
+        return tryAcquire(botId, holder, duration, Duration.ZERO);
+    }
+
+    /** Takes the lease if nobody ever held it or it expired at least {@code freeFor} ago ({@link LeaseShare}). */
+    public Optional<Held> tryAcquire(long botId, String holder, Duration duration, Duration freeFor) throws SQLException {
         try (Connection c = dataSource.getConnection(); PreparedStatement ps = c.prepareStatement(ACQUIRE)) {
             ps.setLong(1, botId);
             ps.setString(2, holder);
             ps.setDouble(3, duration.toMillis() / 1000.0);
+            ps.setDouble(4, freeFor.toMillis() / 1000.0);
             try (ResultSet rs = ps.executeQuery()) {
                 return rs.next() ? Optional.of(new Held(botId, holder, rs.getLong(1))) : Optional.empty();
             }
@@ -79,12 +85,18 @@ public final class PollLease {
 
     /** Lets another process take over at once, instead of after the lease runs out. */
     public void release(Held lease) throws SQLException {
+        release(lease, Duration.ZERO);
+    }
+
+    /** Lets another process take over after {@code after} (a poll given up on may still be open at Telegram until then). */
+    public void release(Held lease, Duration after) throws SQLException {
         try (Connection c = dataSource.getConnection(); PreparedStatement ps = c.prepareStatement(
-                "UPDATE telegram_poll_lease SET expires_at = now() - interval '1 millisecond'"
+                "UPDATE telegram_poll_lease SET expires_at = now() + make_interval(secs => ?) - interval '1 millisecond'"
                         + " WHERE bot_id = ? AND holder = ? AND fencing_token = ?")) {
-            ps.setLong(1, lease.botId());
-            ps.setString(2, lease.holder());
-            ps.setLong(3, lease.fencingToken());
+            ps.setDouble(1, after.toMillis() / 1000.0);
+            ps.setLong(2, lease.botId());
+            ps.setString(3, lease.holder());
+            ps.setLong(4, lease.fencingToken());
             ps.executeUpdate();
         }
     }

@@ -1,8 +1,12 @@
 package io.chatintake.channel.telegram;
 
 import io.chatintake.message.ChildMessageListener;
+import java.net.http.HttpClient;
 import java.time.Clock;
+import java.time.Duration;
 import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ScheduledExecutorService;
 import javax.sql.DataSource;
 import org.apache.camel.Endpoint;
 import org.apache.camel.support.CamelContextHelper;
@@ -17,9 +21,14 @@ import org.apache.camel.support.HealthCheckComponent;
  */
 @Component("telegram-inbox")
 public class TelegramInboxComponent extends HealthCheckComponent {
+    /** A scheduling pass is one short transaction: two threads keep up with many bots. */
+    private static final int SCHEDULING_THREADS = 2;
     private DataSource dataSource;
     private ChildMessageListener childMessageListener;
     private Clock clock = Clock.systemUTC();
+    private final Map<String, LeaseShare> leaseShares = new ConcurrentHashMap<>();
+    private HttpClient botApiHttp;
+    private ScheduledExecutorService scheduling;
 
     @Override
     protected Endpoint createEndpoint(String uri, String remaining, Map<String, Object> parameters) throws Exception {
@@ -63,6 +72,39 @@ public class TelegramInboxComponent extends HealthCheckComponent {
 
     public void setDataSource(DataSource dataSource) {
         this.dataSource = dataSource;
+    }
+
+    /** One HTTP client for every bot's long polls: one selector thread for all of them, not one per bot. */
+    synchronized HttpClient botApiHttp() {
+        if (botApiHttp == null) {
+            botApiHttp = BotApiClient.newHttpClient();
+        }
+        return botApiHttp;
+    }
+
+    /**
+     * Where every bot's stored updates become work ({@link UpdateScheduler}): a few threads shared
+     * by all bots, from Camel's executor service manager, which stops them with the component.
+     */
+    synchronized ScheduledExecutorService scheduling() {
+        if (scheduling == null) {
+            scheduling = getCamelContext().getExecutorServiceManager().newScheduledThreadPool(this, "TelegramInboxScheduling", SCHEDULING_THREADS);
+        }
+        return scheduling;
+    }
+
+    @Override
+    protected void doStop() throws Exception {
+        if (scheduling != null) {
+            getCamelContext().getExecutorServiceManager().shutdownGraceful(scheduling);
+            scheduling = null;
+        }
+        super.doStop();
+    }
+
+    /** One per process and lease duration, so that the bots' consumers count their leases together. */
+    LeaseShare leaseShare(String holder, Duration lease) {
+        return leaseShares.computeIfAbsent(holder + "/" + lease, k -> new LeaseShare(getDataSource(), holder, lease));
     }
 
     public Clock getClock() {

@@ -29,7 +29,8 @@ import org.slf4j.LoggerFactory;
  * The polling loop of one bot (seed 004's transaction sequence):
  * <ol>
  * <li>read the bot's identity (getMe: its id is the storage key, never the token), take its
- *     {@link PollLease}, read its {@link OffsetCheckpoint}, refuse to poll while a webhook is set;</li>
+ *     {@link PollLease}, read its {@link OffsetCheckpoint}, refuse to poll while a webhook is set
+ *     (an advisory {@link WebhookCheck}: a server that cannot tell does not stop polling);</li>
  * <li>getUpdates with the saved offset; an empty batch changes nothing;</li>
  * <li>a non-empty batch is stored with the next offset in one transaction ({@link TelegramInbox});</li>
  * <li>only after the commit: the next poll, while the {@link UpdateScheduler} turns what was
@@ -48,7 +49,6 @@ public class TelegramInboxConsumer extends DefaultConsumer {
 
     private static final Duration REJECTED_TOKEN_RECHECK = Duration.ofMinutes(1);
     private static final Duration WEBHOOK_RECHECK = Duration.ofMinutes(1);
-    private static final Duration PENDING_COUNT_REFRESH = Duration.ofMinutes(1);
 
     /** Stored batches waiting for the route when no dispatcher runs them. */
     private static final int HANDOFF_BATCHES = 16;
@@ -58,17 +58,21 @@ public class TelegramInboxConsumer extends DefaultConsumer {
     private final Object phase = new Object();
     private volatile boolean running;
     private boolean inLongPoll;
+    /** nanoTime until which Telegram may still hold a getUpdates this loop gave up on when stopped. */
+    private long abandonedPollUntil;
     private Thread loop;
     private ThreadPoolExecutor handoff;
 
     private BotApiClient client;
     private PollLease leases;
+    private LeaseShare share;
     private OffsetCheckpoint checkpoints;
     private TelegramInbox inbox;
     private ScheduleCheckpoint scheduleCheckpoints;
     private UpdateScheduler scheduler;
     private LossWindow lossWindows;
     private TelegramMetrics metrics;
+    private WebhookCheck webhookCheck;
     private Clock clock;
     private String holder;
     private TelegramInboxConsumerHealthCheck health;
@@ -99,14 +103,16 @@ public class TelegramInboxConsumer extends DefaultConsumer {
                     endpoint.allowedUpdateList(), Settings.envName(AllowedUpdates.KEY), notRequested);
         }
         DataSource dataSource = endpoint.getComponent().getDataSource();
-        client = new BotApiClient(endpoint.resolveApiUrl(), token.get());
+        client = new BotApiClient(endpoint.resolveApiUrl(), token.get(), endpoint.getComponent().botApiHttp());
         leases = new PollLease(dataSource);
         checkpoints = new OffsetCheckpoint(dataSource);
         inbox = new TelegramInbox(dataSource, endpoint.getComponent().getChildMessageListener());
         scheduleCheckpoints = new ScheduleCheckpoint(dataSource);
         lossWindows = new LossWindow(dataSource);
         metrics = new TelegramMetrics(MeterRegistryLookup.of(endpoint.getCamelContext()), bot, clock);
+        webhookCheck = new WebhookCheck(bot, client, metrics, clock);
         holder = ProcessIdentity.name();
+        share = endpoint.getComponent().leaseShare(holder, endpoint.leaseDuration());
         running = true;
         handoff = new ThreadPoolExecutor(1, 1, 0, TimeUnit.MILLISECONDS, new ArrayBlockingQueue<>(HANDOFF_BATCHES),
                 r -> new Thread(r, "telegram-inbox-" + bot + "-handoff"), new ThreadPoolExecutor.AbortPolicy());
@@ -154,7 +160,6 @@ public class TelegramInboxConsumer extends DefaultConsumer {
         Instant lastSuccess = null;
         Instant lastRejectionLog = Instant.EPOCH;
         Instant lastWebhookLog = Instant.EPOCH;
-        Instant lastPendingRefresh = Instant.EPOCH;
         boolean standbyLogged = false;
         boolean idRestartLogged = false;
         // Renewing costs a commit; the batch transaction renews too. A renewal this recent still
@@ -172,11 +177,12 @@ public class TelegramInboxConsumer extends DefaultConsumer {
                     LOG.info("telegram bot '{}': Bot API identity @{} (bot id {})", bot, identity.username(), identity.id());
                 }
                 if (lease == null) {
-                    Optional<PollLease.Held> acquired = leases.tryAcquire(identity.id(), holder, leaseDuration);
+                    share.candidate(identity.id());
+                    Optional<PollLease.Held> acquired = leases.tryAcquire(identity.id(), holder, leaseDuration,
+                            share.belowShare() ? Duration.ZERO : share.overflowAfter());
                     if (acquired.isEmpty()) {
                         if (!standbyLogged) {
-                            LOG.info("telegram bot '{}': another process holds the poll lease ({}); standing by",
-                                    bot, leases.current(identity.id()).map(PollLease.Holder::holder).orElse("?"));
+                            logStandby(identity.id());
                             standbyLogged = true;
                         }
                         health.enter(Phase.STANDBY, "another process holds the poll lease");
@@ -185,24 +191,23 @@ public class TelegramInboxConsumer extends DefaultConsumer {
                     }
                     standbyLogged = false;
                     lease = acquired.get();
+                    share.held(1);
                     leaseRenewedAt = System.nanoTime();
                     OffsetCheckpoint.Saved saved = checkpoints.load(identity.id(), bot);
                     offset = saved.nextOffset();
-                    Instant now = clock.instant();
                     lastSuccess = saved.lastPollAt();
                     if (lastSuccess != null) {
                         metrics.lastSuccess(lastSuccess);
                     }
                     recordLossWindow(identity.id(), saved.lastSuccessfulPoll());
                     scheduleFromStorage(lease);
-                    BotApiClient.WebhookInfo webhook = client.getWebhookInfo();
-                    metrics.pending(webhook.pendingUpdateCount());
-                    lastPendingRefresh = now;
-                    if (webhook.webhookSet()) {
+                    Optional<BotApiClient.WebhookInfo> webhook = webhookCheck.now();
+                    if (webhook.isPresent() && webhook.get().webhookSet()) {
                         throw BotApiException.fromAnswer(409, "Conflict: a webhook is set for this bot", 0);
                     }
                     LOG.info("telegram bot '{}': polling as {} (fencing token {}), from saved offset {}; {} update(s) pending at Telegram",
-                            bot, holder, lease.fencingToken(), offset, webhook.pendingUpdateCount());
+                            bot, holder, lease.fencingToken(), offset,
+                            webhook.map(w -> Long.toString(w.pendingUpdateCount())).orElse("unknown"));
                     health.enter(Phase.POLLING, null);
                 }
                 if (System.nanoTime() - leaseRenewedAt >= renewEvery.toNanos()) {
@@ -211,6 +216,7 @@ public class TelegramInboxConsumer extends DefaultConsumer {
                     }
                     leaseRenewedAt = System.nanoTime();
                 }
+                share.candidate(lease.botId());
                 List<BotApiClient.RawUpdate> batch = longPoll(offset);
                 if (!running && batch == null) {
                     break;
@@ -245,13 +251,20 @@ public class TelegramInboxConsumer extends DefaultConsumer {
                 metrics.polled(offset, lastSuccess.toEpochMilli());
                 health.enter(Phase.POLLING, null);
                 backoff.reset();
-                if (Duration.between(lastPendingRefresh, clock.instant()).compareTo(PENDING_COUNT_REFRESH) > 0) {
-                    metrics.pending(client.getWebhookInfo().pendingUpdateCount());
-                    lastPendingRefresh = clock.instant();
+                webhookCheck.whenDue();
+                if (share.handOver(lease.botId())) {
+                    // A batch boundary: everything received is stored and confirmed, nothing is in flight.
+                    lease = releaseQuietly(lease);
+                    LOG.info("telegram bot '{}': handed the poll lease over to a process below its share ({}); standing by",
+                            bot, describe(share.counts()));
+                    standbyLogged = true;
+                    health.enter(Phase.STANDBY, "handed the poll lease over to even out the bots across processes");
+                    continue;
                 }
             } catch (TelegramInbox.LeaseLostException e) {
                 LOG.warn("telegram bot '{}': {}; polling stops here and waits for the lease", bot, e.getMessage());
                 health.enter(Phase.STANDBY, "the poll lease was taken over by another process");
+                share.held(-1);
                 lease = null;
             } catch (SQLException e) {
                 metrics.error(TelegramMetrics.PollError.STORAGE);
@@ -321,7 +334,35 @@ public class TelegramInboxConsumer extends DefaultConsumer {
             }
         }
         releaseQuietly(lease);
+        if (identity != null) {
+            withdrawQuietly(identity.id());
+        }
         LOG.info("telegram bot '{}': polling stopped{}", bot, lease == null ? "" : "; lease released for another process");
+    }
+
+    private void logStandby(long botId) throws SQLException {
+        Optional<PollLease.Holder> current = leases.current(botId);
+        if (current.isPresent() && !current.get().expired()) {
+            LOG.info("telegram bot '{}': another process holds the poll lease ({}); standing by", bot, current.get().holder());
+        } else {
+            LOG.info("telegram bot '{}': this process holds its share of poll leases ({}); standing by for a process below"
+                    + " its share, taking the lease itself if it stays free for {} s", bot, describe(share.counts()),
+                    share.overflowAfter().toSeconds());
+        }
+    }
+
+    private static String describe(LeaseShare.Counts counts) {
+        return counts.held() + " held here, at most " + counts.share() + " each: " + counts.bots() + " bot(s), "
+                + counts.processes() + " process(es)";
+    }
+
+    private void withdrawQuietly(long botId) {
+        try {
+            share.withdraw(botId);
+        } catch (SQLException e) {
+            LOG.warn("telegram bot '{}': could not withdraw from the poll candidates ({}); it stops counting after a lease period",
+                    bot, e.getMessage());
+        }
     }
 
     /**
@@ -363,10 +404,13 @@ public class TelegramInboxConsumer extends DefaultConsumer {
             }
             inLongPoll = true;
         }
+        long started = System.nanoTime();
         try {
             return client.getUpdates(offset, endpoint.getLimit(), endpoint.getTimeout(), endpoint.allowedUpdateList());
         } catch (BotApiException e) {
             if (!running) {
+                // Interrupted here, the request may still wait at Telegram until its timeout.
+                abandonedPollUntil = started + Duration.ofSeconds(endpoint.getTimeout() + 1L).toNanos();
                 return null;
             }
             throw e;
@@ -385,7 +429,8 @@ public class TelegramInboxConsumer extends DefaultConsumer {
             scheduler = null;
         }
         if (scheduler == null) {
-            scheduler = new UpdateScheduler(bot, lease.botId(), scheduleCheckpoints, this::wakeDispatcher);
+            scheduler = new UpdateScheduler(bot, lease.botId(), scheduleCheckpoints, this::wakeDispatcher,
+                    endpoint.getComponent().scheduling());
         }
         scheduler.catchUp(lease);
     }
@@ -462,8 +507,10 @@ public class TelegramInboxConsumer extends DefaultConsumer {
 
     private PollLease.Held releaseQuietly(PollLease.Held lease) {
         if (lease != null) {
+            share.held(-1);
             try {
-                leases.release(lease);
+                // The next holder polls only once a getUpdates given up on by a stop has ended at Telegram.
+                leases.release(lease, Duration.ofNanos(Math.max(0, abandonedPollUntil - System.nanoTime())));
             } catch (SQLException e) {
                 LOG.warn("telegram bot '{}': could not release the poll lease ({}); it expires on its own", bot, e.getMessage());
             }

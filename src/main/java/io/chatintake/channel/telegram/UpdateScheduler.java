@@ -1,40 +1,51 @@
 package io.chatintake.channel.telegram;
 
 import io.chatintake.work.Backoff;
-import io.chatintake.work.SchedulingThread;
 import java.sql.SQLException;
 import java.time.Duration;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The thread that turns one bot's stored updates into work right behind its poller
- * ({@link ScheduleCheckpoint}): the poller says which row it stored last and goes on to its next
- * getUpdates at once; this thread schedules everything up to there, however many batches that
- * has become meanwhile, and then tells the handlers. When the database fails it tries again with
+ * Turns one bot's stored updates into work right behind its poller ({@link ScheduleCheckpoint}):
+ * the poller says which row it stored last and goes on to its next getUpdates at once; a pass on
+ * the executor every bot shares schedules everything up to there, however many batches that has
+ * become meanwhile, and then tells the handlers. One pass at a time per bot, so its transactions
+ * never overlap; an idle bot costs no thread. When the database fails the pass is tried again with
  * backoff, and nothing is lost meanwhile: the rows wait above the mark, in storage. Rows a stop
  * leaves above the mark are scheduled by whoever takes the poll lease next, this process included.
  */
-final class UpdateScheduler extends SchedulingThread {
+final class UpdateScheduler {
     private static final Logger LOG = LoggerFactory.getLogger(UpdateScheduler.class);
+    private static final Duration STOP_WAIT = Duration.ofSeconds(30);
 
     private final String bot;
     private final long botId;
     private final ScheduleCheckpoint checkpoint;
     private final Runnable afterScheduling;
+    private final ScheduledExecutorService executor;
     private final Backoff backoff = new Backoff(Duration.ofMillis(100), Duration.ofSeconds(5));
+    // All guarded by this object's monitor.
+    private boolean running = true;
+    private boolean queued;
+    private boolean inPass;
     private long through;
     private long reached;
     private PollLease.Held catchUp;
 
-    /** @param afterScheduling told after each transaction that scheduled something (wakes the handlers) */
-    UpdateScheduler(String bot, long botId, ScheduleCheckpoint checkpoint, Runnable afterScheduling) {
-        super("telegram-inbox-" + bot + "-scheduler");
+    /**
+     * @param afterScheduling told after each transaction that scheduled something (wakes the handlers)
+     * @param executor        shared by every bot's scheduler
+     */
+    UpdateScheduler(String bot, long botId, ScheduleCheckpoint checkpoint, Runnable afterScheduling, ScheduledExecutorService executor) {
         this.bot = bot;
         this.botId = botId;
         this.checkpoint = checkpoint;
         this.afterScheduling = afterScheduling;
-        start();
+        this.executor = executor;
     }
 
     long botId() {
@@ -47,56 +58,94 @@ final class UpdateScheduler extends SchedulingThread {
      */
     synchronized void catchUp(PollLease.Held lease) {
         catchUp = lease;
-        notifyAll();
+        submit(0);
     }
 
     /** Row {@code rowId} and every earlier row of the bot are committed: schedule up to it. */
     synchronized void follow(long rowId) {
         if (rowId > through) {
             through = rowId;
-            notifyAll();
+            submit(0);
         }
     }
 
-    @Override
-    protected void loop() {
-        while (true) {
-            long target;
-            PollLease.Held lease;
-            synchronized (this) {
-                while (running && catchUp == null && through <= reached) {
-                    waitQuietly(0);
-                }
-                if (!running) {
-                    return;
-                }
-                lease = catchUp;
-                target = through;
-            }
+    /** Stops after the pass in progress, if any, waiting for it at most 30 s. */
+    synchronized void stop() {
+        running = false;
+        long deadline = System.nanoTime() + STOP_WAIT.toNanos();
+        while (inPass && System.nanoTime() < deadline) {
             try {
-                if (lease != null) {
-                    checkpoint.lastStoredRow(lease).ifPresent(this::follow);
-                    synchronized (this) {
-                        if (catchUp == lease) {
-                            catchUp = null;
-                        }
-                        target = through;
-                    }
-                }
-                reached = checkpoint.scheduleThrough(botId, target);
-                backoff.reset();
-                afterScheduling.run();
-            } catch (SQLException | RuntimeException e) {
-                Duration wait = backoff.next();
-                LOG.warn("telegram bot '{}': scheduling stored updates as work failed; they stay stored above the schedule checkpoint"
-                        + " and are scheduled again in {} ms: {}", bot, wait.toMillis(), e.getMessage());
-                synchronized (this) {
-                    if (running) {
-                        waitQuietly(wait.toMillis());
-                    }
-                }
+                wait(Math.max(1, (deadline - System.nanoTime()) / 1_000_000));
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return;
             }
         }
     }
 
+    /** Guarded by this: at most one pass of this bot submitted or running. */
+    private void submit(long delayMillis) {
+        if (!running || queued) {
+            return;
+        }
+        queued = true;
+        try {
+            executor.schedule(this::pass, delayMillis, TimeUnit.MILLISECONDS);
+        } catch (RejectedExecutionException e) {
+            queued = false; // the component is stopping: what is left waits in storage for the next lease holder
+        }
+    }
+
+    private void pass() {
+        long target;
+        PollLease.Held lease;
+        synchronized (this) {
+            if (!running) {
+                queued = false;
+                return;
+            }
+            inPass = true;
+            lease = catchUp;
+            target = through;
+        }
+        long retryMillis = 0;
+        try {
+            if (lease != null) {
+                checkpoint.lastStoredRow(lease).ifPresent(this::raiseTarget);
+                synchronized (this) {
+                    if (catchUp == lease) {
+                        catchUp = null;
+                    }
+                    target = through;
+                }
+            }
+            long done = checkpoint.scheduleThrough(botId, target);
+            synchronized (this) {
+                reached = done;
+            }
+            backoff.reset();
+            afterScheduling.run();
+        } catch (SQLException | RuntimeException e) {
+            Duration wait = backoff.next();
+            retryMillis = wait.toMillis();
+            LOG.warn("telegram bot '{}': scheduling stored updates as work failed; they stay stored above the schedule checkpoint"
+                    + " and are scheduled again in {} ms: {}", bot, retryMillis, e.getMessage());
+        }
+        synchronized (this) {
+            inPass = false;
+            queued = false;
+            notifyAll();
+            if (retryMillis > 0) {
+                submit(retryMillis);
+            } else if (catchUp != null || through > reached) {
+                submit(0);
+            }
+        }
+    }
+
+    private synchronized void raiseTarget(long rowId) {
+        if (rowId > through) {
+            through = rowId;
+        }
+    }
 }

@@ -28,6 +28,8 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 import org.slf4j.LoggerFactory;
 
 @ExtendWith(TestDatabase.class)
@@ -188,6 +190,42 @@ class TelegramInboxConsumerTest {
                 .allSatisfy(r -> assertThat(r.allowedUpdates()).containsExactly("message", "callback_query"));
         assertThat(messages()).filteredOn(m -> m.contains("telegram bot 'main': asking Telegram only for update types"
                 + " [message, callback_query] (TELEGRAM_ALLOWED_UPDATES); these are never received: [edited_message,")).hasSize(1);
+    }
+
+    /**
+     * A Bot API server without getWebhookInfo (telegram-test-api answers it 500): the check is
+     * advisory, so polling long-polls as usual and the missing method is one line, not a failed poll
+     * retried with backoff. With 2 s long polls, an empty getUpdates holds 2 s: more polls than the
+     * elapsed time allows would mean the poller gave up waiting.
+     */
+    @ParameterizedTest
+    @ValueSource(ints = {500, 404})
+    void aServerWithoutGetWebhookInfoIsLongPolledAsUsualWithOneLineAboutIt(int status) throws Exception {
+        simulator.dropMethod("getWebhookInfo", status);
+        simulator.enqueueText(token, 63, "polled without a webhook check");
+        Instant since;
+        Instant until;
+        try (TelegramIntake intake = new TelegramIntake(simulator).property("telegram.bot-token", token)
+                .route("main", "?timeout=2&leaseSeconds=10&backoffBaseMillis=50&backoffCapMillis=400", false).start()) {
+            await("the text stored", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 1);
+            since = Instant.now();
+            await("four more polls", WAIT, () -> getUpdatesSince(since) >= 4);
+            until = Instant.now();
+            assertThat(intake.meters.scrape()).as("no failed poll counted")
+                    .contains("chat_intake_telegram_poll_errors_total{bot=\"main\",kind=\"server_5xx\"} 0.0")
+                    .contains("chat_intake_telegram_poll_errors_total{bot=\"main\",kind=\"unauthorized\"} 0.0");
+        }
+        long polls = getUpdatesSince(since) - simulator.requests().stream()
+                .filter(r -> r.method().equals("getUpdates") && r.at().isAfter(until)).count();
+        assertThat(polls).as("long polls of 2 s each").isLessThanOrEqualTo(Duration.between(since, until).toSeconds() / 2 + 2);
+        assertThat(simulator.requests()).filteredOn(r -> r.method().equals("getWebhookInfo")).as("once, at the lease take").hasSize(1);
+        assertThat(messages()).filteredOn(m -> m.contains("getWebhookInfo failed")).hasSize(1).first().asString()
+                .contains("polling goes on").contains("checked again every 60 s");
+        assertThat(messages()).noneMatch(m -> m.contains("Bot API call failed"));
+    }
+
+    private long getUpdatesSince(Instant since) {
+        return simulator.requests().stream().filter(r -> r.method().equals("getUpdates") && !r.at().isBefore(since)).count();
     }
 
     private static com.fasterxml.jackson.databind.node.ObjectNode updateOf(String type, long chatId) {
