@@ -246,7 +246,7 @@ final class RoutesCheck {
             scan.problems.add(new Problem(file, 1, "YAML syntax: " + firstLine(e.getMessage())));
             return scan;
         }
-        documents.forEach(document -> walk(file, document, null, scan));
+        documents.forEach(document -> walk(file, document, null, Set.of(), scan));
         try (CamelContext context = checkContext()) {
             for (RoutesBuilder builder : PluginHelper.getRoutesLoader(context).findRoutesBuilders(ResourceHelper.fromString("file:" + file, text))) {
                 context.addRoutes(builder);
@@ -257,12 +257,15 @@ final class RoutesCheck {
         return scan;
     }
 
-    /** Every mapping, sequence and scalar of a YAML route file, with the key it is the value of. */
-    private void walk(Path file, Node node, String key, Scan scan) {
+    /**
+     * Every mapping, sequence and scalar of a YAML route file, with the key it is the value of;
+     * inside a {@code routeTemplate}, its parameters are placeholders that have a value.
+     */
+    private void walk(Path file, Node node, String key, Set<String> templateParameters, Scan scan) {
         if (node instanceof ScalarNode scalar) {
-            scalar(file, line(node), key, scalar.getValue(), scan);
+            scalar(file, line(node), key, scalar.getValue(), templateParameters, scan);
         } else if (node instanceof SequenceNode sequence) {
-            sequence.getValue().forEach(item -> walk(file, item, key, scan));
+            sequence.getValue().forEach(item -> walk(file, item, key, templateParameters, scan));
         } else if (node instanceof MappingNode mapping) {
             Map<String, Node> entries = new LinkedHashMap<>();
             for (NodeTuple tuple : mapping.getValue()) {
@@ -270,6 +273,7 @@ final class RoutesCheck {
                     entries.put(k.getValue(), tuple.getValueNode());
                 }
             }
+            Set<String> inTemplate = "routeTemplate".equals(key) ? templateParameters(entries.get("parameters")) : templateParameters;
             if ("beans".equals(key) && entries.get("name") instanceof ScalarNode name) {
                 scan.definedBeans.add(name.getValue());
             }
@@ -289,16 +293,36 @@ final class RoutesCheck {
             }
             entries.forEach((k, value) -> {
                 if (!(k.equals("uri") && value instanceof ScalarNode)) {
-                    walk(file, value, k, scan);
+                    walk(file, value, k, inTemplate, scan);
                 }
             });
         }
     }
 
-    private void scalar(Path file, int line, String key, String value, Scan scan) {
+    /** The names a route template declares: {@code parameters: [{name: bot}, ...]}. */
+    private static Set<String> templateParameters(Node declared) {
+        Set<String> names = new TreeSet<>();
+        if (declared instanceof SequenceNode sequence) {
+            for (Node item : sequence.getValue()) {
+                if (item instanceof MappingNode parameter) {
+                    for (NodeTuple tuple : parameter.getValue()) {
+                        if (tuple.getKeyNode() instanceof ScalarNode k && k.getValue().equals("name")
+                                && tuple.getValueNode() instanceof ScalarNode v) {
+                            names.add(v.getValue());
+                        }
+                    }
+                }
+            }
+        }
+        return names;
+    }
+
+    private void scalar(Path file, int line, String key, String value, Set<String> templateParameters, Scan scan) {
         Matcher placeholders = PLACEHOLDER.matcher(value);
         while (placeholders.find()) {
-            placeholder(placeholders.group(1)).ifPresent(missing -> scan.problems.add(new Problem(file, line, missing)));
+            if (!templateParameters.contains(placeholders.group(1))) {
+                placeholder(placeholders.group(1)).ifPresent(missing -> scan.problems.add(new Problem(file, line, missing)));
+            }
         }
         if (key != null && URI_STEPS.contains(key)) {
             scan.endpoints.add(new Endpoint(file, line, value, key.equals("from")));
