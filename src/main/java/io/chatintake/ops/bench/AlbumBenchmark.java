@@ -1,6 +1,10 @@
 package io.chatintake.ops.bench;
 
+import io.chatintake.album.AlbumAggregateController;
+import io.chatintake.album.AlbumAggregation;
+import io.chatintake.album.AlbumAggregationRepository;
 import io.chatintake.album.AlbumChildSource;
+import io.chatintake.album.AlbumDeadlineSweep;
 import io.chatintake.album.AlbumDecisionSource;
 import io.chatintake.album.AlbumDecisions;
 import io.chatintake.album.QuietPeriods;
@@ -27,17 +31,20 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
+import java.util.Properties;
 import java.util.concurrent.TimeUnit;
 import javax.sql.DataSource;
 import org.apache.camel.CamelContext;
 import org.apache.camel.builder.RouteBuilder;
 import org.apache.camel.impl.DefaultCamelContext;
+import org.apache.camel.support.PluginHelper;
+import org.apache.camel.support.ResourceHelper;
 
 /**
  * {@code bench albums [N]}: decision latency with N albums open at once (default 20,000). Albums
  * of two children without a total (so only their deadline decides them) are stored as channels
  * store children, at N per quiet period, so that N are open when the first deadlines pass;
- * the product's album routes (count check per child through the work dispatcher, the deadline
+ * the product's routes/albums.yaml (each child into its aggregation group through the work dispatcher, the deadline
  * sweep on a timer) decide them on a fresh durable database (fsync on). An observer sees each decision committed and measures how
  * late it is against its deadline (last child + quiet period).
  * <p>
@@ -46,6 +53,7 @@ import org.apache.camel.impl.DefaultCamelContext;
  */
 public final class AlbumBenchmark {
     private static final Duration QUIET = Duration.ofSeconds(20);
+    private static final Path ROUTES = Path.of("routes/albums.yaml");
     private static final long TARGET_LATE_MILLIS = 250;
     private static final double TARGET_HEAP_RATIO = 1.2;
     private static final int ALBUMS_PER_COMMIT = 50;
@@ -72,13 +80,23 @@ public final class AlbumBenchmark {
         long sweepMillis = (Files.isRegularFile(config) ? Settings.load(config, System.getenv()) : Settings.of(Map.of()))
                 .getLong("albums.sweep-interval-millis", 25);
         CamelContext camel = new DefaultCamelContext();
-        camel.getRegistry().bind("albumDecisions", new AlbumDecisions(dataSource));
+        Properties properties = new Properties();
+        properties.setProperty("albums.quiet-period-seconds", Long.toString(QUIET.toSeconds()));
+        properties.setProperty("albums.telegram-quiet-period-seconds", Long.toString(QUIET.toSeconds()));
+        properties.setProperty("albums.sweep-interval-millis", Long.toString(sweepMillis));
+        camel.getPropertiesComponent().setInitialProperties(properties);
+        AlbumDecisions decisions = new AlbumDecisions(dataSource);
+        AlbumAggregateController controller = new AlbumAggregateController();
+        camel.getRegistry().bind("albumDecisions", decisions);
+        camel.getRegistry().bind("albumAggregation", new AlbumAggregation());
+        camel.getRegistry().bind("albumAggregateController", controller);
+        camel.getRegistry().bind("albumAggregationRepository", new AlbumAggregationRepository(dataSource, controller));
+        camel.getRegistry().bind("albumDeadlineSweep", new AlbumDeadlineSweep(dataSource, controller, decisions));
+        // the product's route file as shipped (aggregator and sweep), and a handler that takes decisions as they come
+        PluginHelper.getRoutesLoader(camel).loadRoutes(ResourceHelper.resolveMandatoryResource(camel, "file:" + ROUTES));
         camel.addRoutes(new RouteBuilder() {
             @Override
             public void configure() {
-                // the routes of routes/albums.yaml, and a handler that takes decisions as they come
-                from("direct:album-child").routeId("album-child").bean("albumDecisions", "childArrived");
-                from("timer:album-deadlines?period=" + sweepMillis).routeId("album-deadlines").bean("albumDecisions", "decideOverdue");
                 from("direct:album-ready").routeId("album-ready").log(org.apache.camel.LoggingLevel.DEBUG, "decided");
             }
         });
@@ -144,7 +162,8 @@ public final class AlbumBenchmark {
      */
     private static long warmUp(DataSource dataSource) throws Exception {
         intake(dataSource, WARM_UP_ALBUMS, WARM_UP_QUIET, "warm-up-");
-        long deadline = System.nanoTime() + WARM_UP_QUIET.plusSeconds(60).toNanos();
+        // stored at the warm-up's pace, decided at the route's quiet period
+        long deadline = System.nanoTime() + QUIET.plusSeconds(60).toNanos();
         while (count(dataSource, "SELECT count(*) FROM album_decision") < WARM_UP_ALBUMS
                 || count(dataSource, "SELECT count(*) FROM work_item WHERE state <> 'done'") > 0) {
             if (System.nanoTime() > deadline) {
