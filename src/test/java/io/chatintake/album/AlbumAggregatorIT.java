@@ -176,6 +176,8 @@ class AlbumAggregatorIT {
         }
         Map<String, String> env = env(work, null, 30);
         env.put("CHAT_INTAKE_ROUTES_DIR", routes.toString());
+        // Camel's own INFO lines, for the one that says the route file was reloaded
+        env.put("CHAT_INTAKE_CAMEL_LOG_LEVEL", "INFO");
         DataSource db = RunnerProcess.embeddedDatabase(env);
         try (RunnerProcess runner = RunnerProcess.start(work, env).awaitReady()) {
             SignedDeliverySender sender = sender(runner);
@@ -189,7 +191,7 @@ class AlbumAggregatorIT {
             String edited = shipped.replace("completionTimeout: \"{{albums.quiet-period-seconds}}s\"", "completionTimeout: \"2s\"");
             assertThat(edited).isNotEqualTo(shipped);
             Files.writeString(file, edited);
-            runner.awaitOutput("Routes reloaded", WAIT);
+            runner.awaitOutput("Routes reloaded summary", WAIT);
 
             child(sender, "after", "after-1", "after", 1, null);
             String album = key("after", "after");
