@@ -29,6 +29,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.BitSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
@@ -132,8 +133,8 @@ public final class AlbumBenchmark {
                     + " as in a runner that has been up%n", WARM_UP_ALBUMS, WARM_UP_QUIET.toSeconds());
             out.printf("intake:    %d albums (%d children) stored at %.0f children/s (paced to N per quiet period of %d s, %d albums a commit)%n",
                     albums, albums * 2, intakeRate, QUIET.toSeconds(), ALBUMS_PER_COMMIT);
-            out.printf("open:      %d albums open at the peak (the load holds when >= %d, 90 %% of N)%n", openAtPeak,
-                    (int) Math.ceil(albums * 0.9));
+            out.printf("open:      %d albums open at the peak (the load holds when >= %d, 90 %% of N), %d groups in the aggregator's"
+                    + " repository%n", openAtPeak, (int) Math.ceil(albums * 0.9), observer.peakGroups);
             out.printf("decisions: %d of %d seen; lateness after the deadline p50 %d ms, p99 %d ms, max %d ms%n",
                     late.length, albums, p50, p99, late.length == 0 ? 0 : late[late.length - 1]);
             out.printf("           of which before the deciding transaction began: p99 %d ms%n", claimP99);
@@ -228,6 +229,7 @@ public final class AlbumBenchmark {
     }
 
     private static final String OPEN = "SELECT count(*) FROM album WHERE decide_after IS NOT NULL";
+    private static final String GROUPS = "SELECT count(*) FROM " + AlbumAggregationRepository.NAME;
 
     private static long heapAfterGc() throws IOException {
         return BenchRunner.heapLeftByCollection(ManagementFactory.getPlatformMBeanServer());
@@ -244,6 +246,7 @@ public final class AlbumBenchmark {
         private final long warmedUpTo;
         private int seen;
         private volatile int peakOpen;
+        private volatile int peakGroups;
         private volatile boolean stop;
 
         Observer(DataSource dataSource, int albums, long warmedUpTo) {
@@ -254,7 +257,10 @@ public final class AlbumBenchmark {
 
         @Override
         public void run() {
-            long lastId = warmedUpTo;
+            // Decisions are committed by several threads (the sweep, the aggregator's timeouts and completions), so ids
+            // commit out of order: every id at or below the floor has been seen, those above it are looked at again.
+            long floor = warmedUpTo;
+            BitSet seenIds = new BitSet();
             long nextOpenSample = 0;
             // Planned at each look, each new decision's album found by its key: plans made for the whole join hashed all
             // albums (or, kept from the empty tables of the start, all decisions too) 50 times a second, on the database
@@ -262,20 +268,31 @@ public final class AlbumBenchmark {
             try (Connection c = dataSource.getConnection();
                  PreparedStatement decided = PlannedEachTime.prepare(c, "SELECT d.id, (SELECT (extract(epoch FROM a.last_child_at) * 1000)::bigint"
                          + " FROM album a WHERE a.album_key = d.album_key) FROM album_decision d WHERE d.id > ? ORDER BY d.id");
-                 PreparedStatement open = PlannedEachTime.prepare(c, OPEN)) {
+                 PreparedStatement open = PlannedEachTime.prepare(c, OPEN);
+                 PreparedStatement groups = PlannedEachTime.prepare(c, GROUPS)) {
                 while (!stop && seen < late.length) {
-                    decided.setLong(1, lastId);
+                    decided.setLong(1, floor);
                     long now = System.currentTimeMillis();
                     try (ResultSet rs = decided.executeQuery()) {
                         while (rs.next() && seen < late.length) {
-                            lastId = rs.getLong(1);
-                            late[seen++] = now - (rs.getLong(2) + QUIET.toMillis());
+                            int id = (int) (rs.getLong(1) - warmedUpTo);
+                            if (!seenIds.get(id)) {
+                                seenIds.set(id);
+                                late[seen++] = now - (rs.getLong(2) + QUIET.toMillis());
+                            }
                         }
+                    }
+                    while (seenIds.get((int) (floor + 1 - warmedUpTo))) {
+                        floor++;
                     }
                     if (now >= nextOpenSample) {
                         try (ResultSet rs = open.executeQuery()) {
                             rs.next();
                             peakOpen = Math.max(peakOpen, rs.getInt(1));
+                        }
+                        try (ResultSet rs = groups.executeQuery()) {
+                            rs.next();
+                            peakGroups = Math.max(peakGroups, rs.getInt(1));
                         }
                         nextOpenSample = now + 500;
                     }
