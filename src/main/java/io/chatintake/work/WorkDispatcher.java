@@ -170,6 +170,7 @@ public final class WorkDispatcher {
     private final Queue<Gauge> gauges = new ConcurrentLinkedQueue<>();
     private final Map<String, Timer> handlerTimers = new ConcurrentHashMap<>();
     private final Map<String, Counter> attemptCounters = new ConcurrentHashMap<>();
+    private final Map<String, Counter> deferralCounters = new ConcurrentHashMap<>();
     private final Object idle = new Object();
     /** Workers claiming or handling right now (not those waiting for work or for intake). */
     private final AtomicInteger working = new AtomicInteger();
@@ -596,7 +597,8 @@ public final class WorkDispatcher {
                     slice.handlerSince = 0;
                     next++;
                     outcomes.add(outcome);
-                    if (run.run.ordered() && "failed".equals(outcome.state())) {
+                    // A deferral holds the whole chat (its limit), ordered or not.
+                    if (outcome.isDeferred() || run.run.ordered() && outcome.holdsItsChat()) {
                         break;
                     }
                     if (next < runItems.size() && System.nanoTime() - recordedAt >= FLUSH_EVERY.toNanos()) {
@@ -794,8 +796,10 @@ public final class WorkDispatcher {
         handlerTimers.computeIfAbsent(item.kind() + "|" + outcome.state(), k -> Timer.builder("chat_intake_work_handler_seconds")
                         .tag("kind", item.kind()).tag("outcome", outcome.state()).register(registry))
                 .record(System.nanoTime() - start, TimeUnit.NANOSECONDS);
-        attemptCounters.computeIfAbsent(item.kind(), k -> Counter.builder("chat_intake_work_attempts").tag("kind", k).register(registry))
-                .increment();
+        if (!outcome.isDeferred()) {
+            attemptCounters.computeIfAbsent(item.kind(), k -> Counter.builder("chat_intake_work_attempts").tag("kind", k).register(registry))
+                    .increment();
+        }
         return outcome;
     }
 
@@ -812,6 +816,13 @@ public final class WorkDispatcher {
             } catch (SQLException e) {
                 LOG.warn("work: effect outcome of item {} not recorded ({}); the effect stays started", item.id(), e.getMessage());
             }
+        }
+        if (effect != null && effect.deferral() != null) {
+            // Not an attempt: nothing logged, no backoff growth, never parked for it.
+            deferralCounters.computeIfAbsent(item.kind() + "|" + effect.deferral(), k -> Counter.builder("chat_intake_work_deferrals")
+                    .description("items that went back to wait for a limit's slot or a retry-after, their attempt not counted")
+                    .tag("kind", item.kind()).tag("reason", effect.deferral().label()).register(registry)).increment();
+            return WorkQueue.Outcome.deferred(item, effect.notBefore());
         }
         EffectOutcome effectOutcome = effect == null ? null : effect.outcome();
         if (effectOutcome == EffectOutcome.UNDELIVERABLE) {

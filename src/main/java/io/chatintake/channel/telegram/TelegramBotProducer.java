@@ -4,14 +4,17 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.chatintake.config.Settings;
+import io.chatintake.work.DeferReason;
 import io.chatintake.work.EffectFailure;
 import io.chatintake.work.EffectOutcome;
 import java.io.IOException;
+import java.sql.SQLException;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.TimeUnit;
 import org.apache.camel.Exchange;
 import org.apache.camel.Message;
 import org.apache.camel.support.DefaultProducer;
@@ -20,7 +23,8 @@ import org.apache.camel.support.DefaultProducer;
  * Sends one Bot API call per exchange; nothing of one exchange is shared with another, so any
  * number of threads may send at once. A failure is thrown as an {@link EffectFailure} whose
  * outcome class tells the effect guard what happened: an {@code ok:false} answer, or a request
- * never written, is definitely not performed (retried; a 429 not before its retry_after); a
+ * never written, is definitely not performed (retried); a send its chat's or bot's limit does not
+ * allow yet, or a 429, is deferred to the time it may go (not an attempt: see {@link SendLimiter}); a
  * refusal for good (blocked, chat not found) is undeliverable; a timeout or reset after writing,
  * or a 5xx, is ambiguous.
  */
@@ -48,20 +52,40 @@ final class TelegramBotProducer extends DefaultProducer {
         ObjectNode params = params(message, method, call);
         String chat = params.hasNonNull("chat_id") ? params.get("chat_id").asText() : null;
         String target = call + (chat == null ? "" : " to chat " + chat);
+        SendLimiter.Slot slot;
         try {
-            sender.limiter().acquire(chat);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new EffectFailure(EffectOutcome.FAILED, target + ": interrupted before sending", null);
+            slot = sender.limiter().take(chat);
+        } catch (SQLException e) {
+            throw new EffectFailure(EffectOutcome.FAILED, target + ": the bot's send slot could not be taken (" + e.getMessage()
+                    + "); not sent", null);
+        }
+        if (slot.deferred()) {
+            throw new EffectFailure(slot.deferral(), target + ": not sent yet, the " + slot.deferral().label().replace('_', ' ')
+                    + " allows the next send at " + slot.until(), slot.until());
+        }
+        if (slot.waitNanos() > 0) {
+            try {
+                TimeUnit.NANOSECONDS.sleep(slot.waitNanos());
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new EffectFailure(EffectOutcome.FAILED, target + ": interrupted before sending; not sent", null);
+            }
         }
         JsonNode result;
         try {
             result = sender.client().call(method, params, Duration.ofSeconds(endpoint.getTimeoutSeconds()));
+            sender.count(TelegramBotComponent.SendResult.SENT);
         } catch (BotApiException e) {
             if (e.kind() == BotApiException.Kind.RATE_LIMITED) {
                 sender.limiter().pause(chat, Duration.ofSeconds(Math.max(1, e.retryAfterSeconds())));
             }
-            throw failure(target, e);
+            EffectFailure failure = failure(target, e);
+            sender.count(e.kind() == BotApiException.Kind.RATE_LIMITED ? TelegramBotComponent.SendResult.RATE_LIMITED
+                    : failure.outcome() == EffectOutcome.UNDELIVERABLE ? TelegramBotComponent.SendResult.UNDELIVERABLE
+                    : TelegramBotComponent.SendResult.FAILED);
+            throw failure;
+        } finally {
+            sender.limiter().sent(chat);
         }
         if (TelegramBotEndpoint.SEND_MESSAGE.equals(method)) {
             long messageId = result.path("message_id").asLong();
@@ -126,8 +150,7 @@ final class TelegramBotProducer extends DefaultProducer {
     static EffectFailure failure(String target, BotApiException e) {
         String text = target + ": " + e.getMessage();
         return switch (e.kind()) {
-            case RATE_LIMITED -> new EffectFailure(EffectOutcome.FAILED, text,
-                    Instant.now().plusSeconds(Math.max(1, e.retryAfterSeconds())));
+            case RATE_LIMITED -> new EffectFailure(DeferReason.RETRY_AFTER, text, Instant.now().plusSeconds(Math.max(1, e.retryAfterSeconds())));
             case NOT_SENT, UNAUTHORIZED, CONFLICT_OTHER_POLLER, CONFLICT_WEBHOOK -> new EffectFailure(EffectOutcome.FAILED, text, null);
             case NETWORK -> new EffectFailure(EffectOutcome.AMBIGUOUS, text, null);
             case SERVER -> new EffectFailure(refusal(e), text, null);
