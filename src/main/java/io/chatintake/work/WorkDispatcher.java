@@ -3,7 +3,6 @@ package io.chatintake.work;
 import io.chatintake.support.ProcessIdentity;
 import io.chatintake.config.Settings;
 import io.chatintake.support.MeterRegistryLookup;
-import io.chatintake.support.Redactor;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -158,7 +157,6 @@ public final class WorkDispatcher {
     private final WorkQueue queue;
     private final Map<String, WorkSource> sources;
     private final Options options;
-    private final Backoff backoff;
     private final String worker = ProcessIdentity.name();
     private final RunnerHeartbeat heartbeat;
     private final Map<Long, ActiveRun> active = new ConcurrentHashMap<>();
@@ -170,7 +168,6 @@ public final class WorkDispatcher {
     private final Queue<Gauge> gauges = new ConcurrentLinkedQueue<>();
     private final Map<String, Timer> handlerTimers = new ConcurrentHashMap<>();
     private final Map<String, Counter> attemptCounters = new ConcurrentHashMap<>();
-    private final Map<String, Counter> deferralCounters = new ConcurrentHashMap<>();
     private final Object idle = new Object();
     /** Workers claiming or handling right now (not those waiting for work or for intake). */
     private final AtomicInteger working = new AtomicInteger();
@@ -191,7 +188,7 @@ public final class WorkDispatcher {
     private ProducerTemplate producer;
     /** Not synchronized for readers: intake tells it from request threads, which a stopping dispatcher must not hold up. */
     private volatile StagedWorkScheduler scheduler;
-    private final EffectGuard effects;
+    private final ItemOutcomes outcomes;
     private Instant lastDepthRefresh = Instant.EPOCH;
 
     public WorkDispatcher(CamelContext camel, WorkQueue queue, List<WorkSource> sources, Options options) {
@@ -200,9 +197,9 @@ public final class WorkDispatcher {
         this.sources = sources.stream().collect(Collectors.toMap(WorkSource::kind, s -> s));
         this.options = options;
         this.gathering = new Gathering(options.gather(), options.gatherMax());
-        this.backoff = new Backoff(options.backoffBase(), options.backoffCap());
         this.heartbeat = new RunnerHeartbeat(queue.dataSource(), worker);
-        this.effects = new EffectGuard(queue.dataSource());
+        this.outcomes = new ItemOutcomes(options.maxAttempts(), new Backoff(options.backoffBase(), options.backoffCap()),
+                new EffectGuard(queue.dataSource()));
     }
 
     public synchronized void start() {
@@ -219,6 +216,7 @@ public final class WorkDispatcher {
         }
         // Looked up at start: camel-micrometer binds its registry while the context starts.
         registry = MeterRegistryLookup.of(camel);
+        outcomes.countIn(registry);
         gauges.add(Gauge.builder("chat_intake_work_workers_allowed", this, WorkDispatcher::workersAllowed)
                 .description("dispatcher threads that may claim or handle now: fewer while intake is behind its source").register(registry));
         try {
@@ -792,7 +790,7 @@ public final class WorkDispatcher {
                 exchange.setException(e);
             }
         }
-        WorkQueue.Outcome outcome = outcomeOf(item, exchange);
+        WorkQueue.Outcome outcome = outcomes.of(item, exchange);
         handlerTimers.computeIfAbsent(item.kind() + "|" + outcome.state(), k -> Timer.builder("chat_intake_work_handler_seconds")
                         .tag("kind", item.kind()).tag("outcome", outcome.state()).register(registry))
                 .record(System.nanoTime() - start, TimeUnit.NANOSECONDS);
@@ -801,49 +799,6 @@ public final class WorkDispatcher {
                     .increment();
         }
         return outcome;
-    }
-
-    private WorkQueue.Outcome outcomeOf(WorkItem item, Exchange exchange) {
-        Exception error = exchange.getException();
-        if (error == null) {
-            return WorkQueue.Outcome.done(item);
-        }
-        // A guarded effect's failure says what happened; the ledger records it first.
-        EffectFailure effect = exchange.getException(EffectFailure.class);
-        if (effect != null) {
-            try {
-                effects.settle(exchange, effect);
-            } catch (SQLException e) {
-                LOG.warn("work: effect outcome of item {} not recorded ({}); the effect stays started", item.id(), e.getMessage());
-            }
-        }
-        if (effect != null && effect.deferral() != null) {
-            // Not an attempt: nothing logged, no backoff growth, never parked for it.
-            deferralCounters.computeIfAbsent(item.kind() + "|" + effect.deferral(), k -> Counter.builder("chat_intake_work_deferrals")
-                    .description("items that went back to wait for a limit's slot or a retry-after, their attempt not counted")
-                    .tag("kind", item.kind()).tag("reason", effect.deferral().label()).register(registry)).increment();
-            return WorkQueue.Outcome.deferred(item, effect.notBefore());
-        }
-        EffectOutcome effectOutcome = effect == null ? null : effect.outcome();
-        if (effectOutcome == EffectOutcome.UNDELIVERABLE) {
-            LOG.info("work: item {} ({} {}) undeliverable, not retried: {}", item.id(), item.kind(), item.sourceKey(), describe(error));
-            return WorkQueue.Outcome.undeliverable(item, describe(error));
-        }
-        if (effectOutcome == EffectOutcome.AMBIGUOUS || exchange.getException(EffectGuard.UnconfirmedEffectException.class) != null) {
-            LOG.warn("work: item {} ({} {}) parked for reconciliation: {}", item.id(), item.kind(), item.sourceKey(), describe(error));
-            return WorkQueue.Outcome.parked(item, describe(error));
-        }
-        if (item.attempts() >= options.maxAttempts()) {
-            LOG.warn("work: item {} ({} {}) parked after {} attempts: {}", item.id(), item.kind(), item.sourceKey(), item.attempts(), describe(error));
-            return WorkQueue.Outcome.parked(item, describe(error));
-        }
-        Instant next = Instant.now().plus(backoff.delayAfter(item.attempts()));
-        if (effect != null && effect.notBefore() != null && effect.notBefore().isAfter(next)) {
-            next = effect.notBefore(); // e.g. a 429's retry_after
-        }
-        LOG.info("work: item {} ({} {}) failed attempt {} of {}, next at {}: {}", item.id(), item.kind(),
-                item.sourceKey(), item.attempts(), options.maxAttempts(), next, describe(error));
-        return WorkQueue.Outcome.failed(item, describe(error), next);
     }
 
     /**
@@ -916,16 +871,6 @@ public final class WorkDispatcher {
         message.setHeader(WORK_ITEM_ID, item.id());
         message.setHeader(WORK_KIND, item.kind());
         message.setHeader(WORK_ATTEMPT, item.attempts());
-    }
-
-    private static String describe(Throwable error) {
-        Throwable cause = error;
-        while (cause.getCause() != null && cause.getCause() != cause && cause.getMessage() == null) {
-            cause = cause.getCause();
-        }
-        String text = cause.getClass().getSimpleName() + (cause.getMessage() == null ? "" : ": " + cause.getMessage());
-        // Stored as last_error and shown by work status: any component's message may quote a secret.
-        return Redactor.redact(text, 1000);
     }
 
     /**

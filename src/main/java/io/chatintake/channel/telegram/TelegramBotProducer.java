@@ -7,6 +7,7 @@ import io.chatintake.config.Settings;
 import io.chatintake.work.DeferReason;
 import io.chatintake.work.EffectFailure;
 import io.chatintake.work.EffectOutcome;
+import io.chatintake.work.WorkDispatcher;
 import java.io.IOException;
 import java.sql.SQLException;
 import java.time.Duration;
@@ -52,25 +53,19 @@ final class TelegramBotProducer extends DefaultProducer {
         ObjectNode params = params(message, method, call);
         String chat = params.hasNonNull("chat_id") ? params.get("chat_id").asText() : null;
         String target = call + (chat == null ? "" : " to chat " + chat);
-        SendLimiter.Slot slot;
-        try {
-            slot = sender.limiter().take(chat);
-        } catch (SQLException e) {
-            throw new EffectFailure(EffectOutcome.FAILED, target + ": the bot's send slot could not be taken (" + e.getMessage()
-                    + "); not sent", null);
+        SendLimiter.Slot slot = slot(sender, chat, target);
+        // Stored work goes back to wait for its slot, freeing the worker; a send of a route of its
+        // own (an operator alert) has nowhere to go back to, so it waits here.
+        boolean work = message.getHeader(WorkDispatcher.WORK_ITEM_ID) != null;
+        while (slot.deferred() && !work) {
+            sleep(Duration.between(Instant.now(), slot.until()).toNanos(), target);
+            slot = slot(sender, chat, target);
         }
         if (slot.deferred()) {
             throw new EffectFailure(slot.deferral(), target + ": not sent yet, the " + slot.deferral().label().replace('_', ' ')
                     + " allows the next send at " + slot.until(), slot.until());
         }
-        if (slot.waitNanos() > 0) {
-            try {
-                TimeUnit.NANOSECONDS.sleep(slot.waitNanos());
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new EffectFailure(EffectOutcome.FAILED, target + ": interrupted before sending; not sent", null);
-            }
-        }
+        sleep(slot.waitNanos(), target);
         JsonNode result;
         try {
             result = sender.client().call(method, params, Duration.ofSeconds(endpoint.getTimeoutSeconds()));
@@ -93,6 +88,26 @@ final class TelegramBotProducer extends DefaultProducer {
             message.setBody(messageId);
         } else {
             message.setBody(result.toString());
+        }
+    }
+
+    private static SendLimiter.Slot slot(TelegramBotComponent.Sender sender, String chat, String target) throws EffectFailure {
+        try {
+            return sender.limiter().take(chat);
+        } catch (SQLException e) {
+            throw new EffectFailure(EffectOutcome.FAILED, target + ": the bot's send slot could not be taken (" + e.getMessage()
+                    + "); not sent", null);
+        }
+    }
+
+    private static void sleep(long nanos, String target) throws EffectFailure {
+        if (nanos > 0) {
+            try {
+                TimeUnit.NANOSECONDS.sleep(nanos);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new EffectFailure(EffectOutcome.FAILED, target + ": interrupted before sending; not sent", null);
+            }
         }
     }
 
