@@ -3,7 +3,6 @@ package io.chatintake.work;
 import io.chatintake.support.Redactor;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
-import java.sql.SQLException;
 import java.time.Instant;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -49,11 +48,7 @@ final class ItemOutcomes {
         // A guarded effect's failure says what happened; the ledger records it first.
         EffectFailure effect = exchange.getException(EffectFailure.class);
         if (effect != null) {
-            try {
-                effects.settle(exchange, effect);
-            } catch (SQLException e) {
-                LOG.warn("work: effect outcome of item {} not recorded ({}); the effect stays started", item.id(), e.getMessage());
-            }
+            effects.settle(exchange, effect);
         }
         String cause = describe(error);
         if (effect != null && effect.deferral() != null) {

@@ -25,6 +25,7 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedDeque;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.ExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -35,6 +36,7 @@ import org.apache.camel.CamelContext;
 import org.apache.camel.Exchange;
 import org.apache.camel.Message;
 import org.apache.camel.ProducerTemplate;
+import org.apache.camel.spi.ExecutorServiceManager;
 import org.apache.camel.support.DefaultExchange;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -180,14 +182,16 @@ public final class WorkDispatcher {
     private long laneClaimedAt = System.nanoTime();
     private final Gathering gathering;
     private final Object beatPause = new Object();
-    private final List<Thread> threads = new ArrayList<>();
-    private Thread beatThread;
+    /** From Camel's ExecutorServiceManager: named, listed by Camel, and shut down with the context at the latest. */
+    private ExecutorService workers;
+    private ExecutorService beater;
     private volatile boolean running;
     private volatile boolean beating;
     private boolean nudged;
     private ProducerTemplate producer;
     /** Not synchronized for readers: intake tells it from request threads, which a stopping dispatcher must not hold up. */
     private volatile StagedWorkScheduler scheduler;
+    private final EffectGuard effects;
     private final ItemOutcomes outcomes;
     private Instant lastDepthRefresh = Instant.EPOCH;
 
@@ -198,8 +202,8 @@ public final class WorkDispatcher {
         this.options = options;
         this.gathering = new Gathering(options.gather(), options.gatherMax());
         this.heartbeat = new RunnerHeartbeat(queue.dataSource(), worker);
-        this.outcomes = new ItemOutcomes(options.maxAttempts(), new Backoff(options.backoffBase(), options.backoffCap()),
-                new EffectGuard(queue.dataSource()));
+        this.effects = new EffectGuard(queue.dataSource());
+        this.outcomes = new ItemOutcomes(options.maxAttempts(), new Backoff(options.backoffBase(), options.backoffCap()), effects);
     }
 
     public synchronized void start() {
@@ -228,14 +232,12 @@ public final class WorkDispatcher {
         running = true;
         beating = true;
         producer = camel.createProducerTemplate();
-        beatThread = new Thread(this::heartbeatLoop, "work-heartbeat");
-        beatThread.setDaemon(true);
-        beatThread.start();
+        ExecutorServiceManager threads = camel.getExecutorServiceManager();
+        beater = threads.newSingleThreadExecutor(this, "work-heartbeat");
+        beater.execute(this::heartbeatLoop);
+        workers = threads.newFixedThreadPool(this, "work-dispatcher", options.concurrency());
         for (int i = 0; i < options.concurrency(); i++) {
-            Thread thread = new Thread(this::workLoop, "work-dispatcher-" + i);
-            thread.setDaemon(true);
-            threads.add(thread);
-            thread.start();
+            workers.execute(this::workLoop);
         }
         LOG.info("work: {} dispatcher thread(s) for {}; at most {} attempts, then parked; claims last {} s, extended while"
                         + " handlers run; heartbeat every {} s, claims of a process silent for {} s are released; runs of up to {} item(s),"
@@ -254,10 +256,10 @@ public final class WorkDispatcher {
         }
         running = false;
         wakeAll();
-        for (Thread thread : threads) {
-            join(thread);
+        if (workers != null) {
+            awaitStopped(workers);
+            workers = null;
         }
-        threads.clear();
         giveBackQueued();
         // A dispatcher started later on the same registry registers its own gauges: these would
         // shadow them (Micrometer keeps the first gauge of a name and tags) and show this one's last values.
@@ -270,9 +272,9 @@ public final class WorkDispatcher {
         synchronized (beatPause) {
             beatPause.notifyAll();
         }
-        if (beatThread != null) {
-            join(beatThread);
-            beatThread = null;
+        if (beater != null) {
+            awaitStopped(beater);
+            beater = null;
             try {
                 heartbeat.remove();
             } catch (SQLException e) {
@@ -292,16 +294,13 @@ public final class WorkDispatcher {
 
     /** These runs go back to the database as they were before their claim, in one commit, and are no longer this process's. */
     private void giveBack(List<ActiveRun> runs) {
-        record(runs.stream().map(run -> new WorkQueue.Finished(run.run, List.of(), run.run.items())).toList());
+        record(runs.stream().map(run -> new WorkQueue.Finished(run.run, List.of(), run.run.items())).toList(), List.of());
         runs.forEach(run -> active.remove(run.run.token()));
     }
 
-    private static void join(Thread thread) {
-        try {
-            thread.join(TimeUnit.SECONDS.toMillis(30));
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
+    /** Their loops end once {@code running} (or {@code beating}) is cleared; a handler still running after 30 s is interrupted. */
+    private void awaitStopped(ExecutorService executor) {
+        camel.getExecutorServiceManager().shutdownGraceful(executor, TimeUnit.SECONDS.toMillis(30));
     }
 
     /** The dispatcher the runner bound in this context, or null (a component used on its own). */
@@ -579,6 +578,8 @@ public final class WorkDispatcher {
         try {
             ClaimItems items = new ClaimItems(slice.runs.stream().map(r -> r.run).toList());
             List<WorkQueue.Finished> unrecorded = new ArrayList<>();
+            // Effects performed (or refused) whose record the database could not take: written first.
+            List<EffectGuard.Settlement> settlements = new ArrayList<>();
             long recordedAt = System.nanoTime();
             for (ActiveRun run : slice.runs) {
                 if (!run.state.compareAndSet(ActiveRun.SLICED, ActiveRun.STARTED)) {
@@ -592,6 +593,7 @@ public final class WorkDispatcher {
                     Exchange exchange = items.exchange(run.run, next);
                     slice.handlerSince = System.nanoTime();
                     WorkQueue.Outcome outcome = runItem(runItems.get(next), exchange);
+                    settlements.addAll(EffectGuard.unrecorded(exchange));
                     slice.handlerSince = 0;
                     next++;
                     outcomes.add(outcome);
@@ -602,8 +604,9 @@ public final class WorkDispatcher {
                     if (next < runItems.size() && System.nanoTime() - recordedAt >= FLUSH_EVERY.toNanos()) {
                         unrecorded.add(new WorkQueue.Finished(run.run, List.copyOf(outcomes), null));
                         outcomes.clear();
-                        record(unrecorded);
+                        record(unrecorded, settlements);
                         unrecorded.clear();
+                        settlements.clear();
                         recordedAt = System.nanoTime();
                     }
                 }
@@ -611,12 +614,13 @@ public final class WorkDispatcher {
                     unrecorded.add(new WorkQueue.Finished(run.run, outcomes, runItems.subList(next, runItems.size())));
                 }
                 if (System.nanoTime() - recordedAt >= FLUSH_EVERY.toNanos()) {
-                    record(unrecorded);
+                    record(unrecorded, settlements);
                     unrecorded.clear();
+                    settlements.clear();
                     recordedAt = System.nanoTime();
                 }
             }
-            record(unrecorded);
+            record(unrecorded, settlements);
         } finally {
             slices.remove(slice);
             started.forEach(r -> active.remove(r.run.token()));
@@ -723,14 +727,20 @@ public final class WorkDispatcher {
      * claimed until their claims expire: the worker keeps trying for as long as a claim lasts, the
      * claims extended meanwhile, so the chats go on within a few seconds of the database's return.
      */
-    private void record(List<WorkQueue.Finished> finished) {
+    private void record(List<WorkQueue.Finished> finished, List<EffectGuard.Settlement> settlements) {
         if (finished.isEmpty()) {
             return;
         }
+        boolean settled = settlements.isEmpty();
         int items = finished.stream().mapToInt(f -> f.outcomes().size()).sum();
         long giveUpAt = System.nanoTime() + options.claim().toNanos();
         for (int attempt = 1; ; attempt++) {
             try {
+                if (!settled) {
+                    // Before the items' outcomes: an item that runs again then finds its effect settled, not "started".
+                    effects.write(settlements);
+                    settled = true;
+                }
                 for (Long token : queue.finish(finished)) {
                     ActiveRun run = active.get(token);
                     int dropped = finished.stream().filter(f -> f.run().token() == token).mapToInt(f -> f.outcomes().size()).sum();
