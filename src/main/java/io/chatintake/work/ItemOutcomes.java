@@ -1,11 +1,7 @@
 package io.chatintake.work;
 
 import io.chatintake.support.Redactor;
-import io.micrometer.core.instrument.Counter;
-import io.micrometer.core.instrument.MeterRegistry;
 import java.time.Instant;
-import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
 import org.apache.camel.Exchange;
 import org.apache.camel.support.MessageHelper;
 import org.apache.camel.support.processor.DefaultExchangeFormatter;
@@ -25,19 +21,13 @@ final class ItemOutcomes {
     private final int maxAttempts;
     private final Backoff backoff;
     private final EffectGuard effects;
-    private final Map<String, Counter> deferrals = new ConcurrentHashMap<>();
-    private volatile MeterRegistry registry;
+    private final WorkMetrics metrics;
 
-    ItemOutcomes(int maxAttempts, Backoff backoff, EffectGuard effects) {
+    ItemOutcomes(int maxAttempts, Backoff backoff, EffectGuard effects, WorkMetrics metrics) {
         this.maxAttempts = maxAttempts;
         this.backoff = backoff;
         this.effects = effects;
-    }
-
-    /** Where deferrals are counted; set when the dispatcher starts (camel-micrometer binds its registry then). */
-    void countIn(MeterRegistry registry) {
-        this.registry = registry;
-        deferrals.clear();
+        this.metrics = metrics;
     }
 
     WorkQueue.Outcome of(WorkItem item, Exchange exchange) {
@@ -52,7 +42,7 @@ final class ItemOutcomes {
         }
         String cause = describe(error);
         if (effect != null && effect.deferral() != null) {
-            countDeferral(item, effect.deferral());
+            metrics.deferred(item, effect.deferral());
             if (effect.deferral() == DeferReason.RETRY_AFTER) {
                 LOG.info("work: {} told to retry after {} (not counted as an attempt): {}", where(item), effect.notBefore(), cause);
             }
@@ -77,15 +67,6 @@ final class ItemOutcomes {
             LOG.debug("work: item {} failed:\n{}", item.id(), history(exchange));
         }
         return WorkQueue.Outcome.failed(item, cause, next);
-    }
-
-    private void countDeferral(WorkItem item, DeferReason reason) {
-        MeterRegistry meters = registry;
-        if (meters != null) {
-            deferrals.computeIfAbsent(item.kind() + "|" + reason, k -> Counter.builder("chat_intake_work_deferrals")
-                    .description("items that went back to wait for a limit's slot or a retry-after, their attempt not counted")
-                    .tag("kind", item.kind()).tag("reason", reason.label()).register(meters)).increment();
-        }
     }
 
     private String where(WorkItem item) {

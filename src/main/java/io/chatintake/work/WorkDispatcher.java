@@ -3,16 +3,9 @@ package io.chatintake.work;
 import io.chatintake.support.ProcessIdentity;
 import io.chatintake.config.Settings;
 import io.chatintake.support.MeterRegistryLookup;
-import io.micrometer.core.instrument.Counter;
-import io.micrometer.core.instrument.Gauge;
-import io.micrometer.core.instrument.MeterRegistry;
-import io.micrometer.core.instrument.Timer;
 import java.sql.Connection;
-import java.sql.PreparedStatement;
-import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Duration;
-import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Deque;
@@ -20,16 +13,13 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.TreeSet;
 import java.util.Map;
-import java.util.Queue;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedDeque;
-import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.stream.Collectors;
 import org.apache.camel.CamelContext;
@@ -69,7 +59,6 @@ public final class WorkDispatcher {
     public static final String WORK_ITEM_ID = "WorkItemId";
     public static final String WORK_KIND = "WorkKind";
     public static final String WORK_ATTEMPT = "WorkAttempt";
-    private static final Duration DEPTH_REFRESH = Duration.ofSeconds(5);
     /** A long run records what it has done at least this often, so a crash repeats little. */
     static final Duration FLUSH_EVERY = Duration.ofMillis(250);
     /** Failed attempts at recording outcomes after which a warning says they are still being tried. */
@@ -165,11 +154,6 @@ public final class WorkDispatcher {
     /** Runs claimed by this process that no worker has taken yet. */
     private final Deque<ActiveRun> claimed = new ConcurrentLinkedDeque<>();
     private final Set<Slice> slices = ConcurrentHashMap.newKeySet();
-    private MeterRegistry registry;
-    private final Map<String, AtomicLong> depth = new ConcurrentHashMap<>();
-    private final Queue<Gauge> gauges = new ConcurrentLinkedQueue<>();
-    private final Map<String, Timer> handlerTimers = new ConcurrentHashMap<>();
-    private final Map<String, Counter> attemptCounters = new ConcurrentHashMap<>();
     private final Object idle = new Object();
     /** Workers claiming or handling right now (not those waiting for work or for intake). */
     private final AtomicInteger working = new AtomicInteger();
@@ -193,7 +177,7 @@ public final class WorkDispatcher {
     private volatile StagedWorkScheduler scheduler;
     private final EffectGuard effects;
     private final ItemOutcomes outcomes;
-    private Instant lastDepthRefresh = Instant.EPOCH;
+    private final WorkMetrics metrics;
 
     public WorkDispatcher(CamelContext camel, WorkQueue queue, List<WorkSource> sources, Options options) {
         this.camel = camel;
@@ -203,7 +187,8 @@ public final class WorkDispatcher {
         this.gathering = new Gathering(options.gather(), options.gatherMax());
         this.heartbeat = new RunnerHeartbeat(queue.dataSource(), worker);
         this.effects = new EffectGuard(queue.dataSource());
-        this.outcomes = new ItemOutcomes(options.maxAttempts(), new Backoff(options.backoffBase(), options.backoffCap()), effects);
+        this.metrics = new WorkMetrics(queue.dataSource());
+        this.outcomes = new ItemOutcomes(options.maxAttempts(), new Backoff(options.backoffBase(), options.backoffCap()), effects, metrics);
     }
 
     public synchronized void start() {
@@ -219,10 +204,7 @@ public final class WorkDispatcher {
             return;
         }
         // Looked up at start: camel-micrometer binds its registry while the context starts.
-        registry = MeterRegistryLookup.of(camel);
-        outcomes.countIn(registry);
-        gauges.add(Gauge.builder("chat_intake_work_workers_allowed", this, WorkDispatcher::workersAllowed)
-                .description("dispatcher threads that may claim or handle now: fewer while intake is behind its source").register(registry));
+        metrics.start(MeterRegistryLookup.of(camel), this::workersAllowed);
         try {
             // Before the first claim, so no claim of this process is ever without its heartbeat.
             heartbeat.beat();
@@ -261,12 +243,7 @@ public final class WorkDispatcher {
             workers = null;
         }
         giveBackQueued();
-        // A dispatcher started later on the same registry registers its own gauges: these would
-        // shadow them (Micrometer keeps the first gauge of a name and tags) and show this one's last values.
-        for (Gauge gauge = gauges.poll(); gauge != null; gauge = gauges.poll()) {
-            registry.remove(gauge);
-        }
-        depth.clear();
+        metrics.stop();
         // Beating (and extending claims) until the last handler returned.
         beating = false;
         synchronized (beatPause) {
@@ -379,7 +356,7 @@ public final class WorkDispatcher {
                     handle(new Slice(slice));
                     continue;
                 }
-                refreshDepth();
+                metrics.refreshDepth();
                 // Alternating, so that neither chats nor items without a chat can starve the other.
                 found = lanesFirst ? claimLanes() : claimUnlaned();
                 if (!found) {
@@ -788,7 +765,7 @@ public final class WorkDispatcher {
                             + " worker dropped, the items are another claim's now", run.items().size(), run.kind(),
                     run.laned() ? " chat " + run.chatKey() : "", run.items().get(0).id(), dropped);
         }
-        Counter.builder("chat_intake_work_outcomes_dropped").tag("kind", current.run.kind()).register(registry).increment(dropped);
+        metrics.dropped(current.run.kind(), dropped);
     }
 
     private WorkQueue.Outcome runItem(WorkItem item, Exchange exchange) {
@@ -801,13 +778,7 @@ public final class WorkDispatcher {
             }
         }
         WorkQueue.Outcome outcome = outcomes.of(item, exchange);
-        handlerTimers.computeIfAbsent(item.kind() + "|" + outcome.state(), k -> Timer.builder("chat_intake_work_handler_seconds")
-                        .tag("kind", item.kind()).tag("outcome", outcome.state()).register(registry))
-                .record(System.nanoTime() - start, TimeUnit.NANOSECONDS);
-        if (!outcome.isDeferred()) {
-            attemptCounters.computeIfAbsent(item.kind(), k -> Counter.builder("chat_intake_work_attempts").tag("kind", k).register(registry))
-                    .increment();
-        }
+        metrics.handled(item, outcome, System.nanoTime() - start);
         return outcome;
     }
 
@@ -881,38 +852,5 @@ public final class WorkDispatcher {
         message.setHeader(WORK_ITEM_ID, item.id());
         message.setHeader(WORK_KIND, item.kind());
         message.setHeader(WORK_ATTEMPT, item.attempts());
-    }
-
-    /**
-     * Depth by kind and state of unfinished work (pending, running, failed, parked), for the
-     * metrics; read at most every few seconds, not per scrape, through the partial index on
-     * unfinished items, so the cost follows the backlog, not the history. Done work is counted by
-     * {@code chat_intake_work_handler_seconds_count{outcome="done"}} instead.
-     */
-    static final String DEPTH = "SELECT kind, state, count(*) FROM work_item WHERE state <> 'done' GROUP BY kind, state";
-
-    private void refreshDepth() {
-        synchronized (depth) {
-            if (Duration.between(lastDepthRefresh, Instant.now()).compareTo(DEPTH_REFRESH) < 0) {
-                return;
-            }
-            lastDepthRefresh = Instant.now();
-        }
-        try (Connection c = queue.dataSource().getConnection(); PreparedStatement ps = c.prepareStatement(DEPTH);
-             ResultSet rs = ps.executeQuery()) {
-            depth.values().forEach(v -> v.set(0));
-            while (rs.next()) {
-                String kind = rs.getString(1);
-                String state = rs.getString(2);
-                depth.computeIfAbsent(kind + "|" + state, k -> {
-                    AtomicLong value = new AtomicLong();
-                    gauges.add(Gauge.builder("chat_intake_work_items", value, AtomicLong::get).tag("kind", kind).tag("state", state)
-                            .register(registry));
-                    return value;
-                }).set(rs.getLong(3));
-            }
-        } catch (SQLException e) {
-            LOG.debug("work: depth not refreshed: {}", e.getMessage());
-        }
     }
 }

@@ -55,7 +55,7 @@ class LayoutTest {
     @Test
     void theWorkEnginesPartsStayInWorkWithoutCyclesBetweenThem() {
         Set<String> parts = Set.of("WorkDispatcher", "WorkQueue", "ItemOutcomes", "DeferReason", "EffectGuard", "EffectFailure",
-                "RunnerHeartbeat", "Retention", "StagedWorkScheduler", "Gathering", "Backoff");
+                "RunnerHeartbeat", "Retention", "StagedWorkScheduler", "Gathering", "Backoff", "WorkMetrics");
         classes().that(describe("the work engine's parts", c -> parts.contains(c.getSimpleName())))
                 .should().resideInAPackage(BASE + "work")
                 .check(MAIN);
