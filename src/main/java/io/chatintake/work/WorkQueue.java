@@ -904,6 +904,15 @@ public final class WorkQueue {
         });
     }
 
+    /**
+     * A DELETE of the items ({@code w}) that {@code condition} picks with the relation {@code source},
+     * returning one row each, for retention's statement that removes old sources and their done
+     * items together: this class stays the only writer of {@code work_item}.
+     */
+    public static String deleteWhere(String source, String condition) {
+        return "DELETE FROM work_item w USING " + source + " WHERE " + condition + " RETURNING 1";
+    }
+
     private static void setSeconds(PreparedStatement ps, int index, Duration duration) throws SQLException {
         ps.setDouble(index, duration.toMillis() / 1000.0);
     }
