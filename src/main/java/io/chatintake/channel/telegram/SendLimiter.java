@@ -18,6 +18,8 @@ import java.util.concurrent.TimeUnit;
  */
 final class SendLimiter {
     private static final int FORGET_AFTER_CHATS = 10_000;
+    /** How late after its slot a send may still go: the tenth of each second that {@link BotBudget#PACE} leaves free. */
+    private static final long LATE = TimeUnit.MILLISECONDS.toNanos(100);
 
     /** What a send may do now: go after a short {@code wait} (its bot slot is taken), or wait for {@code until}. */
     record Slot(long waitNanos, DeferReason deferral, Instant until) {
@@ -84,6 +86,30 @@ final class SendLimiter {
             }
         }
         return Slot.go(wait);
+    }
+
+    /**
+     * Sleeps until the slot {@link #take} gave. A thread that wakes more than {@link #LATE} after
+     * it (a machine short of CPU) takes the bot's next slot instead of sending at once: late sends
+     * followed by punctual ones would put more than the limit into one second.
+     * @return null when the send may go now, else its deferral (the bot has no slot within the wait)
+     */
+    Slot await(Slot slot) throws SQLException, InterruptedException {
+        long due = System.nanoTime() + slot.waitNanos();
+        while (true) {
+            long wait = due - System.nanoTime();
+            if (wait > 0) {
+                TimeUnit.NANOSECONDS.sleep(wait);
+            }
+            if (System.nanoTime() - due <= LATE) {
+                return null;
+            }
+            long again = budget.take(botGap, maxWait);
+            if (again > maxWait) {
+                return Slot.defer(DeferReason.BOT_LIMIT, again);
+            }
+            due = System.nanoTime() + again;
+        }
     }
 
     /**

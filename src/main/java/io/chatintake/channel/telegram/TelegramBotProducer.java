@@ -53,19 +53,23 @@ final class TelegramBotProducer extends DefaultProducer {
         ObjectNode params = params(message, method, call);
         String chat = params.hasNonNull("chat_id") ? params.get("chat_id").asText() : null;
         String target = call + (chat == null ? "" : " to chat " + chat);
-        SendLimiter.Slot slot = slot(sender, chat, target);
         // Stored work goes back to wait for its slot, freeing the worker; a send of a route of its
         // own (an operator alert) has nowhere to go back to, so it waits here.
         boolean work = message.getHeader(WorkDispatcher.WORK_ITEM_ID) != null;
-        while (slot.deferred() && !work) {
+        while (true) {
+            SendLimiter.Slot slot = slot(sender, chat, target);
+            if (!slot.deferred()) {
+                slot = onTime(sender, slot, target);
+                if (slot == null) {
+                    break;
+                }
+            }
+            if (work) {
+                throw new EffectFailure(slot.deferral(), target + ": not sent yet, the " + slot.deferral().label().replace('_', ' ')
+                        + " allows the next send at " + slot.until(), slot.until());
+            }
             sleep(Duration.between(Instant.now(), slot.until()).toNanos(), target);
-            slot = slot(sender, chat, target);
         }
-        if (slot.deferred()) {
-            throw new EffectFailure(slot.deferral(), target + ": not sent yet, the " + slot.deferral().label().replace('_', ' ')
-                    + " allows the next send at " + slot.until(), slot.until());
-        }
-        sleep(slot.waitNanos(), target);
         JsonNode result;
         try {
             result = sender.client().call(method, params, Duration.ofSeconds(endpoint.getTimeoutSeconds()));
@@ -97,6 +101,19 @@ final class TelegramBotProducer extends DefaultProducer {
         } catch (SQLException e) {
             throw new EffectFailure(EffectOutcome.FAILED, target + ": the bot's send slot could not be taken (" + e.getMessage()
                     + "); not sent", null);
+        }
+    }
+
+    /** Waits for the slot; null when the send may go now, else its deferral. */
+    private static SendLimiter.Slot onTime(TelegramBotComponent.Sender sender, SendLimiter.Slot slot, String target) throws EffectFailure {
+        try {
+            return sender.limiter().await(slot);
+        } catch (SQLException e) {
+            throw new EffectFailure(EffectOutcome.FAILED, target + ": the bot's send slot could not be taken (" + e.getMessage()
+                    + "); not sent", null);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new EffectFailure(EffectOutcome.FAILED, target + ": interrupted before sending; not sent", null);
         }
     }
 
