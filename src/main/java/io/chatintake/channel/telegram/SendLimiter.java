@@ -18,8 +18,11 @@ import java.util.concurrent.TimeUnit;
  */
 final class SendLimiter {
     private static final int FORGET_AFTER_CHATS = 10_000;
-    /** How late after its slot a send may still go: the tenth of each second that {@link BotBudget#PACE} leaves free. */
-    private static final long LATE = TimeUnit.MILLISECONDS.toNanos(100);
+    /**
+     * How late after its slot a send may still go: half the tenth of each second that
+     * {@link BotBudget#PACE} leaves free; the other half is for the request's own way to Telegram.
+     */
+    private static final long LATE = TimeUnit.MILLISECONDS.toNanos(50);
 
     /** What a send may do now: go after a short {@code wait} (its bot slot is taken), or wait for {@code until}. */
     record Slot(long waitNanos, DeferReason deferral, Instant until) {
