@@ -3,6 +3,7 @@ package io.chatintake.app;
 import io.chatintake.ops.bench.AlbumBenchmark;
 import io.chatintake.ops.bench.DispatchBenchmark;
 import io.chatintake.ops.bench.MemoryBenchmark;
+import io.chatintake.ops.bench.ReplyBenchmark;
 import io.chatintake.ops.bench.StartBenchmark;
 import io.chatintake.ops.bench.TelegramIntakeBenchmark;
 import io.chatintake.ops.bench.WebhookIntakeBenchmark;
@@ -80,7 +81,9 @@ public final class Main {
                             case "memory" -> new MemoryBenchmark(out).run(args.size() > 2 ? n : 1_000_000);
                             case "start" -> new StartBenchmark(out).run();
                             case "latency" -> new DispatchBenchmark(out).latency(args.size() > 2 ? n : 20);
-                            default -> throw new ConfigurationException("usage: bench telegram|dispatch|albums|webhook|memory|start|latency [N]");
+                            case "replies" -> new ReplyBenchmark(out).run(args.size() > 2 ? n : 600);
+                            default -> throw new ConfigurationException(
+                                    "usage: bench telegram|dispatch|albums|webhook|memory|start|latency|replies [N]");
                         };
                     } catch (ConfigurationException e) {
                         throw e;
@@ -188,6 +191,7 @@ public final class Main {
                 "  bench start                              time to ready on a warm data dir, by phase",
                 "  bench latency [SECONDS]                  commit-to-handler wait over 1,000 chats, shipped vs a growing gathering wait (20 s a rate)",
                 "  bench albums [N]                         album decision latency with N albums open (default 20,000), heap flat",
+                "  bench replies [N]                        echo replies at Telegram's limits (simulator, 429 above them) as ratios to the bot's limit",
                 "  bench dispatch [N]                       ordered work handled as a ratio to the intake rate; claim cost vs backlog",
                 "  config    print the effective configuration, secrets redacted",
                 "  help      this text",

@@ -55,6 +55,12 @@ public final class BotApiSimulator implements AutoCloseable {
     }
 
     /** @param allowedUpdates the getUpdates {@code allowed_updates} parameter; null when it was left out */
+    /** A sendMessage the simulator accepted: to which chat, what, and when it arrived ({@code nanos}: System.nanoTime()). */
+    public record Send(long chatId, String text, Instant at, long nanos) {
+    }
+
+    private static final long SECOND = 1_000_000_000L;
+
     public record Request(String method, long botId, Long offset, List<String> allowedUpdates, Instant at) {
     }
 
@@ -115,6 +121,29 @@ public final class BotApiSimulator implements AutoCloseable {
         final Set<Long> blockedChats = ConcurrentHashMap.newKeySet();
         volatile double rateLimitedShare;
         volatile int rateLimitRetryAfter;
+        /** Telegram's send limits, when enforced (0: not): accepted sends per second per bot, and the gap per chat. */
+        int perBotPerSecond;
+        long chatGapNanos;
+        final Deque<Long> lastSecondSends = new ArrayDeque<>();
+        final Map<Long, Long> lastSendToChat = new HashMap<>();
+        final List<Send> sendLog = new ArrayList<>();
+        int refusedByLimits;
+
+        /** Null when a send to this chat may be accepted now, else the seconds to wait (retry_after). */
+        Integer limitRefusal(long chatId, long now) {
+            while (!lastSecondSends.isEmpty() && now - lastSecondSends.peekFirst() >= SECOND) {
+                lastSecondSends.pollFirst();
+            }
+            long wait = 0;
+            if (perBotPerSecond > 0 && lastSecondSends.size() >= perBotPerSecond) {
+                wait = SECOND - (now - lastSecondSends.peekFirst());
+            }
+            Long last = lastSendToChat.get(chatId);
+            if (chatGapNanos > 0 && last != null && now - last < chatGapNanos) {
+                wait = Math.max(wait, chatGapNanos - (now - last));
+            }
+            return wait == 0 ? null : (int) Math.max(1, (wait + SECOND - 1) / SECOND);
+        }
         final Map<String, byte[]> files = new ConcurrentHashMap<>();
         // File links: each getFile issues a new path; links a test expired answer 404 as Telegram's do after about an hour.
         final Map<String, Integer> linksToExpire = new HashMap<>();
@@ -413,6 +442,48 @@ public final class BotApiSimulator implements AutoCloseable {
         bot.rateLimitedShare = share;
     }
 
+    /**
+     * From now on sendMessage is answered 429 with retry_after above Telegram's limits: more than
+     * {@code perBotPerSecond} accepted sends of the bot in any second, or a send to a chat less than
+     * 1/{@code perChatPerSecond} s after the last one accepted for it.
+     */
+    public void enforceSendLimits(String token, int perBotPerSecond, double perChatPerSecond) {
+        Bot bot = bot(token);
+        synchronized (bot) {
+            bot.perBotPerSecond = perBotPerSecond;
+            bot.chatGapNanos = (long) (SECOND / perChatPerSecond);
+        }
+    }
+
+    /** Every sendMessage accepted, with its arrival time, in arrival order. */
+    public List<Send> sends(String token) {
+        Bot bot = bot(token);
+        synchronized (bot) {
+            return List.copyOf(bot.sendLog);
+        }
+    }
+
+    /** sendMessage calls answered 429 because they were above the limits of {@link #enforceSendLimits}. */
+    public int refusedByLimits(String token) {
+        Bot bot = bot(token);
+        synchronized (bot) {
+            return bot.refusedByLimits;
+        }
+    }
+
+    /** The most sends accepted within any one second (a sliding window over their arrival times). */
+    public static int mostSendsInOneSecond(List<Send> sends) {
+        long[] times = sends.stream().mapToLong(Send::nanos).sorted().toArray();
+        int most = 0;
+        for (int first = 0, last = 0; last < times.length; last++) {
+            while (times[last] - times[first] >= SECOND) {
+                first++;
+            }
+            most = Math.max(most, last - first + 1);
+        }
+        return most;
+    }
+
     public int conflicts(String token) {
         Bot bot = bot(token);
         synchronized (bot) {
@@ -516,11 +587,27 @@ public final class BotApiSimulator implements AutoCloseable {
                         answer(exchange, 429, body);
                         return;
                     }
+                    Integer retryAfter;
+                    synchronized (bot) {
+                        long now = System.nanoTime();
+                        retryAfter = bot.limitRefusal(chatId, now);
+                        if (retryAfter == null) {
+                            bot.lastSecondSends.addLast(now);
+                            bot.lastSendToChat.put(chatId, now);
+                            bot.sendLog.add(new Send(chatId, params.path("text").asText(""), clock.instant(), now));
+                            bot.sent.add(params);
+                        } else {
+                            bot.refusedByLimits++;
+                        }
+                    }
+                    if (retryAfter != null) {
+                        ObjectNode body = error(429, "Too Many Requests: retry after " + retryAfter);
+                        body.putObject("parameters").put("retry_after", retryAfter);
+                        answer(exchange, 429, body);
+                        return;
+                    }
                     ObjectNode sent = message(params.path("chat_id").asLong(), params.path("text").asText(""));
                     sent.putObject("from").put("id", bot.id).put("is_bot", true).put("first_name", bot.username);
-                    synchronized (bot) {
-                        bot.sent.add(params);
-                    }
                     answer(exchange, 200, ok(sent));
                 }
                 case "getFile" -> {

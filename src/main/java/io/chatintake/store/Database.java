@@ -26,6 +26,7 @@ public final class Database implements AutoCloseable {
     public static final String PASSWORD = "chat-intake.db.password";
     public static final String POOL_SIZE = "chat-intake.db.pool-size";
     public static final String CONNECT_TIMEOUT_SECONDS = "chat-intake.db.connect-timeout-seconds";
+    public static final String BORROW_TIMEOUT_MILLIS = "chat-intake.db.borrow-timeout-millis";
     public static final String EMBEDDED_PORT = "chat-intake.db.embedded-port";
     public static final String DATA_DIR = "chat-intake.data-dir";
     /** Set in every Kubernetes container: the embedded database has no place there. */
@@ -44,6 +45,7 @@ public final class Database implements AutoCloseable {
     public static Database open(Settings settings) {
         int poolSize = settings.getInt(POOL_SIZE, 16);
         int connectTimeout = settings.getInt(CONNECT_TIMEOUT_SECONDS, 10);
+        long borrowTimeout = settings.getLong(BORROW_TIMEOUT_MILLIS, 2000);
         String schema = DatabaseSchema.configured(settings);
         Optional<String> url = settings.get(URL);
         if (url.isPresent()) {
@@ -55,8 +57,8 @@ public final class Database implements AutoCloseable {
             }
             String description = "external PostgreSQL " + shown + (user.isEmpty() ? "" : " as user " + user);
             LOG.info("database: {}", description);
-            return new Database(pool(url.get(), user, password, poolSize, connectTimeout, schema, Settings.envName(URL), shown), null,
-                    description);
+            return new Database(pool(url.get(), user, password, poolSize, connectTimeout, borrowTimeout, schema, Settings.envName(URL),
+                    shown), null, description);
         }
         if (settings.environment(KUBERNETES_ENV).isPresent()) {
             // A pod's embedded database would vanish with the pod and not be shared by the replicas.
@@ -72,7 +74,7 @@ public final class Database implements AutoCloseable {
                 + " (fsync on, synchronous_commit on)";
         LOG.info("database: {}", description);
         try {
-            return new Database(pool(embedded.jdbcUrl(), embedded.user(), Secret.of(""), poolSize, connectTimeout, schema,
+            return new Database(pool(embedded.jdbcUrl(), embedded.user(), Secret.of(""), poolSize, connectTimeout, borrowTimeout, schema,
                     Settings.envName(DATA_DIR), embedded.jdbcUrl()), embedded, description);
         } catch (RuntimeException e) {
             embedded.close();
@@ -98,7 +100,7 @@ public final class Database implements AutoCloseable {
         Optional<Integer> port = EmbeddedDatabase.runningServerPort(pgDir);
         if (port.isPresent()) {
             String url = "jdbc:postgresql://127.0.0.1:" + port.get() + "/" + EmbeddedDatabase.DATABASE_NAME;
-            return new Database(pool(url, EmbeddedDatabase.USER, Secret.of(""), 2, 10, DatabaseSchema.configured(settings),
+            return new Database(pool(url, EmbeddedDatabase.USER, Secret.of(""), 2, 10, 10_000, DatabaseSchema.configured(settings),
                     Settings.envName(DATA_DIR), url), null,
                     "the running runner's embedded PostgreSQL in " + pgDir);
         }
@@ -107,19 +109,24 @@ public final class Database implements AutoCloseable {
 
     /** A pool over an embedded database the caller started (tests, benchmarks). */
     public static Database embedded(EmbeddedDatabase embedded, int poolSize) {
-        return new Database(pool(embedded.jdbcUrl(), embedded.user(), Secret.of(""), poolSize, 10, DatabaseSchema.DEFAULT, "database",
+        return new Database(pool(embedded.jdbcUrl(), embedded.user(), Secret.of(""), poolSize, 10, 10_000, DatabaseSchema.DEFAULT, "database",
                 embedded.jdbcUrl()),
                 embedded, "embedded PostgreSQL in " + embedded.directory());
     }
 
     /** A pool over a database someone else runs (tests: the shared test database), in the default schema. */
     public static Database external(String url, String user, Secret password, int poolSize) {
-        return new Database(pool(url, user, password, poolSize, 10, DatabaseSchema.DEFAULT, "database", redactUrl(url)), null,
+        return new Database(pool(url, user, password, poolSize, 10, 10_000, DatabaseSchema.DEFAULT, "database", redactUrl(url)), null,
                 redactUrl(url));
     }
 
+    /**
+     * @param connectTimeoutSeconds how long the start waits for the database (and a new connection's connect)
+     * @param borrowTimeoutMillis   how long a caller waits for a pooled connection: short, so a webhook whose
+     *                              database is away answers 503 while its sender still listens
+     */
     private static HikariDataSource pool(String url, String user, Secret password, int poolSize, int connectTimeoutSeconds,
-                                         String schema, String settingName, String shownUrl) {
+                                         long borrowTimeoutMillis, String schema, String settingName, String shownUrl) {
         HikariConfig config = new HikariConfig();
         config.setPoolName("chat-intake-db");
         config.setJdbcUrl(url);
@@ -130,7 +137,9 @@ public final class Database implements AutoCloseable {
             config.setPassword(password.reveal());
         }
         config.setMaximumPoolSize(poolSize);
-        config.setConnectionTimeout(connectTimeoutSeconds * 1000L);
+        config.setConnectionTimeout(borrowTimeoutMillis);
+        // Hikari checks an idle connection within this before lending it; it must fit in the borrow wait.
+        config.setValidationTimeout(Math.max(250, Math.min(5000, borrowTimeoutMillis / 2)));
         config.setInitializationFailTimeout(connectTimeoutSeconds * 1000L);
         config.addDataSourceProperty("connectTimeout", connectTimeoutSeconds);
         config.addDataSourceProperty("ApplicationName", "chat-intake");

@@ -7,6 +7,8 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Optional;
 import javax.sql.DataSource;
 import org.apache.camel.Exchange;
@@ -52,6 +54,18 @@ public final class EffectGuard {
         this.dataSource = dataSource;
     }
 
+    /**
+     * Exchange property: the {@link Settlement}s of this exchange's effects that could not be
+     * written (the database was away). The work dispatcher writes them before the item's outcome,
+     * as soon as the database is back, so an effect this process knows the outcome of is never
+     * left "started" to be parked for reconciliation.
+     */
+    public static final String UNRECORDED = "EffectUnrecorded";
+
+    /** What became of an effect, as outbound_effect records it (done, failed, undeliverable; started: ambiguous), with its result. */
+    public record Settlement(String key, String state, String result) {
+    }
+
     /** The action may have happened and nobody knows: a person must look before it is repeated. */
     public static final class UnconfirmedEffectException extends Exception {
         UnconfirmedEffectException(String key) {
@@ -64,6 +78,19 @@ public final class EffectGuard {
         Message message = exchange.getMessage();
         String key = effectKey(message);
         message.setHeader(EFFECT_KEY, key);
+        try {
+            start(exchange, key);
+        } catch (SQLException e) {
+            // The action did not run. Should the start have committed all the same (the database
+            // went away as it answered), it is settled failed once the database is back, so the
+            // next attempt performs it instead of finding it "started but never recorded".
+            keep(exchange, new Settlement(key, "failed", text("not performed: its start could not be recorded (" + e.getMessage() + ")")));
+            throw e;
+        }
+    }
+
+    private void start(Exchange exchange, String key) throws SQLException, UnconfirmedEffectException {
+        Message message = exchange.getMessage();
         try (Connection c = dataSource.getConnection()) {
             // New, or provably not performed before: this attempt performs it.
             try (PreparedStatement ps = c.prepareStatement("INSERT INTO outbound_effect (effect_key, work_item_id, state)"
@@ -104,10 +131,48 @@ public final class EffectGuard {
             throw new EffectFailure(outcome, "the route declared effect " + key + " " + outcome.label(),
                     retryAfter == null ? null : Instant.now().plusSeconds(retryAfter));
         }
-        try (Connection c = dataSource.getConnection(); PreparedStatement ps = c.prepareStatement(
-                "UPDATE outbound_effect SET state = 'done', done_at = now(), result = ? WHERE effect_key = ?")) {
-            ps.setString(1, text(message.getBody(String.class)));
-            ps.setString(2, key);
+        Settlement done = new Settlement(key, "done", text(message.getBody(String.class)));
+        try {
+            write(List.of(done));
+        } catch (SQLException e) {
+            // Performed all the same: the dispatcher writes it when the database is back.
+            keep(exchange, done);
+        }
+    }
+
+    /** Settlements kept by {@link #complete} or {@link #settle} because the database was away. */
+    @SuppressWarnings("unchecked")
+    public static List<Settlement> unrecorded(Exchange exchange) {
+        List<Settlement> kept = exchange.getProperty(UNRECORDED, List.class);
+        return kept == null ? List.of() : kept;
+    }
+
+    @SuppressWarnings("unchecked")
+    private static void keep(Exchange exchange, Settlement settlement) {
+        List<Settlement> kept = exchange.getProperty(UNRECORDED, List.class);
+        if (kept == null) {
+            kept = new ArrayList<>();
+            exchange.setProperty(UNRECORDED, kept);
+        }
+        kept.add(settlement);
+    }
+
+    // Only an effect still started is settled: a person who resolved it meanwhile has the last word.
+    private static final String SETTLE = """
+            UPDATE outbound_effect e SET state = s.state, result = s.result,
+                   done_at = CASE WHEN s.state IN ('done', 'undeliverable') THEN now() END
+              FROM unnest(?::text[], ?::text[], ?::text[]) AS s(key, state, result)
+             WHERE e.effect_key = s.key AND e.state = 'started'""";
+
+    /** Writes settlements in one statement. */
+    public void write(List<Settlement> settlements) throws SQLException {
+        if (settlements.isEmpty()) {
+            return;
+        }
+        try (Connection c = dataSource.getConnection(); PreparedStatement ps = c.prepareStatement(SETTLE)) {
+            ps.setArray(1, c.createArrayOf("text", settlements.stream().map(Settlement::key).toArray()));
+            ps.setArray(2, c.createArrayOf("text", settlements.stream().map(Settlement::state).toArray()));
+            ps.setArray(3, c.createArrayOf("text", settlements.stream().map(Settlement::result).toArray()));
             ps.executeUpdate();
         }
     }
@@ -115,9 +180,10 @@ public final class EffectGuard {
     /**
      * Records a failed action of this exchange, if it went through {@link #begin}: failed (the next
      * attempt performs it) or undeliverable; an ambiguous one stays started, with what is known.
-     * @return false when the exchange holds no started effect
+     * While the database is away the settlement is kept with the exchange ({@link #UNRECORDED}).
+     * @return false when the exchange holds no started effect to settle
      */
-    public boolean settle(Exchange exchange, EffectFailure failure) throws SQLException {
+    public boolean settle(Exchange exchange, EffectFailure failure) {
         String key = exchange.getMessage().getHeader(EFFECT_KEY, String.class);
         if (key == null) {
             return false;
@@ -127,15 +193,13 @@ public final class EffectGuard {
             case UNDELIVERABLE -> "undeliverable";
             default -> "started";
         };
-        try (Connection c = dataSource.getConnection(); PreparedStatement ps = c.prepareStatement(
-                "UPDATE outbound_effect SET state = ?, result = ?, done_at = CASE WHEN ? = 'undeliverable' THEN now() END"
-                        + " WHERE effect_key = ? AND state = 'started'")) {
-            ps.setString(1, state);
-            ps.setString(2, text(failure.getMessage()));
-            ps.setString(3, state);
-            ps.setString(4, key);
-            return ps.executeUpdate() == 1;
+        Settlement settlement = new Settlement(key, state, text(failure.getMessage()));
+        try {
+            write(List.of(settlement));
+        } catch (SQLException e) {
+            keep(exchange, settlement);
         }
+        return true;
     }
 
     /** An effect left started, as a person decided after looking: performed (done) or not (failed, so it runs again). */

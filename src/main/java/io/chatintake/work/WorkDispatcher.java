@@ -3,17 +3,9 @@ package io.chatintake.work;
 import io.chatintake.support.ProcessIdentity;
 import io.chatintake.config.Settings;
 import io.chatintake.support.MeterRegistryLookup;
-import io.chatintake.support.Redactor;
-import io.micrometer.core.instrument.Counter;
-import io.micrometer.core.instrument.Gauge;
-import io.micrometer.core.instrument.MeterRegistry;
-import io.micrometer.core.instrument.Timer;
 import java.sql.Connection;
-import java.sql.PreparedStatement;
-import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Duration;
-import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Deque;
@@ -21,21 +13,20 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.TreeSet;
 import java.util.Map;
-import java.util.Queue;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedDeque;
-import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.ExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.stream.Collectors;
 import org.apache.camel.CamelContext;
 import org.apache.camel.Exchange;
 import org.apache.camel.Message;
 import org.apache.camel.ProducerTemplate;
+import org.apache.camel.spi.ExecutorServiceManager;
 import org.apache.camel.support.DefaultExchange;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -68,7 +59,6 @@ public final class WorkDispatcher {
     public static final String WORK_ITEM_ID = "WorkItemId";
     public static final String WORK_KIND = "WorkKind";
     public static final String WORK_ATTEMPT = "WorkAttempt";
-    private static final Duration DEPTH_REFRESH = Duration.ofSeconds(5);
     /** A long run records what it has done at least this often, so a crash repeats little. */
     static final Duration FLUSH_EVERY = Duration.ofMillis(250);
     /** Failed attempts at recording outcomes after which a warning says they are still being tried. */
@@ -158,18 +148,12 @@ public final class WorkDispatcher {
     private final WorkQueue queue;
     private final Map<String, WorkSource> sources;
     private final Options options;
-    private final Backoff backoff;
     private final String worker = ProcessIdentity.name();
     private final RunnerHeartbeat heartbeat;
     private final Map<Long, ActiveRun> active = new ConcurrentHashMap<>();
     /** Runs claimed by this process that no worker has taken yet. */
     private final Deque<ActiveRun> claimed = new ConcurrentLinkedDeque<>();
     private final Set<Slice> slices = ConcurrentHashMap.newKeySet();
-    private MeterRegistry registry;
-    private final Map<String, AtomicLong> depth = new ConcurrentHashMap<>();
-    private final Queue<Gauge> gauges = new ConcurrentLinkedQueue<>();
-    private final Map<String, Timer> handlerTimers = new ConcurrentHashMap<>();
-    private final Map<String, Counter> attemptCounters = new ConcurrentHashMap<>();
     private final Object idle = new Object();
     /** Workers claiming or handling right now (not those waiting for work or for intake). */
     private final AtomicInteger working = new AtomicInteger();
@@ -182,8 +166,9 @@ public final class WorkDispatcher {
     private long laneClaimedAt = System.nanoTime();
     private final Gathering gathering;
     private final Object beatPause = new Object();
-    private final List<Thread> threads = new ArrayList<>();
-    private Thread beatThread;
+    /** From Camel's ExecutorServiceManager: named, listed by Camel, and shut down with the context at the latest. */
+    private ExecutorService workers;
+    private ExecutorService beater;
     private volatile boolean running;
     private volatile boolean beating;
     private boolean nudged;
@@ -191,7 +176,8 @@ public final class WorkDispatcher {
     /** Not synchronized for readers: intake tells it from request threads, which a stopping dispatcher must not hold up. */
     private volatile StagedWorkScheduler scheduler;
     private final EffectGuard effects;
-    private Instant lastDepthRefresh = Instant.EPOCH;
+    private final ItemOutcomes outcomes;
+    private final WorkMetrics metrics;
 
     public WorkDispatcher(CamelContext camel, WorkQueue queue, List<WorkSource> sources, Options options) {
         this.camel = camel;
@@ -199,9 +185,10 @@ public final class WorkDispatcher {
         this.sources = sources.stream().collect(Collectors.toMap(WorkSource::kind, s -> s));
         this.options = options;
         this.gathering = new Gathering(options.gather(), options.gatherMax());
-        this.backoff = new Backoff(options.backoffBase(), options.backoffCap());
         this.heartbeat = new RunnerHeartbeat(queue.dataSource(), worker);
         this.effects = new EffectGuard(queue.dataSource());
+        this.metrics = new WorkMetrics(queue.dataSource());
+        this.outcomes = new ItemOutcomes(options.maxAttempts(), new Backoff(options.backoffBase(), options.backoffCap()), effects, metrics);
     }
 
     public synchronized void start() {
@@ -217,9 +204,7 @@ public final class WorkDispatcher {
             return;
         }
         // Looked up at start: camel-micrometer binds its registry while the context starts.
-        registry = MeterRegistryLookup.of(camel);
-        gauges.add(Gauge.builder("chat_intake_work_workers_allowed", this, WorkDispatcher::workersAllowed)
-                .description("dispatcher threads that may claim or handle now: fewer while intake is behind its source").register(registry));
+        metrics.start(MeterRegistryLookup.of(camel), this::workersAllowed);
         try {
             // Before the first claim, so no claim of this process is ever without its heartbeat.
             heartbeat.beat();
@@ -229,14 +214,12 @@ public final class WorkDispatcher {
         running = true;
         beating = true;
         producer = camel.createProducerTemplate();
-        beatThread = new Thread(this::heartbeatLoop, "work-heartbeat");
-        beatThread.setDaemon(true);
-        beatThread.start();
+        ExecutorServiceManager threads = camel.getExecutorServiceManager();
+        beater = threads.newSingleThreadExecutor(this, "work-heartbeat");
+        beater.execute(this::heartbeatLoop);
+        workers = threads.newFixedThreadPool(this, "work-dispatcher", options.concurrency());
         for (int i = 0; i < options.concurrency(); i++) {
-            Thread thread = new Thread(this::workLoop, "work-dispatcher-" + i);
-            thread.setDaemon(true);
-            threads.add(thread);
-            thread.start();
+            workers.execute(this::workLoop);
         }
         LOG.info("work: {} dispatcher thread(s) for {}; at most {} attempts, then parked; claims last {} s, extended while"
                         + " handlers run; heartbeat every {} s, claims of a process silent for {} s are released; runs of up to {} item(s),"
@@ -255,25 +238,20 @@ public final class WorkDispatcher {
         }
         running = false;
         wakeAll();
-        for (Thread thread : threads) {
-            join(thread);
+        if (workers != null) {
+            awaitStopped(workers);
+            workers = null;
         }
-        threads.clear();
         giveBackQueued();
-        // A dispatcher started later on the same registry registers its own gauges: these would
-        // shadow them (Micrometer keeps the first gauge of a name and tags) and show this one's last values.
-        for (Gauge gauge = gauges.poll(); gauge != null; gauge = gauges.poll()) {
-            registry.remove(gauge);
-        }
-        depth.clear();
+        metrics.stop();
         // Beating (and extending claims) until the last handler returned.
         beating = false;
         synchronized (beatPause) {
             beatPause.notifyAll();
         }
-        if (beatThread != null) {
-            join(beatThread);
-            beatThread = null;
+        if (beater != null) {
+            awaitStopped(beater);
+            beater = null;
             try {
                 heartbeat.remove();
             } catch (SQLException e) {
@@ -293,16 +271,13 @@ public final class WorkDispatcher {
 
     /** These runs go back to the database as they were before their claim, in one commit, and are no longer this process's. */
     private void giveBack(List<ActiveRun> runs) {
-        record(runs.stream().map(run -> new WorkQueue.Finished(run.run, List.of(), run.run.items())).toList());
+        record(runs.stream().map(run -> new WorkQueue.Finished(run.run, List.of(), run.run.items())).toList(), List.of());
         runs.forEach(run -> active.remove(run.run.token()));
     }
 
-    private static void join(Thread thread) {
-        try {
-            thread.join(TimeUnit.SECONDS.toMillis(30));
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
+    /** Their loops end once {@code running} (or {@code beating}) is cleared; a handler still running after 30 s is interrupted. */
+    private void awaitStopped(ExecutorService executor) {
+        camel.getExecutorServiceManager().shutdownGraceful(executor, TimeUnit.SECONDS.toMillis(30));
     }
 
     /** The dispatcher the runner bound in this context, or null (a component used on its own). */
@@ -381,7 +356,7 @@ public final class WorkDispatcher {
                     handle(new Slice(slice));
                     continue;
                 }
-                refreshDepth();
+                metrics.refreshDepth();
                 // Alternating, so that neither chats nor items without a chat can starve the other.
                 found = lanesFirst ? claimLanes() : claimUnlaned();
                 if (!found) {
@@ -580,6 +555,8 @@ public final class WorkDispatcher {
         try {
             ClaimItems items = new ClaimItems(slice.runs.stream().map(r -> r.run).toList());
             List<WorkQueue.Finished> unrecorded = new ArrayList<>();
+            // Effects performed (or refused) whose record the database could not take: written first.
+            List<EffectGuard.Settlement> settlements = new ArrayList<>();
             long recordedAt = System.nanoTime();
             for (ActiveRun run : slice.runs) {
                 if (!run.state.compareAndSet(ActiveRun.SLICED, ActiveRun.STARTED)) {
@@ -593,17 +570,20 @@ public final class WorkDispatcher {
                     Exchange exchange = items.exchange(run.run, next);
                     slice.handlerSince = System.nanoTime();
                     WorkQueue.Outcome outcome = runItem(runItems.get(next), exchange);
+                    settlements.addAll(EffectGuard.unrecorded(exchange));
                     slice.handlerSince = 0;
                     next++;
                     outcomes.add(outcome);
-                    if (run.run.ordered() && "failed".equals(outcome.state())) {
+                    // A deferral holds the whole chat (its limit), ordered or not.
+                    if (outcome.isDeferred() || run.run.ordered() && outcome.holdsItsChat()) {
                         break;
                     }
                     if (next < runItems.size() && System.nanoTime() - recordedAt >= FLUSH_EVERY.toNanos()) {
                         unrecorded.add(new WorkQueue.Finished(run.run, List.copyOf(outcomes), null));
                         outcomes.clear();
-                        record(unrecorded);
+                        record(unrecorded, settlements);
                         unrecorded.clear();
+                        settlements.clear();
                         recordedAt = System.nanoTime();
                     }
                 }
@@ -611,12 +591,13 @@ public final class WorkDispatcher {
                     unrecorded.add(new WorkQueue.Finished(run.run, outcomes, runItems.subList(next, runItems.size())));
                 }
                 if (System.nanoTime() - recordedAt >= FLUSH_EVERY.toNanos()) {
-                    record(unrecorded);
+                    record(unrecorded, settlements);
                     unrecorded.clear();
+                    settlements.clear();
                     recordedAt = System.nanoTime();
                 }
             }
-            record(unrecorded);
+            record(unrecorded, settlements);
         } finally {
             slices.remove(slice);
             started.forEach(r -> active.remove(r.run.token()));
@@ -723,14 +704,20 @@ public final class WorkDispatcher {
      * claimed until their claims expire: the worker keeps trying for as long as a claim lasts, the
      * claims extended meanwhile, so the chats go on within a few seconds of the database's return.
      */
-    private void record(List<WorkQueue.Finished> finished) {
+    private void record(List<WorkQueue.Finished> finished, List<EffectGuard.Settlement> settlements) {
         if (finished.isEmpty()) {
             return;
         }
+        boolean settled = settlements.isEmpty();
         int items = finished.stream().mapToInt(f -> f.outcomes().size()).sum();
         long giveUpAt = System.nanoTime() + options.claim().toNanos();
         for (int attempt = 1; ; attempt++) {
             try {
+                if (!settled) {
+                    // Before the items' outcomes: an item that runs again then finds its effect settled, not "started".
+                    effects.write(settlements);
+                    settled = true;
+                }
                 for (Long token : queue.finish(finished)) {
                     ActiveRun run = active.get(token);
                     int dropped = finished.stream().filter(f -> f.run().token() == token).mapToInt(f -> f.outcomes().size()).sum();
@@ -778,7 +765,7 @@ public final class WorkDispatcher {
                             + " worker dropped, the items are another claim's now", run.items().size(), run.kind(),
                     run.laned() ? " chat " + run.chatKey() : "", run.items().get(0).id(), dropped);
         }
-        Counter.builder("chat_intake_work_outcomes_dropped").tag("kind", current.run.kind()).register(registry).increment(dropped);
+        metrics.dropped(current.run.kind(), dropped);
     }
 
     private WorkQueue.Outcome runItem(WorkItem item, Exchange exchange) {
@@ -790,49 +777,9 @@ public final class WorkDispatcher {
                 exchange.setException(e);
             }
         }
-        WorkQueue.Outcome outcome = outcomeOf(item, exchange);
-        handlerTimers.computeIfAbsent(item.kind() + "|" + outcome.state(), k -> Timer.builder("chat_intake_work_handler_seconds")
-                        .tag("kind", item.kind()).tag("outcome", outcome.state()).register(registry))
-                .record(System.nanoTime() - start, TimeUnit.NANOSECONDS);
-        attemptCounters.computeIfAbsent(item.kind(), k -> Counter.builder("chat_intake_work_attempts").tag("kind", k).register(registry))
-                .increment();
+        WorkQueue.Outcome outcome = outcomes.of(item, exchange);
+        metrics.handled(item, outcome, System.nanoTime() - start);
         return outcome;
-    }
-
-    private WorkQueue.Outcome outcomeOf(WorkItem item, Exchange exchange) {
-        Exception error = exchange.getException();
-        if (error == null) {
-            return WorkQueue.Outcome.done(item);
-        }
-        // A guarded effect's failure says what happened; the ledger records it first.
-        EffectFailure effect = exchange.getException(EffectFailure.class);
-        if (effect != null) {
-            try {
-                effects.settle(exchange, effect);
-            } catch (SQLException e) {
-                LOG.warn("work: effect outcome of item {} not recorded ({}); the effect stays started", item.id(), e.getMessage());
-            }
-        }
-        EffectOutcome effectOutcome = effect == null ? null : effect.outcome();
-        if (effectOutcome == EffectOutcome.UNDELIVERABLE) {
-            LOG.info("work: item {} ({} {}) undeliverable, not retried: {}", item.id(), item.kind(), item.sourceKey(), describe(error));
-            return WorkQueue.Outcome.undeliverable(item, describe(error));
-        }
-        if (effectOutcome == EffectOutcome.AMBIGUOUS || exchange.getException(EffectGuard.UnconfirmedEffectException.class) != null) {
-            LOG.warn("work: item {} ({} {}) parked for reconciliation: {}", item.id(), item.kind(), item.sourceKey(), describe(error));
-            return WorkQueue.Outcome.parked(item, describe(error));
-        }
-        if (item.attempts() >= options.maxAttempts()) {
-            LOG.warn("work: item {} ({} {}) parked after {} attempts: {}", item.id(), item.kind(), item.sourceKey(), item.attempts(), describe(error));
-            return WorkQueue.Outcome.parked(item, describe(error));
-        }
-        Instant next = Instant.now().plus(backoff.delayAfter(item.attempts()));
-        if (effect != null && effect.notBefore() != null && effect.notBefore().isAfter(next)) {
-            next = effect.notBefore(); // e.g. a 429's retry_after
-        }
-        LOG.info("work: item {} ({} {}) failed attempt {} of {}, next at {}: {}", item.id(), item.kind(),
-                item.sourceKey(), item.attempts(), options.maxAttempts(), next, describe(error));
-        return WorkQueue.Outcome.failed(item, describe(error), next);
     }
 
     /**
@@ -905,48 +852,5 @@ public final class WorkDispatcher {
         message.setHeader(WORK_ITEM_ID, item.id());
         message.setHeader(WORK_KIND, item.kind());
         message.setHeader(WORK_ATTEMPT, item.attempts());
-    }
-
-    private static String describe(Throwable error) {
-        Throwable cause = error;
-        while (cause.getCause() != null && cause.getCause() != cause && cause.getMessage() == null) {
-            cause = cause.getCause();
-        }
-        String text = cause.getClass().getSimpleName() + (cause.getMessage() == null ? "" : ": " + cause.getMessage());
-        // Stored as last_error and shown by work status: any component's message may quote a secret.
-        return Redactor.redact(text, 1000);
-    }
-
-    /**
-     * Depth by kind and state of unfinished work (pending, running, failed, parked), for the
-     * metrics; read at most every few seconds, not per scrape, through the partial index on
-     * unfinished items, so the cost follows the backlog, not the history. Done work is counted by
-     * {@code chat_intake_work_handler_seconds_count{outcome="done"}} instead.
-     */
-    static final String DEPTH = "SELECT kind, state, count(*) FROM work_item WHERE state <> 'done' GROUP BY kind, state";
-
-    private void refreshDepth() {
-        synchronized (depth) {
-            if (Duration.between(lastDepthRefresh, Instant.now()).compareTo(DEPTH_REFRESH) < 0) {
-                return;
-            }
-            lastDepthRefresh = Instant.now();
-        }
-        try (Connection c = queue.dataSource().getConnection(); PreparedStatement ps = c.prepareStatement(DEPTH);
-             ResultSet rs = ps.executeQuery()) {
-            depth.values().forEach(v -> v.set(0));
-            while (rs.next()) {
-                String kind = rs.getString(1);
-                String state = rs.getString(2);
-                depth.computeIfAbsent(kind + "|" + state, k -> {
-                    AtomicLong value = new AtomicLong();
-                    gauges.add(Gauge.builder("chat_intake_work_items", value, AtomicLong::get).tag("kind", kind).tag("state", state)
-                            .register(registry));
-                    return value;
-                }).set(rs.getLong(3));
-            }
-        } catch (SQLException e) {
-            LOG.debug("work: depth not refreshed: {}", e.getMessage());
-        }
     }
 }

@@ -536,15 +536,35 @@ public final class WorkQueue {
         public static Outcome undeliverable(WorkItem item, String reason) {
             return new Outcome(item, "done", Objects.requireNonNull(reason), null, "undeliverable");
         }
+
+        /**
+         * Back to pending until {@code until}, its attempt not counted and its last error kept: a
+         * limit said "not yet" ({@link DeferReason}). A run stops at it, and its lane waits for it.
+         */
+        public static Outcome deferred(WorkItem item, Instant until) {
+            return new Outcome(item, "pending", null, Objects.requireNonNull(until), null);
+        }
+
+        public boolean isDeferred() {
+            return "pending".equals(state);
+        }
+
+        /** An ordered run stops here and its chat waits for this item's next attempt. */
+        public boolean holdsItsChat() {
+            return "failed".equals(state) || isDeferred();
+        }
     }
 
+    // A deferred item (state pending) gives its attempt back and keeps the last error it had.
     // RECORD and UNCLAIM find a run's items by id alone. The token fences them by itself: a claim's
     // token is new, and every way out of 'running' clears it. With a "state = 'running'" condition
     // the planner read the partial index work_item_running instead, whose entries left by earlier
     // claims only vacuum removes (28,000-60,000 read for 163-312 items). They are planned at each
     // execution: a plan kept from a small work_item scans the whole table (67,000 rows for 24 items).
     private static final String RECORD = """
-            UPDATE work_item w SET state = o.state, last_error = o.error, next_attempt_at = COALESCE(o.next_at, w.next_attempt_at),
+            UPDATE work_item w SET state = o.state, next_attempt_at = COALESCE(o.next_at, w.next_attempt_at),
+                   attempts = CASE WHEN o.state = 'pending' THEN w.attempts - 1 ELSE w.attempts END,
+                   last_error = CASE WHEN o.state = 'pending' THEN w.last_error ELSE o.error END,
                    done_at = CASE WHEN o.state = 'done' THEN now() END, outcome = o.result, claimed_by = NULL, claim_token = NULL,
                    claim_expires_at = NULL, updated_at = now()
               FROM unnest(?::bigint[], ?::text[], ?::text[], ?::timestamptz[], ?::text[], ?::bigint[])
@@ -678,7 +698,11 @@ public final class WorkQueue {
             Outcome last = f.outcomes().isEmpty() ? null : f.outcomes().get(f.outcomes().size() - 1);
             Timestamp due = null;
             long head = run.headId();
-            if (run.ordered() && last != null && "failed".equals(last.state())) {
+            if (last != null && last.isDeferred()) {
+                // A limit of the chat (or its bot) holds every item of it until then, in order.
+                head = run.ordered() ? last.item().id() : run.headId();
+                due = Timestamp.from(last.nextAttemptAt());
+            } else if (run.ordered() && last != null && "failed".equals(last.state())) {
                 // The chat waits for this item's retry.
                 head = last.item().id();
                 due = Timestamp.from(last.nextAttemptAt());
@@ -878,6 +902,15 @@ public final class WorkQueue {
                 return reopen(c, ps);
             }
         });
+    }
+
+    /**
+     * A DELETE of the items ({@code w}) that {@code condition} picks with the relation {@code source},
+     * returning one row each, for retention's statement that removes old sources and their done
+     * items together: this class stays the only writer of {@code work_item}.
+     */
+    public static String deleteWhere(String source, String condition) {
+        return "DELETE FROM work_item w USING " + source + " WHERE " + condition + " RETURNING 1";
     }
 
     private static void setSeconds(PreparedStatement ps, int index, Duration duration) throws SQLException {

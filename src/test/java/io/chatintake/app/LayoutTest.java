@@ -2,6 +2,7 @@ package io.chatintake.app;
 
 import static com.tngtech.archunit.base.DescribedPredicate.describe;
 import static com.tngtech.archunit.library.Architectures.layeredArchitecture;
+import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.classes;
 import static com.tngtech.archunit.library.dependencies.SlicesRuleDefinition.slices;
 
 import com.tngtech.archunit.base.DescribedPredicate;
@@ -9,6 +10,9 @@ import com.tngtech.archunit.core.domain.JavaClass;
 import com.tngtech.archunit.core.domain.JavaClasses;
 import com.tngtech.archunit.core.importer.ClassFileImporter;
 import com.tngtech.archunit.core.importer.ImportOption;
+import com.tngtech.archunit.library.dependencies.SliceAssignment;
+import com.tngtech.archunit.library.dependencies.SliceIdentifier;
+import java.util.Set;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -44,6 +48,32 @@ class LayoutTest {
     @Test
     void noPackageCycles() {
         slices().matching(BASE + "(**)").should().beFreeOfCycles()
+                .check(MAIN);
+    }
+
+    /** The work engine's parts (one job a class, db-scheduler's way) live in work/ and use each other one way. */
+    @Test
+    void theWorkEnginesPartsStayInWorkWithoutCyclesBetweenThem() {
+        Set<String> parts = Set.of("WorkDispatcher", "WorkQueue", "ItemOutcomes", "DeferReason", "EffectGuard", "EffectFailure",
+                "RunnerHeartbeat", "Retention", "StagedWorkScheduler", "Gathering", "Backoff", "WorkMetrics");
+        classes().that(describe("the work engine's parts", c -> parts.contains(c.getSimpleName())))
+                .should().resideInAPackage(BASE + "work")
+                .check(MAIN);
+        slices().assignedFrom(new SliceAssignment() {
+                    @Override
+                    public SliceIdentifier getIdentifierOf(JavaClass javaClass) {
+                        if (!javaClass.getPackageName().equals(BASE + "work")) {
+                            return SliceIdentifier.ignore();
+                        }
+                        String name = javaClass.getName().substring((BASE + "work.").length());
+                        return SliceIdentifier.of(name.contains("$") ? name.substring(0, name.indexOf('$')) : name);
+                    }
+
+                    @Override
+                    public String getDescription() {
+                        return "the top-level classes of work/";
+                    }
+                }).should().beFreeOfCycles()
                 .check(MAIN);
     }
 

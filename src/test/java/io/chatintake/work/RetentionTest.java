@@ -176,6 +176,6 @@ class RetentionTest {
                 INSERT INTO work_item (kind, source_key, source_id) SELECT 'telegram-update', 'p' || g, g FROM generate_series(1, 5) g;
                 ANALYZE work_item;""");
 
-        assertThat(Sql.plan(db, WorkDispatcher.DEPTH)).contains("work_item_unfinished").doesNotContain("Seq Scan");
+        assertThat(Sql.plan(db, WorkMetrics.DEPTH)).contains("work_item_unfinished").doesNotContain("Seq Scan");
     }
 }

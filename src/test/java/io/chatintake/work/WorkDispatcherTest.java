@@ -52,6 +52,8 @@ class WorkDispatcherTest {
     private final List<String> handled = new CopyOnWriteArrayList<>();
     private final Map<String, AtomicInteger> failuresLeft = new ConcurrentHashMap<>();
     private final AtomicInteger effectsPerformed = new AtomicInteger();
+    private final Map<String, AtomicInteger> deferralsLeft = new ConcurrentHashMap<>();
+    private final List<Integer> attemptsSeenWhileDeferred = new CopyOnWriteArrayList<>();
     private final List<Instant> attemptTimes = new CopyOnWriteArrayList<>();
     private final List<WebhookServer> products = new ArrayList<>();
     private final Set<String> slow = ConcurrentHashMap.newKeySet();
@@ -117,6 +119,12 @@ class WorkDispatcherTest {
                         } finally {
                             handlingNow.decrementAndGet();
                         }
+                    }
+                    AtomicInteger deferrals = deferralsLeft.get(key);
+                    if (deferrals != null && deferrals.getAndDecrement() > 0) {
+                        int attempt = exchange.getMessage().getHeader(WorkDispatcher.WORK_ATTEMPT, Integer.class);
+                        attemptsSeenWhileDeferred.add(attempt);
+                        throw new EffectFailure(DeferReason.CHAT_LIMIT, "chat limit for " + key, Instant.now().plusMillis(30));
                     }
                     AtomicInteger left = failuresLeft.get(key);
                     if (left != null && left.getAndDecrement() > 0) {
@@ -261,6 +269,26 @@ class WorkDispatcherTest {
         assertThat(Sql.string(dataSource, "SELECT last_error FROM work_item")).contains("handler failure for 31:7");
         Thread.sleep(500);
         assertThat(attemptTimes).as("a parked item does not run again").hasSize(3);
+    }
+
+    @Test
+    void anItemDeferredTwentyTimesByLimitsIsNotParkedAndItsAttemptCountIsUnchanged() throws Exception {
+        deferralsLeft.put(BOT + ":40", new AtomicInteger(20));
+        store(400, 40, 41);
+        store(401, 42);
+        startDispatcher(3);
+
+        Await.until("the deferred chat's items done", WAIT, () -> handled.containsAll(List.of(BOT + ":40", BOT + ":41")));
+        assertThat(attemptsSeenWhileDeferred).as("every deferred run was the first attempt").hasSize(20).containsOnly(1);
+        assertThat(Sql.count(dataSource, "SELECT count(*) FROM work_item WHERE state = 'parked'")).isZero();
+        assertThat(Sql.count(dataSource, "SELECT attempts FROM work_item WHERE source_key = '" + BOT + ":40'"))
+                .as("twenty deferrals, then one attempt").isEqualTo(1);
+        assertThat(Sql.string(dataSource, "SELECT last_error FROM work_item WHERE source_key = '" + BOT + ":40'")).isNull();
+        assertThat(handled.indexOf(BOT + ":40")).as("its chat's order held").isLessThan(handled.indexOf(BOT + ":41"));
+        assertThat(handled.indexOf(BOT + ":42")).as("the other chat was not held").isLessThan(handled.indexOf(BOT + ":40"));
+        MeterRegistry registry = MeterRegistryLookup.of(camel);
+        assertThat(registry.get("chat_intake_work_deferrals").tag("kind", "telegram-update").tag("reason", "chat_limit")
+                .counter().count()).isEqualTo(20);
     }
 
     @Test

@@ -4,14 +4,18 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.chatintake.config.Settings;
+import io.chatintake.work.DeferReason;
 import io.chatintake.work.EffectFailure;
 import io.chatintake.work.EffectOutcome;
+import io.chatintake.work.WorkDispatcher;
 import java.io.IOException;
+import java.sql.SQLException;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.TimeUnit;
 import org.apache.camel.Exchange;
 import org.apache.camel.Message;
 import org.apache.camel.support.DefaultProducer;
@@ -20,7 +24,8 @@ import org.apache.camel.support.DefaultProducer;
  * Sends one Bot API call per exchange; nothing of one exchange is shared with another, so any
  * number of threads may send at once. A failure is thrown as an {@link EffectFailure} whose
  * outcome class tells the effect guard what happened: an {@code ok:false} answer, or a request
- * never written, is definitely not performed (retried; a 429 not before its retry_after); a
+ * never written, is definitely not performed (retried); a send its chat's or bot's limit does not
+ * allow yet, or a 429, is deferred to the time it may go (not an attempt: see {@link SendLimiter}); a
  * refusal for good (blocked, chat not found) is undeliverable; a timeout or reset after writing,
  * or a 5xx, is ambiguous.
  */
@@ -47,20 +52,38 @@ final class TelegramBotProducer extends DefaultProducer {
         ObjectNode params = params(message, method, call);
         String chat = params.hasNonNull("chat_id") ? params.get("chat_id").asText() : null;
         String target = call + (chat == null ? "" : " to chat " + chat);
-        try {
-            sender.limiter().acquire(chat);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new EffectFailure(EffectOutcome.FAILED, target + ": interrupted before sending", null);
+        // Stored work goes back to wait for its slot, freeing the worker; a send of a route of its
+        // own (an operator alert) has nowhere to go back to, so it waits here.
+        boolean work = message.getHeader(WorkDispatcher.WORK_ITEM_ID) != null;
+        while (true) {
+            SendLimiter.Slot slot = slot(sender, chat, target);
+            if (!slot.deferred()) {
+                slot = onTime(sender, slot, target);
+                if (slot == null) {
+                    break;
+                }
+            }
+            if (work) {
+                throw new EffectFailure(slot.deferral(), target + ": not sent yet, the " + slot.deferral().label().replace('_', ' ')
+                        + " allows the next send at " + slot.until(), slot.until());
+            }
+            sleep(Duration.between(Instant.now(), slot.until()).toNanos(), target);
         }
         JsonNode result;
         try {
             result = sender.client().call(method, params, Duration.ofSeconds(endpoint.getTimeoutSeconds()));
+            sender.count(TelegramBotComponent.SendResult.SENT);
         } catch (BotApiException e) {
             if (e.kind() == BotApiException.Kind.RATE_LIMITED) {
                 sender.limiter().pause(chat, Duration.ofSeconds(Math.max(1, e.retryAfterSeconds())));
             }
-            throw failure(target, e);
+            EffectFailure failure = failure(target, e);
+            sender.count(e.kind() == BotApiException.Kind.RATE_LIMITED ? TelegramBotComponent.SendResult.RATE_LIMITED
+                    : failure.outcome() == EffectOutcome.UNDELIVERABLE ? TelegramBotComponent.SendResult.UNDELIVERABLE
+                    : TelegramBotComponent.SendResult.FAILED);
+            throw failure;
+        } finally {
+            sender.limiter().sent(chat);
         }
         if (TelegramBotEndpoint.SEND_MESSAGE.equals(method)) {
             long messageId = result.path("message_id").asLong();
@@ -68,6 +91,39 @@ final class TelegramBotProducer extends DefaultProducer {
             message.setBody(messageId);
         } else {
             message.setBody(result.toString());
+        }
+    }
+
+    private static SendLimiter.Slot slot(TelegramBotComponent.Sender sender, String chat, String target) throws EffectFailure {
+        try {
+            return sender.limiter().take(chat);
+        } catch (SQLException e) {
+            throw new EffectFailure(EffectOutcome.FAILED, target + ": the bot's send slot could not be taken (" + e.getMessage()
+                    + "); not sent", null);
+        }
+    }
+
+    /** Waits for the slot; null when the send may go now, else its deferral. */
+    private static SendLimiter.Slot onTime(TelegramBotComponent.Sender sender, SendLimiter.Slot slot, String target) throws EffectFailure {
+        try {
+            return sender.limiter().await(slot);
+        } catch (SQLException e) {
+            throw new EffectFailure(EffectOutcome.FAILED, target + ": the bot's send slot could not be taken (" + e.getMessage()
+                    + "); not sent", null);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new EffectFailure(EffectOutcome.FAILED, target + ": interrupted before sending; not sent", null);
+        }
+    }
+
+    private static void sleep(long nanos, String target) throws EffectFailure {
+        if (nanos > 0) {
+            try {
+                TimeUnit.NANOSECONDS.sleep(nanos);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new EffectFailure(EffectOutcome.FAILED, target + ": interrupted before sending; not sent", null);
+            }
         }
     }
 
@@ -125,8 +181,7 @@ final class TelegramBotProducer extends DefaultProducer {
     static EffectFailure failure(String target, BotApiException e) {
         String text = target + ": " + e.getMessage();
         return switch (e.kind()) {
-            case RATE_LIMITED -> new EffectFailure(EffectOutcome.FAILED, text,
-                    Instant.now().plusSeconds(Math.max(1, e.retryAfterSeconds())));
+            case RATE_LIMITED -> new EffectFailure(DeferReason.RETRY_AFTER, text, Instant.now().plusSeconds(Math.max(1, e.retryAfterSeconds())));
             case NOT_SENT, UNAUTHORIZED, CONFLICT_OTHER_POLLER, CONFLICT_WEBHOOK -> new EffectFailure(EffectOutcome.FAILED, text, null);
             case NETWORK -> new EffectFailure(EffectOutcome.AMBIGUOUS, text, null);
             case SERVER -> new EffectFailure(refusal(e), text, null);
