@@ -23,9 +23,9 @@ class RoutesCheckTest {
     }
 
     @Test
-    void theShippedRoutesPass() {
+    void theShippedRoutesPass() throws Exception {
         assertThat(routesCheck("routes")).as(out.toString(StandardCharsets.UTF_8)).isZero();
-        assertThat(out.toString(StandardCharsets.UTF_8)).contains("routes check: 14 file(s), no problems");
+        assertThat(out.toString(StandardCharsets.UTF_8)).contains("routes check: " + routeFiles() + " file(s), no problems");
     }
 
     @Test
@@ -44,11 +44,28 @@ class RoutesCheckTest {
         assertThat(lines.subList(1, lines.size())).containsExactly(
                 routes.resolve("retention.yaml") + ":11: bean 'retentionJob' is not bound (neither a bean of the application nor"
                         + " defined in a beans: section)",
-                routes.resolve("telegram.yaml") + ":16: telegram-inbox: unknown option 'leaseSecnds'",
+                routes.resolve("telegram.yaml") + ":" + lineOf(routes.resolve("telegram.yaml"), "leaseSecnds:")
+                        + ": telegram-inbox: unknown option 'leaseSecnds'",
                 routes.resolve("unifyport-webhook.yaml") + ":21: placeholder {{unifyport.workspace-name}} has no value: set"
                         + " unifyport.workspace-name in the configuration or UNIFYPORT_WORKSPACE_NAME, or give it a default"
                         + " ({{unifyport.workspace-name:default}})",
-                "routes check: 14 file(s), 4 problem(s)");
+                "routes check: " + routeFiles() + " file(s), 4 problem(s)");
+    }
+
+    private static long routeFiles() throws Exception {
+        try (var files = Files.list(Path.of("routes"))) {
+            return files.filter(f -> f.toString().matches(".*\\.(yaml|java)$")).count();
+        }
+    }
+
+    private static int lineOf(Path file, String text) throws Exception {
+        List<String> lines = Files.readAllLines(file);
+        for (int i = 0; i < lines.size(); i++) {
+            if (lines.get(i).contains(text)) {
+                return i + 1;
+            }
+        }
+        throw new AssertionError(text + " not in " + file);
     }
 
     private static void copy(Path from, Path to) throws Exception {

@@ -6,13 +6,15 @@ import io.chatintake.sim.BotApiSimulator;
 import io.chatintake.testkit.Sql;
 import java.util.Map;
 import org.apache.camel.builder.AdviceWith;
+import org.apache.camel.builder.TemplatedRouteBuilder;
 import org.apache.camel.component.mock.MockEndpoint;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
 
 /**
- * routes/telegram.yaml: the bot main's updates, polled from a Bot API server (the product's
- * simulator on loopback), are committed to telegram_update and handed to direct:telegram-update.
+ * routes/telegram.yaml: a route made from its template for the bot main polls a Bot API server (the
+ * product's simulator on loopback); the updates are committed to telegram_update and handed to
+ * direct:telegram-update. The runner makes one such route per bot of telegram.bots.
  */
 class TelegramRouteTest extends RouteTestSupport {
     // Static: the configuration below is read while the test instance is being constructed.
@@ -32,6 +34,7 @@ class TelegramRouteTest extends RouteTestSupport {
     @Test
     void storesPolledUpdatesAndHandsThemToTheHandler() throws Exception {
         loadRoutes("routes/telegram.yaml");
+        TemplatedRouteBuilder.builder(context, "telegram-bot-intake").routeId("telegram-main").parameter("bot", "main").add();
         AdviceWith.adviceWith(context, "telegram-main", r -> r.mockEndpointsAndSkip("direct:telegram-update"));
         MockEndpoint handler = getMockEndpoint("mock:direct:telegram-update");
         handler.expectedHeaderReceived("TelegramText", "hello");
