@@ -29,7 +29,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Decides albums (seed 003, rules 4 to 6) and records each decision: its kind, its version and
+ * Decides albums and records each decision: its kind, its version and
  * exactly which children it included, read from the stored children, so a decision never misses
  * a stored child.
  * <p>

@@ -11,7 +11,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * The scoped album key (seed 003): workspace, provider, account, conversation and album id, as a
+ * The scoped album key: workspace, provider, account, conversation and album id, as a
  * JSON array. The album id relates children; it never identifies one, and the same album id in
  * another conversation is another album. Built by the database from the child's own columns, so
  * every path (UnifyPort, Telegram) produces exactly the same text.
@@ -29,7 +29,7 @@ public final class AlbumKey {
     // work scheduled and its deadline in the database (the durable outbox is the work item; the
     // deadline is what any live process decides by, whichever process stored the child).
     // Planned at each execution: the plan kept from a nearly empty channel_message read the whole
-    // table for each page of children (34 ms a page with 36,000 messages stored).
+    // table for each page of children.
     private static final String SCHEDULE = """
             WITH child AS (
                 SELECT id, workspace, provider, account_id, conversation_id, album_id, %s AS album_key

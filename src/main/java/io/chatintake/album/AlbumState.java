@@ -12,7 +12,7 @@ import java.util.TreeSet;
  * What is known of an album's children: their ids and the album metadata each one claimed, as
  * read from the stored children. A child held twice counts once.
  * <p>
- * The rules of seed 003 in one place: complete when the children agree on one {@code total} and
+ * The album rules in one place: complete when the children agree on one {@code total} and
  * that many distinct children are here; a conflict when they claim different totals or two claim
  * one index (every child is kept either way); otherwise nothing is claimed about completeness.
  */

@@ -5,7 +5,7 @@ import java.time.Duration;
 
 /**
  * How long an album must stay without a new child before it is decided without a consistent
- * total: an operating policy, not a completion signal (seed 003, rule 9). Telegram albums never
+ * total: an operating policy, not a completion signal. Telegram albums never
  * carry a total, so only their own, shorter quiet period closes them.
  */
 public record QuietPeriods(Duration other, Duration telegram) {

@@ -9,7 +9,7 @@ import java.util.List;
 import javax.sql.DataSource;
 
 /**
- * The invariant of seed 004, checked by the simulator at every getUpdates(offset = X): every update
+ * The offset invariant of the Bot API, checked by the simulator at every getUpdates(offset = X): every update
  * that X confirms is already stored in {@code telegram_update} (same bot, id and payload; for an update
  * jsonb refused, the same raw text).
  */

@@ -18,8 +18,8 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Wraps an external action (a reply, a CRM call) in a route so that receiving or running
- * something twice never performs it twice (seed 004: "after an external action, before recording
- * completion" needs an idempotency key or reconciliation). In YAML:
+ * something twice never performs it twice: a crash after the action and before its record
+ * leaves something only an idempotency key or a person can reconcile. In YAML:
  * <pre>
  * - bean: { ref: effectGuard, method: begin }
  * - to: "telegram-bot:main"          # the action

@@ -14,13 +14,12 @@ import java.time.Duration;
  * (equal as shipped: a fixed wait): a busy stream over many chats (a claim of several chats' short
  * runs) doubles it, so each chat's run grows instead of each visit paying its lane writes for two
  * or three items; work arriving one item at a time halves it back. That buys throughput only when
- * the machine is saturated and costs latency whenever it is not ({@code bench latency}, 1,000
- * chats at 3,000 items/s, a cap of 80 ms: p99 91-571 ms against 33-45 ms), hence off by default.
+ * the machine is saturated and costs latency whenever it is not ({@code bench latency} shows
+ * both), hence off by default.
  * <p>
  * A claim that took as many lanes as one claim may leaves others due now: the next goes at once,
- * whatever it took. Without that, a fixed 20 ms wait after each claim of 32 chats fell behind at
- * 3,000 items/s over 1,000 chats (p99 786 ms; with it 45 ms), and a growing one made each chat
- * wait thirty waits (p99 4.6 s at 1,000 items/s).
+ * whatever it took. Without that, a steady stream over many chats falls behind: each claim of the
+ * most chats waits before the next, and a growing wait makes each chat wait many waits.
  */
 final class Gathering {
     /** A claim that took fewer items than this is thin: work is arriving one item at a time. */

@@ -9,8 +9,7 @@ import java.util.Optional;
 import javax.sql.DataSource;
 
 /**
- * One active poller per bot across every process sharing the database (seed 004: "keep one active
- * polling owner per bot"). Telegram's 409 is only a hint: two pollers can both receive the same
+ * One active poller per bot across every process sharing the database. Telegram's 409 is only a hint: two pollers can both receive the same
  * unconfirmed batch without one, so ownership comes from this lease.
  * <p>
  * Taking the lease from another holder (only once it expired) increments the fencing token;

@@ -21,7 +21,7 @@ import java.util.Optional;
 import javax.sql.DataSource;
 
 /**
- * The durable inbox of Telegram updates (seed 004): one transaction stores a whole getUpdates
+ * The durable inbox of Telegram updates: one transaction stores a whole getUpdates
  * batch and saves {@code max(update_id) + 1} as the bot's next offset, after checking that this
  * poller still holds the {@link PollLease}. Only after it commits may the next getUpdates send the
  * higher offset, which is what confirms the batch to Telegram.

@@ -26,7 +26,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The polling loop of one bot (seed 004's transaction sequence):
+ * The polling loop of one bot:
  * <ol>
  * <li>read the bot's identity (getMe: its id is the storage key, never the token), take its
  *     {@link PollLease}, read its {@link OffsetCheckpoint}, refuse to poll while a webhook is set

@@ -12,7 +12,7 @@ import java.util.Optional;
 import javax.sql.DataSource;
 
 /**
- * Updates confirmed outside this store (seed 004). Telegram answers getUpdates from the earliest
+ * Updates confirmed outside this store. Telegram answers getUpdates from the earliest
  * unconfirmed update, so the first update after the saved checkpoint has exactly the checkpoint's
  * id, unless someone else confirmed the ones before it: a forgotten poller, or a manual
  * getUpdates with a higher offset. Those updates are gone for us; they are recorded and reported

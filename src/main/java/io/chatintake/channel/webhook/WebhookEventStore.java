@@ -108,8 +108,7 @@ public final class WebhookEventStore implements WebhookEventSink {
     /**
      * Transactions in flight at once, each holding the deliveries that arrived while the others ran.
      * Two: one still goes on while the other waits (a lock, a slow fsync), and bigger groups cost
-     * fewer commits: bench webhook at 16 clients took 1,210-1,280/s with 2, 1,180/s with 4 and
-     * 870-910/s with 8 on 2 cores.
+     * fewer commits; more committers only split the groups (bench webhook measured it).
      */
     private static final int COMMITTERS = 2;
     private static final int MAX_GROUP = 32;

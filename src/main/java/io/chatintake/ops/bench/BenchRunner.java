@@ -167,7 +167,7 @@ final class BenchRunner implements AutoCloseable {
     /**
      * Collects twice and returns what the collection left, pool by pool: the heap read after it
      * would also count what a busy JVM allocated in the milliseconds since, which is noise of its
-     * speed, not what it keeps (bench albums read 13 -> 30 MB so once, 13 -> 14 MB the next run).
+     * speed, not what it keeps.
      */
     static long heapLeftByCollection(MBeanServerConnection server) throws IOException {
         MemoryMXBean memory = ManagementFactory.newPlatformMXBeanProxy(server, ManagementFactory.MEMORY_MXBEAN_NAME, MemoryMXBean.class);
