@@ -229,9 +229,13 @@ public final class RunnerProcess implements AutoCloseable {
      * would be: once in many CI runs the first request to a runner that had just printed "ready"
      * read EOF on a fresh connection (printed here when it happens).
      */
-    public HttpResponse<String> get(String path) {
-        HttpRequest request = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + httpPort + path))
-                .timeout(Duration.ofSeconds(10)).GET().build();
+    public HttpResponse<String> get(String path, String... headerNamesAndValues) {
+        HttpRequest.Builder builder = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + httpPort + path))
+                .timeout(Duration.ofSeconds(10)).GET();
+        if (headerNamesAndValues.length > 0) {
+            builder.headers(headerNamesAndValues);
+        }
+        HttpRequest request = builder.build();
         try {
             try {
                 return http.send(request, HttpResponse.BodyHandlers.ofString());

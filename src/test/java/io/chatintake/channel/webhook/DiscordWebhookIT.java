@@ -193,7 +193,7 @@ class DiscordWebhookIT {
             }
             assertThat(holding).as("tables holding the token").containsExactly("webhook_event:1");
             assertThat(runner.get("/observe/metrics").body()).doesNotContain(secret);
-            String status = runner.get("/status?token=" + STATUS_TOKEN).body();
+            String status = runner.get("/status", "Authorization", "Bearer " + STATUS_TOKEN).body();
             assertThat(status).as("the status page").contains("discord").doesNotContain(secret);
         }
         String output = runner.output();
