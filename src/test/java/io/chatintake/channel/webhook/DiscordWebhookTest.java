@@ -26,7 +26,8 @@ import org.junit.jupiter.api.io.TempDir;
 /** {@code routes/discord.yaml} as shipped, over real HTTP and PostgreSQL. */
 @ExtendWith(TestDatabase.class)
 class DiscordWebhookTest {
-    private static final String ROUTES = "file:routes/discord.yaml";
+    /** The channel with its handlers: a stored interaction's work then finds its route instead of waiting for one. */
+    private static final String ROUTES = "file:routes/discord.yaml,file:routes/discord-handlers.yaml";
     /** As in config/application.properties, with a space between closing braces (Camel reads "}}" as a placeholder's end). */
     private static final String ANSWERS = "{\"3\": {\"type\": 6}, \"*\": {\"type\": 5} }";
 
@@ -116,6 +117,12 @@ class DiscordWebhookTest {
                               events: "/events/*"
                               eventId: /sg_event_id
                               eventType: /event
+                - route:
+                    id: acme-event
+                    from:
+                      uri: "direct:acme-event"
+                      steps:
+                        - log: "acme event ${header.ChatIntakeEventId}"
                 """);
         Map<String, String> settings = Map.of("acme.public-keys", Base64.getEncoder().encodeToString(pair.getPublic().getEncoded()));
         try (WebhookServer server = WebhookServer.start(db, settings, "file:" + route)) {
