@@ -9,14 +9,15 @@ import java.util.List;
 import org.apache.camel.Message;
 
 /**
- * A child just given its album, on its way to the album ({@code work.handlers.album-child}, shipped as
- * {@code direct:album-child}): the album is decided at once if its children now agree on a total
- * they reach. Each child runs once (its work item is unique), and running it again changes
- * nothing: a decision is only made when the stored children differ from the last one.
+ * A child just given its album, on its way into the album's aggregation group
+ * ({@code work.handlers.album-child}, shipped as {@code direct:album-child}, routes/albums.yaml):
+ * its id, index and total, and the album key it is correlated by. Each child runs once (its work
+ * item is unique); run again, the group already holds it and nothing changes.
  * <p>
  * Loading a child also looks at its album's stored children ({@link #COMPLETE}), a run's children
- * in one query: most children do not complete their album, and a look of their own after each
- * one was half of what handling children cost.
+ * in one query: what the database held when the child was loaded, for a route that wants it
+ * (the shipped route completes on its group's own count, which a child stored but not yet
+ * aggregated cannot reach early).
  */
 public final class AlbumChildSource extends RowWorkSource {
     public static final String KIND = "album-child";
@@ -24,12 +25,14 @@ public final class AlbumChildSource extends RowWorkSource {
     public static final String CHILD_ID = "AlbumChildId";
     public static final String INDEX = "AlbumIndex";
     public static final String TOTAL = "AlbumTotal";
+    /** The channel that stored the child ({@link #TELEGRAM_PROVIDER} albums have their own quiet period). */
+    public static final String PROVIDER = "AlbumProvider";
     /** Whether the album's children stored when this child was loaded agree on a total they reach. */
     public static final String COMPLETE = "AlbumComplete";
     public static final String TELEGRAM_PROVIDER = "telegram-bot";
 
     private static final String SELECT = """
-            SELECT m.id, %s, m.album_index, m.album_total, s.ids, s.indexes, s.totals
+            SELECT m.id, %s, m.album_index, m.album_total, s.ids, s.indexes, s.totals, m.provider
               FROM channel_message m
              CROSS JOIN LATERAL (SELECT array_agg(c.id) AS ids, array_agg(c.album_index) AS indexes, array_agg(c.album_total) AS totals
                      FROM channel_message c
@@ -47,6 +50,7 @@ public final class AlbumChildSource extends RowWorkSource {
         message.setHeader(CHILD_ID, item.sourceId());
         message.setHeader(INDEX, row.getObject(3));
         message.setHeader(TOTAL, row.getObject(4));
+        message.setHeader(PROVIDER, row.getString(8));
         Long[] ids = (Long[]) row.getArray(5).getArray();
         Integer[] indexes = (Integer[]) row.getArray(6).getArray();
         Integer[] totals = (Integer[]) row.getArray(7).getArray();

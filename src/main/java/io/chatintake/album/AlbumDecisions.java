@@ -4,6 +4,7 @@ import static io.chatintake.store.Transactions.inTransaction;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.chatintake.store.PlannedEachTime;
+import io.chatintake.support.CrashPoint;
 import io.chatintake.support.MeterRegistryLookup;
 import io.chatintake.work.WorkDispatcher;
 import io.chatintake.work.WorkQueue;
@@ -23,6 +24,7 @@ import java.util.TreeSet;
 import javax.sql.DataSource;
 import org.apache.camel.CamelContext;
 import org.apache.camel.Exchange;
+import org.apache.camel.processor.aggregate.AggregateProcessor;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -31,24 +33,14 @@ import org.slf4j.LoggerFactory;
  * exactly which children it included, read from the stored children, so a decision never misses
  * a stored child.
  * <p>
- * Two ways to a decision, both from the database, so no process holds an album in memory:
- * <ul>
- * <li>{@link #childArrived}: a child was given its album; if the stored children now agree on a
- * total they reach, the album is decided at once ({@code complete}, or {@code late} after an
- * earlier decision);</li>
- * <li>{@link #decideOverdue}: every open album has a deadline on its row ({@code decide_after} =
- * last child + quiet period, set by the transaction that stored the child); any live process
- * claims overdue albums with {@code FOR UPDATE SKIP LOCKED} and decides them, so an album is
- * decided on time whichever process stored its children and whichever process died.</li>
- * </ul>
- * Serialised per album by a row lock, and a decision is only made when the stored children differ
- * from those of the last one: one version, never two, however many processes try. The first
- * decision is {@code complete}, {@code conflict} or {@code provisional}; every later one is
- * {@code late}, which only updates the display and never re-sends anything to a customer.
- * <p>
- * Camel's Aggregator used to do this with a JDBC aggregation repository; its completion timeouts
- * lived in the memory of the process that saw the children, and it kept a second copy of the
- * child set. The stored children and the deadline column are the whole state now.
+ * Camel's Aggregator ({@code routes/albums.yaml}) completes an album's group and calls
+ * {@link #record}; the sweep ({@link AlbumDeadlineSweep}) completes overdue groups of any process,
+ * and decides here ({@link #decideOverdue}) an overdue album that no group holds. Either way the
+ * decision is taken under the album's row lock, from its stored children, and only when they
+ * differ from those of the last decision: one version, never two, however many processes or
+ * completions (count, timeout, sweep, recovery) try. The first decision is {@code complete},
+ * {@code conflict} or {@code provisional}; every later one is {@code late}, which only updates the
+ * display and never re-sends anything to a customer.
  */
 public final class AlbumDecisions {
     private static final Logger LOG = LoggerFactory.getLogger(AlbumDecisions.class);
@@ -64,7 +56,6 @@ public final class AlbumDecisions {
     private static final int SWEEP_MAX_BATCHES = 50;
 
     private final DataSource dataSource;
-    private volatile boolean sweepFailing;
 
     public AlbumDecisions(DataSource dataSource) {
         this.dataSource = dataSource;
@@ -84,18 +75,24 @@ public final class AlbumDecisions {
     }
 
     /**
-     * {@code direct:album-child}: decides the child's album now if its stored children are complete.
-     * The loader's look ({@link AlbumChildSource#COMPLETE}) settles the children that do not complete
-     * it; without that header the look is made here.
+     * The aggregator's completion step ({@code routes/albums.yaml}): records the album's decision
+     * from its stored children, the group's among them. Completed by the predicate, it decides only
+     * if the stored children are complete too (a child the group had not seen may claim another
+     * total: the deadline then decides); by timeout, by the sweep or resubmitted by recovery (whose
+     * exchange lost its properties), it decides with whatever is stored. Either way a completion
+     * seen twice makes one version: nothing is decided when the children are those of the last one.
      */
-    public void childArrived(Exchange exchange) throws SQLException {
-        String albumKey = exchange.getMessage().getHeader(AlbumChildSource.ALBUM_KEY, String.class);
-        Boolean complete = exchange.getMessage().getHeader(AlbumChildSource.COMPLETE, Boolean.class);
-        if (Boolean.FALSE.equals(complete)) {
-            return;
+    public void record(Exchange group) throws SQLException {
+        CrashPoint.reach(CrashPoint.ALBUM_AFTER_GROUP_REMOVED);
+        String albumKey = group.getMessage().getHeader(AlbumChildSource.ALBUM_KEY, String.class);
+        boolean byCount = AggregateProcessor.COMPLETED_BY_PREDICATE.equals(group.getProperty(Exchange.AGGREGATED_COMPLETED_BY, String.class));
+        List<Decision> made = byCount ? decideIfComplete(albumKey).stream().toList()
+                : inTransaction(dataSource, c -> decide(c, List.of(albumKey), BY_DEADLINE));
+        for (Decision d : made) {
+            group.getMessage().setHeader(DECISION_KIND, d.kind());
+            group.getMessage().setHeader(DECISION_VERSION, d.version());
         }
-        Optional<Decision> decided = complete == null ? decideIfComplete(albumKey) : decideByCount(albumKey);
-        decided.ifPresent(d -> announce(exchange.getContext(), List.of(d)));
+        announce(group.getContext(), made);
     }
 
     /** Decides the album now if its stored children agree on a total they reach (and differ from the last decision). */
@@ -116,25 +113,9 @@ public final class AlbumDecisions {
     }
 
     /**
-     * The sweep ({@code routes/albums.yaml}, a timer): decides every album whose deadline has passed.
-     * A failing database is reported once, not at every tick; the deadlines wait in the database.
+     * Decides the overdue albums that no aggregation group holds (open when the Aggregator came
+     * back, or their children's aggregation still queued) and no other process is deciding now.
      */
-    public void decideOverdue(Exchange exchange) {
-        try {
-            announce(exchange.getContext(), decideOverdue());
-            if (sweepFailing) {
-                sweepFailing = false;
-                LOG.info("albums: deciding overdue albums again");
-            }
-        } catch (SQLException e) {
-            if (!sweepFailing) {
-                sweepFailing = true;
-                LOG.warn("albums: cannot decide overdue albums ({}); their deadlines stay stored, retrying every tick", e.getMessage());
-            }
-        }
-    }
-
-    /** Decides the overdue albums no other process is deciding right now. */
     public List<Decision> decideOverdue() throws SQLException {
         List<Decision> decided = new ArrayList<>();
         for (int batch = 0; batch < SWEEP_MAX_BATCHES; batch++) {
@@ -151,7 +132,7 @@ public final class AlbumDecisions {
         return decided;
     }
 
-    private static void announce(CamelContext context, List<Decision> decisions) {
+    static void announce(CamelContext context, List<Decision> decisions) {
         if (decisions.isEmpty()) {
             return;
         }
@@ -165,8 +146,10 @@ public final class AlbumDecisions {
 
     // Planned at each execution: the album table may have grown from empty since the last tick.
     private static final String CLAIM_OVERDUE = """
-            SELECT album_key FROM album WHERE decide_after <= now()
-             ORDER BY decide_after LIMIT %d FOR UPDATE SKIP LOCKED""".formatted(SWEEP_BATCH);
+            SELECT album_key FROM album a WHERE decide_after <= now()
+               AND NOT EXISTS (SELECT 1 FROM %2$s g WHERE g.id = a.album_key)
+               AND NOT EXISTS (SELECT 1 FROM %2$s_completed k WHERE k.album_key = a.album_key)
+             ORDER BY decide_after LIMIT %1$d FOR UPDATE SKIP LOCKED""".formatted(SWEEP_BATCH, AlbumAggregationRepository.NAME);
 
     private static List<String> claimOverdue(Connection c) throws SQLException {
         List<String> keys = new ArrayList<>();

@@ -1,6 +1,10 @@
 package io.chatintake.app;
 
+import io.chatintake.album.AlbumAggregateController;
+import io.chatintake.album.AlbumAggregation;
+import io.chatintake.album.AlbumAggregationRepository;
 import io.chatintake.album.AlbumChildSource;
+import io.chatintake.album.AlbumDeadlineSweep;
 import io.chatintake.album.AlbumDecisionSource;
 import io.chatintake.album.AlbumDecisions;
 import io.chatintake.album.QuietPeriods;
@@ -74,6 +78,8 @@ public class CamelConfiguration implements org.apache.camel.CamelConfiguration, 
     private DataSource dataSource;
     private WorkDispatcher dispatcher;
     private AttachmentFetcher fetcher;
+    private AlbumDecisions albumDecisions;
+    private AlbumAggregateController albumController;
 
     @Override
     public void setCamelContext(CamelContext camelContext) {
@@ -127,8 +133,36 @@ public class CamelConfiguration implements org.apache.camel.CamelConfiguration, 
     }
 
     @BindToRegistry("albumDecisions")
-    public AlbumDecisions albumDecisions() {
-        return new AlbumDecisions(dataSource());
+    public synchronized AlbumDecisions albumDecisions() {
+        if (albumDecisions == null) {
+            albumDecisions = new AlbumDecisions(dataSource());
+        }
+        return albumDecisions;
+    }
+
+    /** routes/albums.yaml: the aggregator's strategy and completion predicate. */
+    @BindToRegistry("albumAggregation")
+    public AlbumAggregation albumAggregation() {
+        return new AlbumAggregation();
+    }
+
+    /** One per process: the sweep and the repository follow the aggregator it is given, across route reloads. */
+    @BindToRegistry("albumAggregateController")
+    public synchronized AlbumAggregateController albumAggregateController() {
+        if (albumController == null) {
+            albumController = new AlbumAggregateController();
+        }
+        return albumController;
+    }
+
+    @BindToRegistry("albumAggregationRepository")
+    public AlbumAggregationRepository albumAggregationRepository() {
+        return new AlbumAggregationRepository(dataSource(), albumAggregateController());
+    }
+
+    @BindToRegistry("albumDeadlineSweep")
+    public AlbumDeadlineSweep albumDeadlineSweep() {
+        return new AlbumDeadlineSweep(dataSource(), albumAggregateController(), albumDecisions());
     }
 
     /** One per process: it opens the media store (an S3 client, checked at start). */
