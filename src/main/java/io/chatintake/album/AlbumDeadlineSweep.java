@@ -1,15 +1,9 @@
 package io.chatintake.album;
 
-import io.chatintake.store.PlannedEachTime;
-import java.sql.Connection;
-import java.sql.PreparedStatement;
-import java.sql.ResultSet;
 import java.sql.SQLException;
-import java.util.ArrayList;
-import java.util.List;
-import javax.sql.DataSource;
+import java.util.Map;
+import org.apache.camel.CamelContext;
 import org.apache.camel.Exchange;
-import org.apache.camel.spi.OptimisticLockingAggregationRepository.OptimisticLockingException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -20,28 +14,26 @@ import org.slf4j.LoggerFactory;
  * by another. The aggregator keeps completion timeouts in the memory of the process that saw the
  * children; this is what makes them shared.
  * <p>
- * Two processes forcing one group: the repository's versioned removal lets one through, the other
- * gets {@link OptimisticLockingException} and moves on. An overdue album that no group holds (open
+ * Each look removes the overdue groups in one statement that skips rows another process is
+ * removing, so two processes never complete one group ({@link AlbumAggregationRepository#removeOverdue}).
+ * An overdue album that no group holds (open
  * when the Aggregator came back, or its children's aggregation still queued) is decided from its
  * stored children ({@link AlbumDecisions#decideOverdue()}).
  */
 public final class AlbumDeadlineSweep {
     private static final Logger LOG = LoggerFactory.getLogger(AlbumDeadlineSweep.class);
-    /** Groups completed per look, so one look ends even while albums keep falling due. */
+    /** Groups removed per statement; a look takes more statements while albums keep falling due. */
     private static final int BATCH = 500;
+    /** Statements per look, so one look ends even while albums keep falling due. */
+    private static final int MAX_BATCHES = 20;
 
-    // Planned at each execution: the tables may have grown from empty since the last tick.
-    private static final String OVERDUE_GROUPS = """
-            SELECT a.album_key FROM album a JOIN %s g ON g.id = a.album_key
-             WHERE a.decide_after <= now() ORDER BY a.decide_after LIMIT %d""".formatted(AlbumAggregationRepository.NAME, BATCH);
-
-    private final DataSource dataSource;
+    private final AlbumAggregationRepository repository;
     private final AlbumAggregateController controller;
     private final AlbumDecisions decisions;
     private volatile boolean failing;
 
-    public AlbumDeadlineSweep(DataSource dataSource, AlbumAggregateController controller, AlbumDecisions decisions) {
-        this.dataSource = dataSource;
+    public AlbumDeadlineSweep(AlbumAggregationRepository repository, AlbumAggregateController controller, AlbumDecisions decisions) {
+        this.repository = repository;
         this.controller = controller;
         this.decisions = decisions;
     }
@@ -49,7 +41,7 @@ public final class AlbumDeadlineSweep {
     /** The timer's step. A failing database is reported once, not at every tick; the deadlines wait in the database. */
     public void sweep(Exchange tick) {
         try {
-            completeOverdueGroups();
+            completeOverdueGroups(tick.getContext());
             decisions.announce(tick.getContext(), decisions.decideOverdue());
             if (failing) {
                 failing = false;
@@ -63,30 +55,23 @@ public final class AlbumDeadlineSweep {
         }
     }
 
-    /** @return the groups this process completed (the others were completed by another, or got a new child) */
-    public int completeOverdueGroups() throws SQLException {
+    /**
+     * Removes the overdue groups in one statement and completes each through the aggregator's
+     * {@code forceCompletionOfGroup}, which then finds the group removed already by this thread.
+     * @return the groups this process completed (the others were being completed by another)
+     */
+    public int completeOverdueGroups(CamelContext camel) throws SQLException {
         if (!controller.running()) {
             return 0;
         }
         int completed = 0;
-        for (String albumKey : overdueGroups()) {
-            try {
-                completed += controller.forceCompletionOfGroup(albumKey);
-            } catch (OptimisticLockingException e) {
-                LOG.debug("album {}: completed by another process, or its deadline moved", albumKey);
+        for (int batch = 0; batch < MAX_BATCHES; batch++) {
+            Map<String, Exchange> removed = repository.removeOverdue(camel, BATCH);
+            completed += repository.completeRemoved(removed, controller::forceCompletionOfGroup);
+            if (removed.size() < BATCH) {
+                break;
             }
         }
         return completed;
-    }
-
-    private List<String> overdueGroups() throws SQLException {
-        List<String> keys = new ArrayList<>();
-        try (Connection c = dataSource.getConnection(); PreparedStatement ps = PlannedEachTime.prepare(c, OVERDUE_GROUPS);
-             ResultSet rs = ps.executeQuery()) {
-            while (rs.next()) {
-                keys.add(rs.getString(1));
-            }
-        }
-        return keys;
     }
 }

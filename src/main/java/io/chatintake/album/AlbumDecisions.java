@@ -15,12 +15,18 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import javax.sql.DataSource;
 import org.apache.camel.CamelContext;
 import org.apache.camel.Exchange;
@@ -55,7 +61,17 @@ public final class AlbumDecisions {
     /** Batches per sweep, so one sweep ends even while albums keep falling due. */
     private static final int SWEEP_MAX_BATCHES = 50;
 
+    /** Completed albums recorded per transaction, at most, and such transactions at once. */
+    private static final int RECORD_BATCH = 200;
+    private static final int RECORD_WRITERS = 4;
+    /**
+     * Threads the aggregator hands completed albums to ({@link #recorders}): each waits for the
+     * commit that holds its album, so this bounds how many albums one commit can take.
+     */
+    private static final int RECORDERS = 128;
+
     private final DataSource dataSource;
+    private final GroupCommit<Completion, Optional<Decision>> recorded = new GroupCommit<>(RECORD_WRITERS, RECORD_BATCH, this::recordAll);
 
     public AlbumDecisions(DataSource dataSource) {
         this.dataSource = dataSource;
@@ -81,18 +97,47 @@ public final class AlbumDecisions {
      * total: the deadline then decides); by timeout, by the sweep or resubmitted by recovery (whose
      * exchange lost its properties), it decides with whatever is stored. Either way a completion
      * seen twice makes one version: nothing is decided when the children are those of the last one.
+     * Albums completed at about the same time are decided in one transaction ({@link GroupCommit}):
+     * this returns once the one holding this album has committed.
      */
     public void record(Exchange group) throws SQLException {
         CrashPoint.reach(CrashPoint.ALBUM_AFTER_GROUP_REMOVED);
         String albumKey = group.getMessage().getHeader(AlbumChildSource.ALBUM_KEY, String.class);
         boolean byCount = AggregateProcessor.COMPLETED_BY_PREDICATE.equals(group.getProperty(Exchange.AGGREGATED_COMPLETED_BY, String.class));
-        List<Decision> made = byCount ? decideIfComplete(albumKey).stream().toList()
-                : inTransaction(dataSource, c -> decide(c, List.of(albumKey), BY_DEADLINE));
-        for (Decision d : made) {
+        Optional<Decision> made = recorded.submit(new Completion(albumKey, byCount ? BY_COUNT : BY_DEADLINE));
+        made.ifPresent(d -> {
             group.getMessage().setHeader(DECISION_KIND, d.kind());
             group.getMessage().setHeader(DECISION_VERSION, d.version());
-        }
-        announce(group.getContext(), made);
+        });
+        announce(group.getContext(), made.stream().toList());
+    }
+
+    /**
+     * The aggregator's {@code executorService} ({@code routes/albums.yaml}): every completed album
+     * waits on a thread of its own for its decision's commit, and those waiting together share it.
+     * Idle threads end, so a reloaded route or a stopped context leaves none behind.
+     */
+    public static ExecutorService recorders() {
+        AtomicInteger threads = new AtomicInteger();
+        ThreadPoolExecutor pool = new ThreadPoolExecutor(RECORDERS, RECORDERS, 30, TimeUnit.SECONDS, new LinkedBlockingQueue<>(), task -> {
+            Thread thread = new Thread(task, "album-recorder-" + threads.incrementAndGet());
+            thread.setDaemon(true);
+            return thread;
+        });
+        pool.allowCoreThreadTimeOut(true);
+        return pool;
+    }
+
+    private record Completion(String albumKey, String completedBy) {
+    }
+
+    /** One transaction for a batch of completions; an album completed twice in one batch is decided for the first. */
+    private List<Optional<Decision>> recordAll(List<Completion> completions) throws SQLException {
+        Map<String, String> completedBy = new LinkedHashMap<>();
+        completions.forEach(c -> completedBy.merge(c.albumKey(), c.completedBy(), (first, next) -> BY_DEADLINE.equals(next) ? next : first));
+        Map<String, Decision> decided = new HashMap<>();
+        inTransaction(dataSource, c -> decide(c, completedBy)).forEach(d -> decided.put(d.albumKey(), d));
+        return completions.stream().map(c -> Optional.ofNullable(decided.remove(c.albumKey()))).toList();
     }
 
     /** Decides the album now if its stored children agree on a total they reach (and differ from the last decision). */
@@ -109,7 +154,7 @@ public final class AlbumDecisions {
 
     /** Under the album's lock: decided only if its stored children are complete then. */
     private Optional<Decision> decideByCount(String albumKey) throws SQLException {
-        return inTransaction(dataSource, c -> decide(c, List.of(albumKey), BY_COUNT)).stream().findFirst();
+        return inTransaction(dataSource, c -> decide(c, Map.of(albumKey, BY_COUNT))).stream().findFirst();
     }
 
     /**
@@ -123,7 +168,9 @@ public final class AlbumDecisions {
             decided.addAll(inTransaction(dataSource, c -> {
                 List<String> keys = claimOverdue(c);
                 claimed[0] = keys.size();
-                return decide(c, keys, BY_DEADLINE);
+                Map<String, String> byDeadline = new LinkedHashMap<>();
+                keys.forEach(k -> byDeadline.put(k, BY_DEADLINE));
+                return decide(c, byDeadline);
             }));
             if (claimed[0] < SWEEP_BATCH) {
                 break;
@@ -180,8 +227,8 @@ public final class AlbumDecisions {
 
     private static final String INSERT_DECISIONS = """
             INSERT INTO album_decision (album_key, version, kind, child_ids, message_ids, totals_seen, indexes_seen, completed_by)
-            SELECT k, v, kind, c::jsonb, m::jsonb, t::jsonb, i::jsonb, ?
-              FROM unnest(?::text[], ?::int[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[]) AS n(k, v, kind, c, m, t, i)
+            SELECT k, v, kind, c::jsonb, m::jsonb, t::jsonb, i::jsonb, b
+              FROM unnest(?::text[], ?::int[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[]) AS n(k, v, kind, c, m, t, i, b)
             RETURNING id, album_key""";
 
     private static final String RECORD_DECISIONS = """
@@ -201,7 +248,8 @@ public final class AlbumDecisions {
      * deadline until its next child. A few statements for any number of albums: the sweep decides
      * a batch in one transaction.
      */
-    private static List<Decision> decide(Connection c, List<String> albumKeys, String completedBy) throws SQLException {
+    private static List<Decision> decide(Connection c, Map<String, String> completedBy) throws SQLException {
+        List<String> albumKeys = new ArrayList<>(completedBy.keySet());
         if (albumKeys.isEmpty()) {
             return List.of();
         }
@@ -223,7 +271,7 @@ public final class AlbumDecisions {
             Stored children = stored.getOrDefault(key, new Stored(List.of(), List.of()));
             List<Long> childIds = children.children().stream().map(AlbumState.Child::id).toList();
             AlbumState state = AlbumState.of(children.children());
-            if (BY_COUNT.equals(completedBy) && !state.complete()) {
+            if (BY_COUNT.equals(completedBy.get(key)) && !state.complete()) {
                 continue;
             }
             if (lastVersion > 0 && new TreeSet<>(childIds).equals(lastChildren.getOrDefault(key, Set.of()))) {
@@ -231,7 +279,7 @@ public final class AlbumDecisions {
                 continue;
             }
             String kind = lastVersion > 0 ? "late" : state.conflicting() ? "conflict" : state.complete() ? "complete" : "provisional";
-            decisions.add(new Decision(key, lastVersion + 1, kind, childIds, completedBy));
+            decisions.add(new Decision(key, lastVersion + 1, kind, childIds, completedBy.get(key)));
             conflicts.add(state.conflicting());
             messageIds.add(json(children.messageIds()));
             totals.add(json(state.totalsSeen()));
@@ -250,14 +298,14 @@ public final class AlbumDecisions {
         Object[] versions = decisions.stream().map(Decision::version).toArray();
         List<WorkQueue.NewWork> work = new ArrayList<>();
         try (PreparedStatement ps = c.prepareStatement(INSERT_DECISIONS)) {
-            ps.setString(1, completedBy);
-            ps.setArray(2, c.createArrayOf("text", keys));
-            ps.setArray(3, c.createArrayOf("integer", versions));
-            ps.setArray(4, c.createArrayOf("text", decisions.stream().map(Decision::kind).toArray()));
-            ps.setArray(5, c.createArrayOf("text", decisions.stream().map(d -> json(d.childIds())).toArray()));
-            ps.setArray(6, c.createArrayOf("text", messageIds.toArray()));
-            ps.setArray(7, c.createArrayOf("text", totals.toArray()));
-            ps.setArray(8, c.createArrayOf("text", indexes.toArray()));
+            ps.setArray(1, c.createArrayOf("text", keys));
+            ps.setArray(2, c.createArrayOf("integer", versions));
+            ps.setArray(3, c.createArrayOf("text", decisions.stream().map(Decision::kind).toArray()));
+            ps.setArray(4, c.createArrayOf("text", decisions.stream().map(d -> json(d.childIds())).toArray()));
+            ps.setArray(5, c.createArrayOf("text", messageIds.toArray()));
+            ps.setArray(6, c.createArrayOf("text", totals.toArray()));
+            ps.setArray(7, c.createArrayOf("text", indexes.toArray()));
+            ps.setArray(8, c.createArrayOf("text", decisions.stream().map(Decision::completedBy).toArray()));
             Map<String, Decision> byKey = new HashMap<>();
             decisions.forEach(d -> byKey.put(d.albumKey(), d));
             try (ResultSet rs = ps.executeQuery()) {

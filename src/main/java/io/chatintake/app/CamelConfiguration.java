@@ -40,6 +40,7 @@ import java.util.Optional;
 import java.util.Properties;
 import java.util.TreeMap;
 import java.util.function.Function;
+import java.util.concurrent.ExecutorService;
 import javax.sql.DataSource;
 import org.apache.camel.BindToRegistry;
 import org.apache.camel.CamelContext;
@@ -80,6 +81,7 @@ public class CamelConfiguration implements org.apache.camel.CamelConfiguration, 
     private AttachmentFetcher fetcher;
     private AlbumDecisions albumDecisions;
     private AlbumAggregateController albumController;
+    private AlbumAggregationRepository albumRepository;
 
     @Override
     public void setCamelContext(CamelContext camelContext) {
@@ -140,6 +142,12 @@ public class CamelConfiguration implements org.apache.camel.CamelConfiguration, 
         return albumDecisions;
     }
 
+    /** routes/albums.yaml: the aggregator's threads for completed albums. */
+    @BindToRegistry("albumRecorders")
+    public ExecutorService albumRecorders() {
+        return AlbumDecisions.recorders();
+    }
+
     /** routes/albums.yaml: the aggregator's strategy and completion predicate. */
     @BindToRegistry("albumAggregation")
     public AlbumAggregation albumAggregation() {
@@ -155,14 +163,18 @@ public class CamelConfiguration implements org.apache.camel.CamelConfiguration, 
         return albumController;
     }
 
+    /** One per process: the route's aggregator and the sweep share it (the sweep's removals, the batched confirmations). */
     @BindToRegistry("albumAggregationRepository")
-    public AlbumAggregationRepository albumAggregationRepository() {
-        return new AlbumAggregationRepository(dataSource(), albumAggregateController());
+    public synchronized AlbumAggregationRepository albumAggregationRepository() {
+        if (albumRepository == null) {
+            albumRepository = new AlbumAggregationRepository(dataSource(), albumAggregateController());
+        }
+        return albumRepository;
     }
 
     @BindToRegistry("albumDeadlineSweep")
     public AlbumDeadlineSweep albumDeadlineSweep() {
-        return new AlbumDeadlineSweep(dataSource(), albumAggregateController(), albumDecisions());
+        return new AlbumDeadlineSweep(albumAggregationRepository(), albumAggregateController(), albumDecisions());
     }
 
     /** One per process: it opens the media store (an S3 client, checked at start). */

@@ -33,9 +33,11 @@ class AlbumsRouteTest extends RouteTestSupport {
         AlbumAggregateController controller = new AlbumAggregateController();
         registry.bind("albumDecisions", decisions);
         registry.bind("albumAggregation", new AlbumAggregation());
+        registry.bind("albumRecorders", AlbumDecisions.recorders());
         registry.bind("albumAggregateController", controller);
-        registry.bind("albumAggregationRepository", new AlbumAggregationRepository(db, controller));
-        registry.bind("albumDeadlineSweep", new AlbumDeadlineSweep(db, controller, decisions));
+        AlbumAggregationRepository repository = new AlbumAggregationRepository(db, controller);
+        registry.bind("albumAggregationRepository", repository);
+        registry.bind("albumDeadlineSweep", new AlbumDeadlineSweep(repository, controller, decisions));
     }
 
     @Test

@@ -90,9 +90,11 @@ public final class AlbumBenchmark {
         AlbumAggregateController controller = new AlbumAggregateController();
         camel.getRegistry().bind("albumDecisions", decisions);
         camel.getRegistry().bind("albumAggregation", new AlbumAggregation());
+        camel.getRegistry().bind("albumRecorders", AlbumDecisions.recorders());
         camel.getRegistry().bind("albumAggregateController", controller);
-        camel.getRegistry().bind("albumAggregationRepository", new AlbumAggregationRepository(dataSource, controller));
-        camel.getRegistry().bind("albumDeadlineSweep", new AlbumDeadlineSweep(dataSource, controller, decisions));
+        AlbumAggregationRepository repository = new AlbumAggregationRepository(dataSource, controller);
+        camel.getRegistry().bind("albumAggregationRepository", repository);
+        camel.getRegistry().bind("albumDeadlineSweep", new AlbumDeadlineSweep(repository, controller, decisions));
         // the product's route file as shipped (aggregator and sweep), and a handler that takes decisions as they come
         PluginHelper.getRoutesLoader(camel).loadRoutes(ResourceHelper.resolveMandatoryResource(camel, "file:" + ROUTES));
         camel.addRoutes(new RouteBuilder() {
