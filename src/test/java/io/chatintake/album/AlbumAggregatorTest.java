@@ -132,6 +132,43 @@ class AlbumAggregatorTest {
     }
 
     @Test
+    void twoSweepsRemovingTheSameOverdueGroupsAtTheSameInstantCompleteEachOnce() throws Exception {
+        int albums = 200;
+        for (int album = 0; album < albums; album++) {
+            child("sweep-" + album, "s" + album + "-1", "sweep", 1);
+        }
+        awaitGroups(albums);
+        Sql.execute(db, "UPDATE album SET decide_after = now() - interval '1 second'");
+
+        CyclicBarrier together = new CyclicBarrier(2);
+        ExecutorService pool = Executors.newFixedThreadPool(2);
+        int completed = 0;
+        try {
+            List<Future<Integer>> sweeps = new ArrayList<>();
+            for (int product = 0; product < 2; product++) {
+                WebhookServer server = products.get(product);
+                AlbumDeadlineSweep sweep = server.context().getRegistry().lookupByNameAndType("albumDeadlineSweep", AlbumDeadlineSweep.class);
+                sweeps.add(pool.submit(() -> {
+                    together.await();
+                    return sweep.completeOverdueGroups(server.context());
+                }));
+            }
+            for (Future<Integer> sweep : sweeps) {
+                completed += sweep.get();
+            }
+        } finally {
+            pool.shutdown();
+        }
+
+        assertThat(completed).as("each overdue group removed and completed by one of the two sweeps").isEqualTo(albums);
+        Await.until("every completed group decided and confirmed", WAIT, () -> Sql.count(db, "SELECT count(*) FROM album_aggregation_completed") == 0
+                && Sql.count(db, "SELECT count(*) FROM album_decision") >= albums);
+        assertThat(Sql.count(db, "SELECT count(*) FROM album_decision")).as("one decision each").isEqualTo(albums);
+        assertThat(Sql.count(db, "SELECT count(DISTINCT album_key) FROM album_decision WHERE kind = 'provisional'")).isEqualTo(albums);
+        assertThat(Sql.count(db, "SELECT count(*) FROM album_aggregation")).isZero();
+    }
+
+    @Test
     void aGroupIsNotCompletedByTimeoutOrForceBeforeItsDeadlineInTheDatabase() throws Exception {
         child("early", "e1", "early", 1);
         awaitGroups(1);
