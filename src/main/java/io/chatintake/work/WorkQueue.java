@@ -181,14 +181,6 @@ public final class WorkQueue {
         return lanes.claim(worker, claim, runSize, maxLanes, orderedKinds, kinds);
     }
 
-    /**
-     * Records outcomes of a run that goes on (in one commit).
-     * @return false when the claim was lost (its token replaced)
-     */
-    public boolean record(WorkRun run, List<Outcome> outcomes) throws SQLException {
-        return finish(List.of(new FinishedRun(run, outcomes, null))).isEmpty();
-    }
-
     /** {@link #finish(List)} of one run. @return false when its claim was lost */
     public boolean finish(WorkRun run, List<Outcome> outcomes, List<WorkItem> notRun) throws SQLException {
         return finish(List.of(new FinishedRun(run, outcomes, notRun))).isEmpty();
