@@ -504,6 +504,25 @@ class WorkDispatcherTest {
     }
 
     @Test
+    void theDispatchersThreadsAreCamelsNamedAfterTheirJobAndStoppedWithTheContext() throws Exception {
+        store(1, 51);
+        WebhookServer product = startProduct(3, "direct:telegram-update");
+        Await.until("handled", WAIT, () -> handled.contains(BOT + ":51"));
+        Set<String> jobs = Set.of("work-dispatcher", "work-heartbeat", "work-staged-scheduler");
+        assertThat(workThreads()).as("named by Camel's ExecutorServiceManager after their job")
+                .extracting(name -> name.substring(name.lastIndexOf(" - ") + 3)).containsAll(jobs).isSubsetOf(jobs);
+
+        product.close();
+        Await.until("the work threads shut down with the context", WAIT, () -> workThreads().isEmpty());
+    }
+
+    /** Camel names its threads "Camel (context) thread #n - name"; earlier tests' contexts are closed. */
+    private static List<String> workThreads() {
+        return Thread.getAllStackTraces().keySet().stream().filter(Thread::isAlive).map(Thread::getName)
+                .filter(name -> name.startsWith("Camel (") && name.contains(" - work-")).toList();
+    }
+
+    @Test
     void aStoppedDispatcherTakesItsDepthGaugesAlongSoTheNextOneOnTheSameRegistryShowsItsOwnCounts() throws Exception {
         store(1, 1);
         startDispatcher(3);
