@@ -6,9 +6,13 @@ import java.time.Clock;
 import java.time.Duration;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
 import java.util.concurrent.ScheduledExecutorService;
 import javax.sql.DataSource;
 import org.apache.camel.Endpoint;
+import org.apache.camel.builder.ThreadPoolProfileBuilder;
+import org.apache.camel.spi.ExecutorServiceManager;
+import org.apache.camel.spi.ThreadPoolProfile;
 import org.apache.camel.support.CamelContextHelper;
 import org.apache.camel.spi.annotations.Component;
 import org.apache.camel.support.HealthCheckComponent;
@@ -23,12 +27,16 @@ import org.apache.camel.support.HealthCheckComponent;
 public class TelegramInboxComponent extends HealthCheckComponent {
     /** A scheduling pass is one short transaction: two threads keep up with many bots. */
     private static final int SCHEDULING_THREADS = 2;
+    /** Route runs without a work dispatcher (the component on its own): a few at a time across all bots. */
+    private static final int HANDOFF_THREADS = 4;
     private DataSource dataSource;
     private ChildMessageListener childMessageListener;
     private Clock clock = Clock.systemUTC();
     private final Map<String, LeaseShare> leaseShares = new ConcurrentHashMap<>();
     private HttpClient botApiHttp;
     private ScheduledExecutorService scheduling;
+    private ExecutorService polling;
+    private ExecutorService handoff;
 
     @Override
     protected Endpoint createEndpoint(String uri, String remaining, Map<String, Object> parameters) throws Exception {
@@ -93,11 +101,46 @@ public class TelegramInboxComponent extends HealthCheckComponent {
         return scheduling;
     }
 
+    /**
+     * Where every bot's {@link BotPoller} runs: one thread for each polling bot, which a long poll
+     * blocks (the HTTP client's selector serves them all); a thread is named after its bot while it
+     * polls for it.
+     */
+    synchronized ExecutorService polling() {
+        if (polling == null) {
+            polling = getCamelContext().getExecutorServiceManager().newCachedThreadPool(this, "TelegramInboxPolling");
+        }
+        return polling;
+    }
+
+    /**
+     * Where stored batches run the route when no work dispatcher takes them ({@link HandoffQueue}):
+     * a few threads every bot shares, none while idle.
+     */
+    synchronized ExecutorService handoff() {
+        if (handoff == null) {
+            ThreadPoolProfile profile = new ThreadPoolProfileBuilder("TelegramInboxHandoff").poolSize(HANDOFF_THREADS)
+                    .maxPoolSize(HANDOFF_THREADS).allowCoreThreadTimeOut(true).keepAliveTime(60L).maxQueueSize(-1).build();
+            handoff = getCamelContext().getExecutorServiceManager().newThreadPool(this, "TelegramInboxHandoff", profile);
+        }
+        return handoff;
+    }
+
     @Override
     protected void doStop() throws Exception {
+        ExecutorServiceManager executors = getCamelContext().getExecutorServiceManager();
         if (scheduling != null) {
-            getCamelContext().getExecutorServiceManager().shutdownGraceful(scheduling);
+            executors.shutdownGraceful(scheduling);
             scheduling = null;
+        }
+        if (polling != null) {
+            // Each consumer stopped its poller before: what is left is idle threads.
+            executors.shutdownNow(polling);
+            polling = null;
+        }
+        if (handoff != null) {
+            executors.shutdownGraceful(handoff);
+            handoff = null;
         }
         super.doStop();
     }
