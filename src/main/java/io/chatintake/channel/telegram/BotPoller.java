@@ -9,13 +9,20 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
 import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * One bot's polling, as a loop of short steps: each {@link #step()} is one poll -> store ->
- * confirm, and whatever a step throws goes to the {@link PollFailurePolicy} for it, which records
- * it and says how long to wait. A step:
+ * One bot's polling, as a chain of short steps on a pool every bot shares: each {@link #step()} is
+ * one poll -> store -> confirm, the next one starts when it has ended, and whatever a step throws
+ * goes to the {@link PollFailurePolicy} for it, which records it and says how long to wait. No
+ * thread waits for a long poll (the HTTP client's selector serves them all), so a bot costs no
+ * thread of its own, polling or idle. A step:
  * <ol>
  * <li>reads the bot's identity (getMe: its id is the storage key, never the token), takes its
  *     {@link PollLease}, reads its {@link OffsetCheckpoint}, refuses to poll while a webhook is set
@@ -28,7 +35,7 @@ import org.slf4j.LoggerFactory;
  * A last success older than 24 h is recorded as a possible {@link LossWindow} even while the
  * lease is held.
  */
-final class BotPoller implements Runnable {
+final class BotPoller {
     private static final Logger LOG = LoggerFactory.getLogger(BotPoller.class);
 
     /** Where stored updates go on from: told after each commit, and when a lease is taken. */
@@ -54,13 +61,16 @@ final class BotPoller implements Runnable {
     private final Backoff backoff;
     private final Duration leaseDuration;
     private final Duration renewEvery;
+    private final ScheduledExecutorService pool;
+    private final CompletableFuture<Void> stopped = new CompletableFuture<>();
     private final Object phase = new Object();
     private volatile boolean running = true;
-    // Guarded by phase: the thread to interrupt when stopped during a long poll, and only then.
-    private Thread thread;
-    private boolean inLongPoll;
+    // Guarded by phase: the next step waiting its turn, the getUpdates waiting for its answer.
+    private ScheduledFuture<?> pending;
+    private CompletableFuture<List<BotApiClient.RawUpdate>> inFlight;
+    private boolean finished;
 
-    // Only the poll thread reads and writes these.
+    // Only the step in progress reads and writes these: one at a time, each started after the last ended.
     private BotApiClient.BotIdentity identity;
     private PollLease.Held lease;
     private long offset;
@@ -71,8 +81,10 @@ final class BotPoller implements Runnable {
     /** nanoTime until which Telegram may still hold a getUpdates this poller gave up on when stopped. */
     private long abandonedPollUntil;
 
-    BotPoller(Parts parts, TelegramInboxEndpoint endpoint, StoredUpdatesListener sink) {
+    /** @param pool shared by every bot's poller: it runs their steps, never waits for a long poll */
+    BotPoller(Parts parts, TelegramInboxEndpoint endpoint, StoredUpdatesListener sink, ScheduledExecutorService pool) {
         this.parts = parts;
+        this.pool = pool;
         this.endpoint = endpoint;
         this.sink = sink;
         this.webhookCheck = new WebhookCheck(parts.bot(), parts.client(), parts.metrics(), parts.clock());
@@ -84,56 +96,71 @@ final class BotPoller implements Runnable {
                 leaseDuration.minusSeconds(endpoint.getTimeout() + 20L).toMillis())));
     }
 
-    /** The loop, on a thread of the shared polling pool (named after the bot while it runs). */
-    @Override
-    public void run() {
-        Thread current = Thread.currentThread();
-        String poolName = current.getName();
-        current.setName("telegram-inbox-" + parts.bot());
-        synchronized (phase) {
-            thread = current;
-        }
-        try {
-            while (running) {
-                Duration wait;
-                try {
-                    wait = step();
-                } catch (Exception e) {
-                    wait = running ? failures.forFailure(e).handle(e, this) : Duration.ZERO;
-                }
-                pause(wait);
-            }
-            releaseLease();
-            if (identity != null) {
-                withdrawQuietly(identity.id());
-            }
-            LOG.info("telegram bot '{}': polling stopped{}", parts.bot(), lease == null ? "" : "; lease released for another process");
-        } finally {
-            synchronized (phase) {
-                thread = null;
-                Thread.interrupted();
-            }
-            current.setName(poolName);
-        }
-    }
-
-    /** Ends the loop: a long poll in progress is interrupted, a commit in progress is let finish. */
-    void stop() {
-        running = false;
-        synchronized (phase) {
-            if (inLongPoll && thread != null) {
-                thread.interrupt();
-            }
-            phase.notifyAll();
-        }
+    /** Starts the steps on the shared pool; {@link #stopped()} completes once they have ended. */
+    void start() {
+        next(Duration.ZERO);
     }
 
     /**
-     * One poll -> store -> confirm.
-     *
-     * @return how long to wait before the next step: zero while polling, a standby interval without the lease
+     * Ends the steps: a long poll in progress is abandoned, a commit in progress is let finish;
+     * then the lease is released.
      */
-    Duration step() throws Exception {
+    void stop() {
+        boolean idle = false;
+        synchronized (phase) {
+            running = false;
+            if (pending != null && pending.cancel(false)) {
+                idle = true; // waiting between steps: nothing else will end it
+            }
+            if (inFlight != null) {
+                inFlight.cancel(true);
+            }
+        }
+        if (idle) {
+            finish();
+        }
+    }
+
+    CompletableFuture<Void> stopped() {
+        return stopped;
+    }
+
+    /** The next step after {@code wait} on the shared pool, or the end once stopped. */
+    private void next(Duration wait) {
+        synchronized (phase) {
+            if (running) {
+                try {
+                    pending = pool.schedule(this::step, wait.toMillis(), TimeUnit.MILLISECONDS);
+                    return;
+                } catch (RejectedExecutionException e) {
+                    running = false; // the component is stopping
+                }
+            }
+        }
+        finish();
+    }
+
+    /**
+     * One poll -> store -> confirm: what must hold before polling (identity, lease), then
+     * getUpdates, which holds no thread while Telegram holds it; its answer continues in
+     * {@link #afterPoll} on the shared pool again.
+     */
+    private void step() {
+        Duration wait;
+        try {
+            wait = beforePoll();
+            if (wait == null) {
+                poll();
+                return;
+            }
+        } catch (Exception e) {
+            wait = failed(e);
+        }
+        next(wait);
+    }
+
+    /** @return how long to stand by, or null when ready to poll */
+    private Duration beforePoll() throws Exception {
         if (lease != null) {
             watchForLoss(lease.botId());
         }
@@ -146,10 +173,58 @@ final class BotPoller implements Runnable {
         }
         renewLeaseIfDue();
         parts.share().candidate(lease.botId());
-        List<BotApiClient.RawUpdate> batch = longPoll();
-        if (batch == null) {
-            return Duration.ZERO; // stopped during the long poll
+        if (offset < 0) {
+            // A negative offset makes Telegram forget queued updates: never send one.
+            throw new IllegalStateException("refusing to poll with negative offset " + offset);
         }
+        return null;
+    }
+
+    private void poll() {
+        synchronized (phase) {
+            if (running) {
+                long started = System.nanoTime();
+                inFlight = parts.client().getUpdatesAsync(offset, endpoint.getLimit(), endpoint.getTimeout(), endpoint.allowedUpdateList());
+                // The answer arrives on the HTTP client's selector thread, which must never wait for a commit.
+                inFlight.whenComplete((batch, failure) -> {
+                    try {
+                        pool.execute(() -> afterPoll(batch, failure, started));
+                    } catch (RejectedExecutionException e) {
+                        afterPoll(batch, failure, started);
+                    }
+                });
+                return;
+            }
+        }
+        finish();
+    }
+
+    private void afterPoll(List<BotApiClient.RawUpdate> batch, Throwable failure, long started) {
+        Duration wait;
+        try {
+            if (failure != null) {
+                if (!running) {
+                    // Abandoned here, the request may still wait at Telegram until its timeout.
+                    abandonedPollUntil = started + Duration.ofSeconds(endpoint.getTimeout() + 1L).toNanos();
+                    finish();
+                    return;
+                }
+                throw failure instanceof Exception e ? e : new IllegalStateException(failure);
+            }
+            wait = confirm(batch);
+        } catch (Exception e) {
+            wait = failed(e);
+        }
+        next(wait);
+    }
+
+    /**
+     * The batch and the next offset stored in one transaction, or an empty poll noted; the next
+     * getUpdates then confirms them at Telegram.
+     *
+     * @return how long to wait before the next step: zero while polling, a standby interval after handing the lease over
+     */
+    private Duration confirm(List<BotApiClient.RawUpdate> batch) throws Exception {
         CrashPoint.reach(CrashPoint.TELEGRAM_AFTER_RECEIVE);
         if (batch.isEmpty()) {
             parts.checkpoints().recordEmptyPoll(identity.id());
@@ -168,8 +243,33 @@ final class BotPoller implements Runnable {
                     parts.bot(), describe(parts.share().counts()));
             standbyLogged = true;
             parts.health().enter(Phase.STANDBY, "handed the poll lease over to even out the bots across processes");
+            return standbyInterval();
         }
         return Duration.ZERO;
+    }
+
+    private Duration failed(Exception e) {
+        return running ? failures.forFailure(e).handle(e, this) : Duration.ZERO;
+    }
+
+    /** Once, after the last step: the lease released, the candidacy withdrawn. */
+    private void finish() {
+        synchronized (phase) {
+            if (finished) {
+                return;
+            }
+            finished = true;
+        }
+        try {
+            boolean held = lease != null;
+            releaseLease();
+            if (identity != null) {
+                withdrawQuietly(identity.id());
+            }
+            LOG.info("telegram bot '{}': polling stopped{}", parts.bot(), held ? "; lease released for another process" : "");
+        } finally {
+            stopped.complete(null);
+        }
     }
 
     /** @return whether this process now holds the lease; false: standing by */
@@ -240,36 +340,6 @@ final class BotPoller implements Runnable {
         sink.stored(identity, result, batch.size() >= endpoint.getLimit());
     }
 
-    /** @return the batch, or null when the poller was stopped during the long poll */
-    private List<BotApiClient.RawUpdate> longPoll() throws BotApiException {
-        if (offset < 0) {
-            // A negative offset makes Telegram forget queued updates: never send one.
-            throw new IllegalStateException("refusing to poll with negative offset " + offset);
-        }
-        synchronized (phase) {
-            if (!running) {
-                return null;
-            }
-            inLongPoll = true;
-        }
-        long started = System.nanoTime();
-        try {
-            return parts.client().getUpdates(offset, endpoint.getLimit(), endpoint.getTimeout(), endpoint.allowedUpdateList());
-        } catch (BotApiException e) {
-            if (!running) {
-                // Interrupted here, the request may still wait at Telegram until its timeout.
-                abandonedPollUntil = started + Duration.ofSeconds(endpoint.getTimeout() + 1L).toNanos();
-                return null;
-            }
-            throw e;
-        } finally {
-            synchronized (phase) {
-                inLongPoll = false;
-                Thread.interrupted();
-            }
-        }
-    }
-
     /** Updates stored raw are confirmed and handed on like the others; a person may want to know they came. */
     private void reportRaw(List<TelegramInbox.StoredUpdate> stored) {
         for (TelegramInbox.StoredUpdate update : stored) {
@@ -332,21 +402,6 @@ final class BotPoller implements Runnable {
         } catch (SQLException e) {
             LOG.warn("telegram bot '{}': could not withdraw from the poll candidates ({}); it stops counting after a lease period",
                     parts.bot(), e.getMessage());
-        }
-    }
-
-    private void pause(Duration duration) {
-        if (duration.isZero()) {
-            return;
-        }
-        synchronized (phase) {
-            if (running) {
-                try {
-                    phase.wait(Math.max(1, duration.toMillis()));
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                }
-            }
         }
     }
 

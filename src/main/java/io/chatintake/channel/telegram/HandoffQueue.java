@@ -59,27 +59,21 @@ final class HandoffQueue {
     }
 
     private void drain() {
-        String poolName = Thread.currentThread().getName();
-        Thread.currentThread().setName("telegram-inbox-" + bot + "-handoff");
-        try {
-            while (true) {
-                Runnable next;
-                synchronized (this) {
-                    next = waiting.poll();
-                    if (next == null) {
-                        draining = false;
-                        notifyAll();
-                        return;
-                    }
-                }
-                try {
-                    next.run();
-                } catch (RuntimeException e) {
-                    LOG.error("telegram bot '{}': handing stored updates to the route failed; they stay in the inbox", bot, e);
+        while (true) {
+            Runnable next;
+            synchronized (this) {
+                next = waiting.poll();
+                if (next == null) {
+                    draining = false;
+                    notifyAll();
+                    return;
                 }
             }
-        } finally {
-            Thread.currentThread().setName(poolName);
+            try {
+                next.run();
+            } catch (RuntimeException e) {
+                LOG.error("telegram bot '{}': handing stored updates to the route failed; they stay in the inbox", bot, e);
+            }
         }
     }
 }

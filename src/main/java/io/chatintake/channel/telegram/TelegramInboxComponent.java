@@ -27,6 +27,11 @@ import org.apache.camel.support.HealthCheckComponent;
 public class TelegramInboxComponent extends HealthCheckComponent {
     /** A scheduling pass is one short transaction: two threads keep up with many bots. */
     private static final int SCHEDULING_THREADS = 2;
+    /**
+     * Steps of all bots at once: each is a few short transactions (and a getMe or getWebhookInfo
+     * when taking a lease), so a few threads keep the commits of many bots going.
+     */
+    private static final int POLLING_THREADS = 8;
     /** Route runs without a work dispatcher (the component on its own): a few at a time across all bots. */
     private static final int HANDOFF_THREADS = 4;
     private DataSource dataSource;
@@ -35,7 +40,7 @@ public class TelegramInboxComponent extends HealthCheckComponent {
     private final Map<String, LeaseShare> leaseShares = new ConcurrentHashMap<>();
     private HttpClient botApiHttp;
     private ScheduledExecutorService scheduling;
-    private ExecutorService polling;
+    private ScheduledExecutorService polling;
     private ExecutorService handoff;
 
     @Override
@@ -102,13 +107,12 @@ public class TelegramInboxComponent extends HealthCheckComponent {
     }
 
     /**
-     * Where every bot's {@link BotPoller} runs: one thread for each polling bot, which a long poll
-     * blocks (the HTTP client's selector serves them all); a thread is named after its bot while it
-     * polls for it.
+     * Where every bot's {@link BotPoller} runs its steps (lease, store, confirm): a fixed few
+     * threads whatever the number of bots, as no step waits for a long poll.
      */
-    synchronized ExecutorService polling() {
+    synchronized ScheduledExecutorService polling() {
         if (polling == null) {
-            polling = getCamelContext().getExecutorServiceManager().newCachedThreadPool(this, "TelegramInboxPolling");
+            polling = getCamelContext().getExecutorServiceManager().newScheduledThreadPool(this, "TelegramInboxPolling", POLLING_THREADS);
         }
         return polling;
     }
@@ -134,7 +138,7 @@ public class TelegramInboxComponent extends HealthCheckComponent {
             scheduling = null;
         }
         if (polling != null) {
-            // Each consumer stopped its poller before: what is left is idle threads.
+            // Each consumer stopped its poller before: nothing is left to run.
             executors.shutdownNow(polling);
             polling = null;
         }

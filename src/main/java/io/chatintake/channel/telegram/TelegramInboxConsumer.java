@@ -9,7 +9,6 @@ import io.chatintake.work.WorkDispatcher;
 import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
-import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import javax.sql.DataSource;
@@ -20,8 +19,8 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * One bot's durable long polling in a route: its {@link BotPoller} runs on the component's shared
- * polling pool, and what it stores goes on from storage. With a work dispatcher (the runner has
+ * One bot's durable long polling in a route: its {@link BotPoller} runs its steps on the
+ * component's shared polling pool, and what it stores goes on from storage. With a work dispatcher (the runner has
  * one) the {@link UpdateScheduler} turns stored updates into its work; without one (the component
  * on its own) each stored batch runs the route on the component's shared hand-off pool, in order
  * per bot ({@link HandoffQueue}), so slow handlers never hold up polling.
@@ -41,7 +40,6 @@ public class TelegramInboxConsumer extends DefaultConsumer implements BotPoller.
     private UpdateScheduler scheduler;
     private HandoffQueue handoff;
     private BotPoller poller;
-    private Future<?> polling;
 
     public TelegramInboxConsumer(TelegramInboxEndpoint endpoint, Processor processor) {
         super(endpoint, processor);
@@ -78,8 +76,8 @@ public class TelegramInboxConsumer extends DefaultConsumer implements BotPoller.
         poller = new BotPoller(new BotPoller.Parts(bot, tokenVariable, client, new PollLease(dataSource),
                 component.leaseShare(holder, endpoint.leaseDuration()), new OffsetCheckpoint(dataSource),
                 new TelegramInbox(dataSource, component.getChildMessageListener()), new LossWindow(dataSource), metrics, health,
-                component.getClock(), holder), endpoint, this);
-        polling = component.polling().submit(poller);
+                component.getClock(), holder), endpoint, this, component.polling());
+        poller.start();
     }
 
     @Override
@@ -87,7 +85,7 @@ public class TelegramInboxConsumer extends DefaultConsumer implements BotPoller.
         if (poller != null) {
             poller.stop();
             try {
-                polling.get(STOP_WAIT.toMillis(), TimeUnit.MILLISECONDS);
+                poller.stopped().get(STOP_WAIT.toMillis(), TimeUnit.MILLISECONDS);
             } catch (TimeoutException e) {
                 LOG.warn("telegram bot '{}': the poller did not stop within {} s; its lease expires on its own", bot, STOP_WAIT.toSeconds());
             }
