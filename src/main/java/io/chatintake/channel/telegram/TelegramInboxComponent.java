@@ -21,7 +21,7 @@ import org.apache.camel.support.HealthCheckComponent;
  * {@code telegram-inbox:<bot name>}: durable Telegram Bot API long polling. Unlike camel-telegram's
  * consumer (offset in memory, advanced even when the exchange failed, unknown update types dropped)
  * this one commits every batch and the next offset to PostgreSQL before it polls again. Each
- * consumer's health check (what its loop is doing) is shown unless healthCheckConsumerEnabled=false.
+ * consumer's health check (what its poller is doing) is shown unless healthCheckConsumerEnabled=false.
  */
 @Component("telegram-inbox")
 public class TelegramInboxComponent extends HealthCheckComponent {
