@@ -72,10 +72,7 @@ public final class TelegramIntakeBenchmark {
             Timed before = timed(simulator, contenderToken, updates, noRunner, () -> loop.take(updates));
 
             String token = simulator.addBot(RUNNER_BOT, "BENCH-runner-not-a-real-token", "runner_bot");
-            Map<String, String> env = new HashMap<>(database.runnerEnv());
-            env.put("TELEGRAM_BOT_TOKEN", token);
-            env.put("TELEGRAM_API_URL", simulator.url());
-            env.put("TELEGRAM_POLL_TIMEOUT_SECONDS", "1");
+            Map<String, String> env = runnerEnv(database, simulator, token);
             Timed ours;
             long handled;
             AtomicLong warmedUpWith = new AtomicLong();
@@ -142,10 +139,7 @@ public final class TelegramIntakeBenchmark {
             loop.take(updates);
             Timed contender = new Timed(updates, Duration.ofNanos(System.nanoTime() - start), noRunner.get().since(contenderCpu));
 
-            Map<String, String> env = new HashMap<>(database.runnerEnv());
-            env.put("TELEGRAM_BOT_TOKEN", token);
-            env.put("TELEGRAM_API_URL", simulator.url());
-            env.put("TELEGRAM_POLL_TIMEOUT_SECONDS", "1");
+            Map<String, String> env = runnerEnv(database, simulator, token);
             Duration drained;
             Duration fromLaunch;
             long handled;
@@ -173,6 +167,15 @@ public final class TelegramIntakeBenchmark {
             out.printf("ratio %.2f (target >= %.2f): %s%n", ratio, COLD_TARGET, ratio >= COLD_TARGET ? "met" : "NOT met");
             return ratio >= COLD_TARGET ? 0 : 1;
         }
+    }
+
+    /** The runner polling the one bot of {@code token} at the simulator, with short long polls. */
+    private static Map<String, String> runnerEnv(BenchDatabase database, BotApiSimulator simulator, String token) {
+        Map<String, String> env = new HashMap<>(database.runnerEnv());
+        env.put("TELEGRAM_BOT_TOKEN", token);
+        env.put("TELEGRAM_API_URL", simulator.url());
+        env.put("TELEGRAM_POLL_TIMEOUT_SECONDS", "1");
+        return env;
     }
 
     /** A timed phase: its updates, how long they took and the CPU each process spent meanwhile. */
