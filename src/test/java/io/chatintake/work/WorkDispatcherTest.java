@@ -509,17 +509,19 @@ class WorkDispatcherTest {
         WebhookServer product = startProduct(3, "direct:telegram-update");
         Await.until("handled", WAIT, () -> handled.contains(BOT + ":51"));
         Set<String> jobs = Set.of("work-dispatcher", "work-heartbeat", "work-staged-scheduler");
-        assertThat(workThreads()).as("named by Camel's ExecutorServiceManager after their job")
+        String probe = product.context().getExecutorServiceManager().resolveThreadName("probe");
+        String context = probe.substring(0, probe.indexOf(" thread #"));
+        assertThat(workThreads(context)).as("named by Camel's ExecutorServiceManager after their job")
                 .extracting(name -> name.substring(name.lastIndexOf(" - ") + 3)).containsAll(jobs).isSubsetOf(jobs);
 
         product.close();
-        Await.until("the work threads shut down with the context", WAIT, () -> workThreads().isEmpty());
+        Await.until("the work threads shut down with the context", WAIT, () -> workThreads(context).isEmpty());
     }
 
-    /** Camel names its threads "Camel (context) thread #n - name"; earlier tests' contexts are closed. */
-    private static List<String> workThreads() {
+    /** Camel names its threads "Camel (context) thread #n - name"; other test classes' contexts may share this JVM. */
+    private static List<String> workThreads(String context) {
         return Thread.getAllStackTraces().keySet().stream().filter(Thread::isAlive).map(Thread::getName)
-                .filter(name -> name.startsWith("Camel (") && name.contains(" - work-")).toList();
+                .filter(name -> name.startsWith(context + " thread #") && name.contains(" - work-")).toList();
     }
 
     @Test
