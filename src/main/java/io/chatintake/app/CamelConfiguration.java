@@ -215,6 +215,7 @@ public class CamelConfiguration implements org.apache.camel.CamelConfiguration, 
         // GET /status (off until chat-intake.status.token is set), where this process serves HTTP.
         if (settings().getBoolean("camel.server.enabled", true)) {
             context.addRoutes(StatusPage.route(settings(), dataSource()));
+            context.getManagementStrategy().addEventNotifier(new StartingHttpGate(context));
         }
         // camel-telegram in users' own routes gets the bot main's token and server from the
         // configuration, so that the token never has to be written into a route's URI.

@@ -2,6 +2,7 @@ package io.chatintake.app;
 
 import io.chatintake.ops.bench.AlbumBenchmark;
 import io.chatintake.ops.bench.DispatchBenchmark;
+import io.chatintake.ops.bench.ManyBotsBenchmark;
 import io.chatintake.ops.bench.MemoryBenchmark;
 import io.chatintake.ops.bench.ReplyBenchmark;
 import io.chatintake.ops.bench.StartBenchmark;
@@ -71,19 +72,23 @@ public final class Main {
                 }
                 case "bench" -> {
                     String which = args.size() < 2 ? "" : args.get(1);
-                    int n = args.size() > 2 ? Integer.parseInt(args.get(2)) : 20_000;
+                    boolean cold = args.contains("--cold");
+                    List<String> numbers = args.stream().skip(2).filter(a -> !a.startsWith("--")).toList();
+                    boolean given = !numbers.isEmpty();
+                    int n = given ? Integer.parseInt(numbers.get(0)) : 20_000;
                     try {
                         return switch (which) {
-                            case "telegram" -> new TelegramIntakeBenchmark(out).run(n);
+                            case "telegram" -> cold ? new TelegramIntakeBenchmark(out).runCold(n) : new TelegramIntakeBenchmark(out).run(n);
+                            case "bots" -> new ManyBotsBenchmark(out).run(given ? n : 100);
                             case "dispatch" -> new DispatchBenchmark(out).run(n);
                             case "albums" -> new AlbumBenchmark(out).run(n);
                             case "webhook" -> new WebhookIntakeBenchmark(out).run(n);
-                            case "memory" -> new MemoryBenchmark(out).run(args.size() > 2 ? n : 1_000_000);
+                            case "memory" -> new MemoryBenchmark(out).run(given ? n : 1_000_000);
                             case "start" -> new StartBenchmark(out).run();
-                            case "latency" -> new DispatchBenchmark(out).latency(args.size() > 2 ? n : 20);
-                            case "replies" -> new ReplyBenchmark(out).run(args.size() > 2 ? n : 600);
+                            case "latency" -> new DispatchBenchmark(out).latency(given ? n : 20);
+                            case "replies" -> new ReplyBenchmark(out).run(given ? n : 600);
                             default -> throw new ConfigurationException(
-                                    "usage: bench telegram|dispatch|albums|webhook|memory|start|latency|replies [N]");
+                                    "usage: bench telegram [--cold]|bots|dispatch|albums|webhook|memory|start|latency|replies [N]");
                         };
                     } catch (ConfigurationException e) {
                         throw e;
@@ -186,7 +191,9 @@ public final class Main {
                 "  k8s configmap                            k8s/configmap.yaml from config/ and routes/ (run in the repository root)",
                 "  purge [--dry-run]                        one retention pass now (retention.*), or what it would remove",
                 "  bench telegram [N]                       Telegram intake of the runner (handlers on) as a ratio to a hand-written loop",
-                "  bench webhook [N]                        UnifyPort deliveries at 16 and 1 clients as ratios to single-row commits",
+                "  bench telegram --cold [N]                a fresh runner drains N waiting updates (default 20,000) vs a fresh hand-written loop",
+                "  bench bots [B]                           B bots (default 100) at 50 updates/s each with bursts: p99 to stored, threads, heap",
+                "  bench webhook [N]                        UnifyPort deliveries at 16 and 1 clients as ratios to the contract's rows by JDBC",
                 "  bench memory [N]                         runner heap with N stored updates pending (default 1,000,000) vs 10,000",
                 "  bench start                              time to ready on a warm data dir, by phase",
                 "  bench latency [SECONDS]                  commit-to-handler wait over 1,000 chats, shipped vs a growing gathering wait (20 s a rate)",

@@ -128,6 +128,9 @@ public final class BotApiSimulator implements AutoCloseable {
         final Map<Long, Long> lastSendToChat = new HashMap<>();
         final List<Send> sendLog = new ArrayList<>();
         int refusedByLimits;
+        /** sendMessage calls wait before they are applied while this is set ({@link #holdSends}); guarded by the bot. */
+        boolean sendsHeld;
+        int heldSends;
 
         /** Null when a send to this chat may be accepted now, else the seconds to wait (retry_after). */
         Integer limitRefusal(long chatId, long now) {
@@ -455,6 +458,48 @@ public final class BotApiSimulator implements AutoCloseable {
         }
     }
 
+    /**
+     * From now on sendMessage calls wait, not yet applied, until {@link #releaseSends}: sends in
+     * flight at a moment a test chooses (e.g. while it crashes the runner's database).
+     */
+    public void holdSends(String token) {
+        Bot bot = bot(token);
+        synchronized (bot) {
+            bot.sendsHeld = true;
+        }
+    }
+
+    /** sendMessage calls waiting in {@link #holdSends} right now. */
+    public int heldSends(String token) {
+        Bot bot = bot(token);
+        synchronized (bot) {
+            return bot.heldSends;
+        }
+    }
+
+    /** The held sendMessage calls are applied and answered now, and the next ones at once. */
+    public void releaseSends(String token) {
+        Bot bot = bot(token);
+        synchronized (bot) {
+            bot.sendsHeld = false;
+            bot.notifyAll();
+        }
+    }
+
+    /** Called holding the bot's monitor; closing the simulator ends the wait. */
+    private static void awaitSendsReleased(Bot bot) {
+        bot.heldSends++;
+        try {
+            while (bot.sendsHeld) {
+                bot.wait();
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } finally {
+            bot.heldSends--;
+        }
+    }
+
     /** Every sendMessage accepted, with its arrival time, in arrival order. */
     public List<Send> sends(String token) {
         Bot bot = bot(token);
@@ -576,6 +621,7 @@ public final class BotApiSimulator implements AutoCloseable {
                     long chatId = params.path("chat_id").asLong();
                     synchronized (bot) {
                         bot.sendAttempts.add(params);
+                        awaitSendsReleased(bot);
                     }
                     if (bot.blockedChats.contains(chatId)) {
                         answer(exchange, 403, error(403, "Forbidden: bot was blocked by the user"));

@@ -30,10 +30,10 @@ final class ItemOutcomes {
         this.metrics = metrics;
     }
 
-    WorkQueue.Outcome of(WorkItem item, Exchange exchange) {
+    Outcome of(WorkItem item, Exchange exchange) {
         Exception error = exchange.getException();
         if (error == null) {
-            return WorkQueue.Outcome.done(item);
+            return Outcome.done(item);
         }
         // A guarded effect's failure says what happened; the ledger records it first.
         EffectFailure effect = exchange.getException(EffectFailure.class);
@@ -46,27 +46,27 @@ final class ItemOutcomes {
             if (effect.deferral() == DeferReason.RETRY_AFTER) {
                 LOG.info("work: {} told to retry after {} (not counted as an attempt): {}", where(item), effect.notBefore(), cause);
             }
-            return WorkQueue.Outcome.deferred(item, effect.notBefore());
+            return Outcome.deferred(item, effect.notBefore());
         }
         EffectOutcome effectOutcome = effect == null ? null : effect.outcome();
         if (effectOutcome == EffectOutcome.UNDELIVERABLE) {
             LOG.info("work: {} undeliverable, ends done and is not retried: {}", where(item), cause);
-            return WorkQueue.Outcome.undeliverable(item, cause);
+            return Outcome.undeliverable(item, cause);
         }
         if (effectOutcome == EffectOutcome.AMBIGUOUS || exchange.getException(EffectGuard.UnconfirmedEffectException.class) != null) {
             LOG.warn("work: {} parked for reconciliation, not run again until a person decides: {}\n{}", where(item), cause, history(exchange));
-            return WorkQueue.Outcome.parked(item, cause);
+            return Outcome.parked(item, cause);
         }
         if (item.attempts() >= maxAttempts) {
             LOG.warn("work: {} parked after its last attempt, not run again until work retry: {}\n{}", where(item), cause, history(exchange));
-            return WorkQueue.Outcome.parked(item, cause);
+            return Outcome.parked(item, cause);
         }
         Instant next = Instant.now().plus(backoff.delayAfter(item.attempts()));
         LOG.info("work: {} failed, next attempt at {}: {}", where(item), next, cause);
         if (LOG.isDebugEnabled()) {
             LOG.debug("work: item {} failed:\n{}", item.id(), history(exchange));
         }
-        return WorkQueue.Outcome.failed(item, cause, next);
+        return Outcome.failed(item, cause, next);
     }
 
     private String where(WorkItem item) {

@@ -172,8 +172,8 @@ public final class Retention {
             String sql = "WITH doomed AS (" + p.candidates() + " ORDER BY x." + p.key() + " LIMIT ? FOR UPDATE OF x SKIP LOCKED), "
                     + (p.before() == null ? "" : p.before())
                     + (p.linkedWork() == null ? "work AS (SELECT 1 WHERE false), "
-                    : "work AS (" + WorkQueue.deleteWhere("doomed", p.linkedWork()) + "), ")
-                    + "gone AS (" + (p.table().equals("work_item") ? WorkQueue.deleteWhere("doomed", "w.id = doomed.k")
+                    : "work AS (" + WorkItemRepository.deleteWhere("doomed", p.linkedWork()) + "), ")
+                    + "gone AS (" + (p.table().equals("work_item") ? WorkItemRepository.deleteWhere("doomed", "w.id = doomed.k")
                     : "DELETE FROM " + p.table() + " x USING doomed WHERE x." + p.key() + " = doomed.k RETURNING 1") + ") "
                     + "SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM work)";
             long[] batch;

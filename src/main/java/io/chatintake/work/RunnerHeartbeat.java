@@ -26,6 +26,17 @@ public final class RunnerHeartbeat {
         this.processId = processId;
     }
 
+    /**
+     * A condition on the row {@code alias} (with {@code claimed_by}) that its claimer is dead: no
+     * heartbeat row, or one older than the silence bound as parameter 2 (seconds); parameter 1 is
+     * this process, which never judges itself.
+     */
+    static String claimedBySilentProcess(String alias) {
+        return """
+                %1$s.claimed_by <> ? AND NOT EXISTS (SELECT 1 FROM runner_heartbeat h
+                    WHERE h.process_id = %1$s.claimed_by AND h.beat_at >= now() - make_interval(secs => ?))""".formatted(alias);
+    }
+
     public void beat() throws SQLException {
         try (Connection c = dataSource.getConnection(); PreparedStatement ps = c.prepareStatement("""
                 INSERT INTO runner_heartbeat (process_id, host, pid) VALUES (?, ?, ?)

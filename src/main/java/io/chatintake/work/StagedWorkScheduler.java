@@ -2,6 +2,7 @@ package io.chatintake.work;
 
 import java.sql.SQLException;
 import java.time.Duration;
+import org.apache.camel.CamelContext;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -27,8 +28,8 @@ final class StagedWorkScheduler extends SchedulingThread {
     private boolean staged = true;
 
     /** @param afterScheduling told after each transaction that scheduled something (wakes the handlers) */
-    StagedWorkScheduler(WorkQueue queue, Duration gather, Runnable afterScheduling) {
-        super("work-staged-scheduler");
+    StagedWorkScheduler(CamelContext camel, WorkQueue queue, Duration gather, Runnable afterScheduling) {
+        super(camel, "work-staged-scheduler");
         this.queue = queue;
         this.gather = gather;
         this.afterScheduling = afterScheduling;

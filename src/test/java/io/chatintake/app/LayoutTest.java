@@ -4,6 +4,7 @@ import static com.tngtech.archunit.base.DescribedPredicate.describe;
 import static com.tngtech.archunit.library.Architectures.layeredArchitecture;
 import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.classes;
 import static com.tngtech.archunit.library.dependencies.SlicesRuleDefinition.slices;
+import static org.assertj.core.api.Assertions.assertThat;
 
 import com.tngtech.archunit.base.DescribedPredicate;
 import com.tngtech.archunit.core.domain.JavaClass;
@@ -12,7 +13,14 @@ import com.tngtech.archunit.core.importer.ClassFileImporter;
 import com.tngtech.archunit.core.importer.ImportOption;
 import com.tngtech.archunit.library.dependencies.SliceAssignment;
 import com.tngtech.archunit.library.dependencies.SliceIdentifier;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
 import java.util.Set;
+import java.util.regex.Pattern;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -55,8 +63,10 @@ class LayoutTest {
     @Test
     void theWorkEnginesPartsStayInWorkWithoutCyclesBetweenThem() {
         Set<String> parts = Set.of("WorkDispatcher", "WorkQueue", "ItemOutcomes", "DeferReason", "EffectGuard", "EffectFailure",
-                "RunnerHeartbeat", "Retention", "StagedWorkScheduler", "Gathering", "Backoff", "WorkMetrics");
-        classes().that(describe("the work engine's parts", c -> parts.contains(c.getSimpleName())))
+                "RunnerHeartbeat", "Retention", "StagedWorkScheduler", "Gathering", "Backoff", "WorkMetrics",
+                "RunUntilShutdown", "ClaimDueWork", "ClaimedRuns", "ExecutePicked", "RecordOutcomes", "ClaimKeeper", "IntakePacing",
+                "WorkerWakeups", "HandlerSources", "WorkItemRepository", "WorkLanes", "LaneClaims", "FinishRuns", "ItemState", "Outcome");
+        classes().that(describe("the work engine's parts", c -> c.isTopLevelClass() && parts.contains(c.getSimpleName())))
                 .should().resideInAPackage(BASE + "work")
                 .check(MAIN);
         slices().assignedFrom(new SliceAssignment() {
@@ -75,6 +85,32 @@ class LayoutTest {
                     }
                 }).should().beFreeOfCycles()
                 .check(MAIN);
+    }
+
+    /**
+     * {@code WorkItemRepository} is the only writer of {@code work_item}: no other main source file
+     * holds a statement that inserts, updates or deletes its rows (retention and scheduling compose
+     * the repository's fragments). Read from the sources, where SQL text lives.
+     */
+    @Test
+    void onlyTheRepositoryWritesWorkItems() throws IOException {
+        Pattern writes = Pattern.compile("(INSERT\\s+INTO|UPDATE|DELETE\\s+FROM)\\s+work_item\\b", Pattern.CASE_INSENSITIVE);
+        Path repository = Path.of("src/main/java/io/chatintake/work/WorkItemRepository.java");
+        assertThat(writes.matcher(Files.readString(repository)).results().count()).as("the repository's own statements").isGreaterThan(5);
+        try (Stream<Path> sources = Files.walk(Path.of("src/main/java"))) {
+            List<String> writers = sources.filter(p -> p.toString().endsWith(".java") && !p.equals(repository))
+                    .filter(p -> writes.matcher(read(p)).find())
+                    .map(Path::toString).toList();
+            assertThat(writers).as("main sources with SQL that writes work_item").isEmpty();
+        }
+    }
+
+    private static String read(Path file) {
+        try {
+            return Files.readString(file);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
     }
 
     @Test

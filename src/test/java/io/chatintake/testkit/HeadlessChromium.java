@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.chatintake.support.DirectoryTree;
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -68,8 +69,8 @@ public final class HeadlessChromium {
         }
         try {
             DirectoryTree.delete(dir);
-        } catch (IOException e) {
-            // A temp profile left behind is harmless.
+        } catch (IOException | UncheckedIOException e) {
+            // A temp profile left behind is harmless; Chromium's helpers may still be writing into it.
         }
     }
 }

@@ -8,9 +8,12 @@ import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.nio.channels.FileChannel;
+import java.nio.channels.FileLock;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -163,11 +166,16 @@ public final class RunnerProcess implements AutoCloseable {
         return new ArrayList<>(List.of(javaBinary(), "-Xmx512m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"));
     }
 
-    /** The jar's class-data archive, written by one runner that starts and stops cleanly; null when that fails. */
+    /**
+     * The jar's class-data archive, written by one runner that starts and stops cleanly; null when
+     * that fails. A file lock keeps the integration tests' parallel forks from writing it twice.
+     */
     private static Path classDataArchive() {
         Path jar = jar();
         Path file = jar.resolveSibling("chat-intake-test-runner.jsa");
-        try {
+        try (FileChannel lockFile = FileChannel.open(jar.resolveSibling("chat-intake-test-runner.lock"),
+                StandardOpenOption.CREATE, StandardOpenOption.WRITE);
+             FileLock ignored = lockFile.lock()) {
             if (Files.isRegularFile(file) && Files.getLastModifiedTime(file).compareTo(Files.getLastModifiedTime(jar)) > 0) {
                 return file;
             }

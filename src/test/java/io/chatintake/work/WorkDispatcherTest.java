@@ -504,6 +504,27 @@ class WorkDispatcherTest {
     }
 
     @Test
+    void theDispatchersThreadsAreCamelsNamedAfterTheirJobAndStoppedWithTheContext() throws Exception {
+        store(1, 51);
+        WebhookServer product = startProduct(3, "direct:telegram-update");
+        Await.until("handled", WAIT, () -> handled.contains(BOT + ":51"));
+        Set<String> jobs = Set.of("work-dispatcher", "work-heartbeat", "work-staged-scheduler");
+        String probe = product.context().getExecutorServiceManager().resolveThreadName("probe");
+        String context = probe.substring(0, probe.indexOf(" thread #"));
+        assertThat(workThreads(context)).as("named by Camel's ExecutorServiceManager after their job")
+                .extracting(name -> name.substring(name.lastIndexOf(" - ") + 3)).containsAll(jobs).isSubsetOf(jobs);
+
+        product.close();
+        Await.until("the work threads shut down with the context", WAIT, () -> workThreads(context).isEmpty());
+    }
+
+    /** Camel names its threads "Camel (context) thread #n - name"; other test classes' contexts may share this JVM. */
+    private static List<String> workThreads(String context) {
+        return Thread.getAllStackTraces().keySet().stream().filter(Thread::isAlive).map(Thread::getName)
+                .filter(name -> name.startsWith(context + " thread #") && name.contains(" - work-")).toList();
+    }
+
+    @Test
     void aStoppedDispatcherTakesItsDepthGaugesAlongSoTheNextOneOnTheSameRegistryShowsItsOwnCounts() throws Exception {
         store(1, 1);
         startDispatcher(3);

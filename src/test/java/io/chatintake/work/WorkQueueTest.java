@@ -100,8 +100,8 @@ class WorkQueueTest {
         assertThat(Sql.count(dataSource, "SELECT count(*) FROM work_lane WHERE due_at IS NOT NULL")).as("every chat's lane due").isEqualTo(7);
     }
 
-    private static List<WorkQueue.Outcome> allDone(WorkRun run) {
-        return run.items().stream().map(WorkQueue.Outcome::done).toList();
+    private static List<Outcome> allDone(WorkRun run) {
+        return run.items().stream().map(Outcome::done).toList();
     }
 
     @Test
@@ -154,8 +154,8 @@ class WorkQueueTest {
         List<WorkItem> items = c1.items();
 
         Instant retryAt = Instant.now().plusSeconds(3600);
-        assertThat(queue.finish(c1, List.of(WorkQueue.Outcome.done(items.get(0)),
-                WorkQueue.Outcome.failed(items.get(1), "boom", retryAt)), List.of(items.get(2)))).isTrue();
+        assertThat(queue.finish(c1, List.of(Outcome.done(items.get(0)),
+                Outcome.failed(items.get(1), "boom", retryAt)), List.of(items.get(2)))).isTrue();
 
         assertThat(Sql.string(dataSource, "SELECT string_agg(state || '/' || attempts, ',' ORDER BY id) FROM work_item WHERE chat_key = 'c1'"))
                 .isEqualTo("done/1,failed/1,pending/0");
@@ -173,8 +173,8 @@ class WorkQueueTest {
     void aRetriedItemBelowTheHeadMovesTheHeadBack() throws Exception {
         schedule("chat-work", "c1", 1, 2);
         WorkRun run = queue.claimLane("process-a", CLAIM, 100, ORDERED, KINDS);
-        assertThat(queue.finish(run, List.of(WorkQueue.Outcome.parked(run.items().get(0), "bad"),
-                WorkQueue.Outcome.done(run.items().get(1))), List.of())).isTrue();
+        assertThat(queue.finish(run, List.of(Outcome.parked(run.items().get(0), "bad"),
+                Outcome.done(run.items().get(1))), List.of())).isTrue();
         assertThat(queue.claimLane("process-a", CLAIM, 100, ORDERED, KINDS)).isNull();
 
         assertThat(queue.retry(null)).isEqualTo(1);
@@ -192,8 +192,8 @@ class WorkQueueTest {
 
         schedule("unordered", "c9", 3, 4);
         WorkRun run = queue.claimLane("process-a", CLAIM, 100, ORDERED, KINDS);
-        assertThat(queue.finish(run, List.of(WorkQueue.Outcome.failed(run.items().get(0), "boom", Instant.now().plusSeconds(3600)),
-                WorkQueue.Outcome.done(run.items().get(1))), List.of())).isTrue();
+        assertThat(queue.finish(run, List.of(Outcome.failed(run.items().get(0), "boom", Instant.now().plusSeconds(3600)),
+                Outcome.done(run.items().get(1))), List.of())).isTrue();
         schedule("unordered", "c9", 5);
         assertThat(queue.claimLane("process-a", CLAIM, 100, ORDERED, KINDS).items()).extracting(WorkItem::sourceId).containsExactly(5L);
     }
@@ -231,7 +231,7 @@ class WorkQueueTest {
                     INSERT INTO work_lane (kind, chat_key, due_at, head_id, claim_token) VALUES ('chat-work', 'c1', now(), 1, 7);
                     INSERT INTO work_item (id, kind, source_key, source_id, chat_key, state)
                     SELECT g, 'chat-work', 'k' || g, g, 'c1', 'done' FROM generate_series(1, 10) g""",
-                    WorkQueue.FINISH_LANES, List.of("text[]", "text[]", "bigint[]", "bigint[]", "timestamptz[]", "bigint[]"),
+                    FinishRuns.FINISH_LANES, List.of("text[]", "text[]", "bigint[]", "bigint[]", "timestamptz[]", "bigint[]"),
                     "'{chat-work}', '{c1}', '{7}', '{1}', '{NULL}', '{11}'", """
                     UPDATE work_lane SET claim_token = 8, head_id = 11;
                     INSERT INTO work_item (id, kind, source_key, source_id, chat_key, state)
@@ -251,7 +251,7 @@ class WorkQueueTest {
                     INSERT INTO work_lane (kind, chat_key, due_at, claim_token) VALUES ('chat-work', 'c1', now(), 7);
                     INSERT INTO work_item (id, kind, source_key, source_id, chat_key)
                     SELECT g, 'chat-work', 'k' || g, g, 'c1' FROM generate_series(1, 10) g""",
-                    WorkQueue.CLAIM_ITEMS, List.of("bigint[]", "text[]", "text[]", "bigint[]", "bigint[]", "text", "float8", "float8"),
+                    WorkItemRepository.CLAIM_ITEMS, List.of("bigint[]", "text[]", "text[]", "bigint[]", "bigint[]", "text", "float8", "float8"),
                     "'{7}', '{chat-work}', '{c1}', '{1,2}', '{7,7}', 'w', 60, 60", """
                     INSERT INTO work_item (id, kind, source_key, source_id, chat_key)
                     SELECT g, 'chat-work', 'k' || g, g, 'c1' FROM generate_series(11, 50000) g""",
@@ -313,7 +313,7 @@ class WorkQueueTest {
                     }
                     Connection real = (Connection) result;
                     return Proxy.newProxyInstance(getClass().getClassLoader(), new Class<?>[] {Connection.class}, (p, m, a) -> {
-                        if (m.getName().equals("prepareStatement") && WorkQueue.CLAIM_ITEMS.equals(a[0])) {
+                        if (m.getName().equals("prepareStatement") && WorkItemRepository.CLAIM_ITEMS.equals(a[0])) {
                             throw new SQLException("injected: connection lost");
                         }
                         try {

@@ -19,6 +19,9 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CancellationException;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 
 /**
  * The few Bot API methods intake needs, over plain HTTP with raw JSON: updates are kept as the
@@ -80,11 +83,53 @@ public final class BotApiClient {
 
     public List<RawUpdate> getUpdates(long offset, int limit, int timeoutSeconds, List<String> allowedUpdates)
             throws BotApiException {
+        return updatesOf(post("getUpdates", updatesParams(offset, limit, timeoutSeconds, allowedUpdates),
+                Duration.ofSeconds(timeoutSeconds).plus(ANSWER_GRACE)));
+    }
+
+    /**
+     * getUpdates without holding a thread while Telegram holds the request: the answer is read on
+     * the HTTP client's selector thread, and the future completes there (with a
+     * {@link BotApiException} when the call failed), so whatever follows must move to a thread
+     * of its own. Cancelling the future abandons the request.
+     */
+    public CompletableFuture<List<RawUpdate>> getUpdatesAsync(long offset, int limit, int timeoutSeconds, List<String> allowedUpdates) {
+        CompletableFuture<HttpResponse<String>> sent;
+        try {
+            sent = http.sendAsync(postRequest("getUpdates", updatesParams(offset, limit, timeoutSeconds, allowedUpdates),
+                    Duration.ofSeconds(timeoutSeconds).plus(ANSWER_GRACE)), HttpResponse.BodyHandlers.ofString());
+        } catch (BotApiException e) {
+            return CompletableFuture.failedFuture(e);
+        }
+        CompletableFuture<List<RawUpdate>> updates = new CompletableFuture<>() {
+            @Override
+            public boolean cancel(boolean mayInterruptIfRunning) {
+                sent.cancel(true);
+                return super.cancel(mayInterruptIfRunning);
+            }
+        };
+        sent.whenComplete((response, failure) -> {
+            try {
+                if (failure != null) {
+                    throw failed(failure instanceof CompletionException && failure.getCause() != null ? failure.getCause() : failure);
+                }
+                updates.complete(updatesOf(response));
+            } catch (BotApiException e) {
+                updates.completeExceptionally(e);
+            }
+        });
+        return updates;
+    }
+
+    private static ObjectNode updatesParams(long offset, int limit, int timeoutSeconds, List<String> allowedUpdates) {
         ObjectNode params = JSON.createObjectNode().put("offset", offset).put("limit", limit).put("timeout", timeoutSeconds);
         if (allowedUpdates != null && !allowedUpdates.isEmpty()) {
             allowedUpdates.forEach(params.putArray("allowed_updates")::add);
         }
-        HttpResponse<String> response = post("getUpdates", params, Duration.ofSeconds(timeoutSeconds).plus(ANSWER_GRACE));
+        return params;
+    }
+
+    private List<RawUpdate> updatesOf(HttpResponse<String> response) throws BotApiException {
         List<RawUpdate> updates = new ArrayList<>();
         JsonNode answer;
         try {
@@ -228,12 +273,15 @@ public final class BotApiClient {
     }
 
     private HttpResponse<String> post(String method, ObjectNode params, Duration answerTimeout) throws BotApiException {
-        HttpRequest request = HttpRequest.newBuilder(uri("/bot", method))
+        return send(postRequest(method, params, answerTimeout), HttpResponse.BodyHandlers.ofString());
+    }
+
+    private HttpRequest postRequest(String method, ObjectNode params, Duration answerTimeout) throws BotApiException {
+        return HttpRequest.newBuilder(uri("/bot", method))
                 .timeout(answerTimeout)
                 .header("Content-Type", "application/json")
                 .POST(HttpRequest.BodyPublishers.ofString(params.toString()))
                 .build();
-        return send(request, HttpResponse.BodyHandlers.ofString());
     }
 
     private JsonNode result(JsonNode body, int statusCode) throws BotApiException {
@@ -277,15 +325,25 @@ public final class BotApiClient {
     private <T> HttpResponse<T> send(HttpRequest request, HttpResponse.BodyHandler<T> handler) throws BotApiException {
         try {
             return http.send(request, handler);
-        } catch (ConnectException | HttpConnectTimeoutException e) {
-            // No connection, so the request was never written: definitely not performed.
-            throw BotApiException.notSent(scrub(e.getClass().getSimpleName() + (e.getMessage() == null ? "" : ": " + e.getMessage())));
         } catch (IOException e) {
-            throw BotApiException.network(scrub(e.getClass().getSimpleName() + (e.getMessage() == null ? "" : ": " + e.getMessage())));
+            throw failed(e);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw BotApiException.network("interrupted");
         }
+    }
+
+    /** A call that got no answer, as the poller must see it: never sent, or sent and lost. */
+    private BotApiException failed(Throwable e) {
+        if (e instanceof BotApiException known) {
+            return known;
+        }
+        String detail = scrub(e.getClass().getSimpleName() + (e.getMessage() == null ? "" : ": " + e.getMessage()));
+        if (e instanceof ConnectException || e instanceof HttpConnectTimeoutException) {
+            // No connection, so the request was never written: definitely not performed.
+            return BotApiException.notSent(detail);
+        }
+        return BotApiException.network(e instanceof CancellationException ? "abandoned" : detail);
     }
 
     private String scrub(String text) {

@@ -6,9 +6,13 @@ import java.time.Clock;
 import java.time.Duration;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
 import java.util.concurrent.ScheduledExecutorService;
 import javax.sql.DataSource;
 import org.apache.camel.Endpoint;
+import org.apache.camel.builder.ThreadPoolProfileBuilder;
+import org.apache.camel.spi.ExecutorServiceManager;
+import org.apache.camel.spi.ThreadPoolProfile;
 import org.apache.camel.support.CamelContextHelper;
 import org.apache.camel.spi.annotations.Component;
 import org.apache.camel.support.HealthCheckComponent;
@@ -17,18 +21,27 @@ import org.apache.camel.support.HealthCheckComponent;
  * {@code telegram-inbox:<bot name>}: durable Telegram Bot API long polling. Unlike camel-telegram's
  * consumer (offset in memory, advanced even when the exchange failed, unknown update types dropped)
  * this one commits every batch and the next offset to PostgreSQL before it polls again. Each
- * consumer's health check (what its loop is doing) is shown unless healthCheckConsumerEnabled=false.
+ * consumer's health check (what its poller is doing) is shown unless healthCheckConsumerEnabled=false.
  */
 @Component("telegram-inbox")
 public class TelegramInboxComponent extends HealthCheckComponent {
     /** A scheduling pass is one short transaction: two threads keep up with many bots. */
     private static final int SCHEDULING_THREADS = 2;
+    /**
+     * Steps of all bots at once: each is a few short transactions (and a getMe or getWebhookInfo
+     * when taking a lease), so a few threads keep the commits of many bots going.
+     */
+    private static final int POLLING_THREADS = 8;
+    /** Route runs without a work dispatcher (the component on its own): a few at a time across all bots. */
+    private static final int HANDOFF_THREADS = 4;
     private DataSource dataSource;
     private ChildMessageListener childMessageListener;
     private Clock clock = Clock.systemUTC();
     private final Map<String, LeaseShare> leaseShares = new ConcurrentHashMap<>();
     private HttpClient botApiHttp;
     private ScheduledExecutorService scheduling;
+    private ScheduledExecutorService polling;
+    private ExecutorService handoff;
 
     @Override
     protected Endpoint createEndpoint(String uri, String remaining, Map<String, Object> parameters) throws Exception {
@@ -93,11 +106,45 @@ public class TelegramInboxComponent extends HealthCheckComponent {
         return scheduling;
     }
 
+    /**
+     * Where every bot's {@link BotPoller} runs its steps (lease, store, confirm): a fixed few
+     * threads whatever the number of bots, as no step waits for a long poll.
+     */
+    synchronized ScheduledExecutorService polling() {
+        if (polling == null) {
+            polling = getCamelContext().getExecutorServiceManager().newScheduledThreadPool(this, "TelegramInboxPolling", POLLING_THREADS);
+        }
+        return polling;
+    }
+
+    /**
+     * Where stored batches run the route when no work dispatcher takes them ({@link HandoffQueue}):
+     * a few threads every bot shares, none while idle.
+     */
+    synchronized ExecutorService handoff() {
+        if (handoff == null) {
+            ThreadPoolProfile profile = new ThreadPoolProfileBuilder("TelegramInboxHandoff").poolSize(HANDOFF_THREADS)
+                    .maxPoolSize(HANDOFF_THREADS).allowCoreThreadTimeOut(true).keepAliveTime(60L).maxQueueSize(-1).build();
+            handoff = getCamelContext().getExecutorServiceManager().newThreadPool(this, "TelegramInboxHandoff", profile);
+        }
+        return handoff;
+    }
+
     @Override
     protected void doStop() throws Exception {
+        ExecutorServiceManager executors = getCamelContext().getExecutorServiceManager();
         if (scheduling != null) {
-            getCamelContext().getExecutorServiceManager().shutdownGraceful(scheduling);
+            executors.shutdownGraceful(scheduling);
             scheduling = null;
+        }
+        if (polling != null) {
+            // Each consumer stopped its poller before: nothing is left to run.
+            executors.shutdownNow(polling);
+            polling = null;
+        }
+        if (handoff != null) {
+            executors.shutdownGraceful(handoff);
+            handoff = null;
         }
         super.doStop();
     }

@@ -8,6 +8,7 @@ import java.lang.management.MemoryMXBean;
 import java.lang.management.MemoryPoolMXBean;
 import java.lang.management.MemoryType;
 import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
 import java.net.ServerSocket;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -118,6 +119,14 @@ final class BenchRunner implements AutoCloseable {
     long heapAfterGc() throws IOException {
         try (JMXConnector connector = jmx()) {
             return heapLeftByCollection(connector.getMBeanServerConnection());
+        }
+    }
+
+    /** Live threads of the runner. */
+    int threadCount() throws IOException {
+        try (JMXConnector connector = jmx()) {
+            return ManagementFactory.newPlatformMXBeanProxy(connector.getMBeanServerConnection(), ManagementFactory.THREAD_MXBEAN_NAME,
+                    ThreadMXBean.class).getThreadCount();
         }
     }
 

@@ -1,17 +1,10 @@
 package io.chatintake.ops.bench;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import io.chatintake.sim.BotApiSimulator;
 import java.io.PrintStream;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
-import java.sql.Connection;
-import java.sql.PreparedStatement;
 import java.sql.SQLException;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Optional;
@@ -32,11 +25,16 @@ import org.apache.camel.impl.DefaultCamelContext;
  * The CPU each process spent per update during the contender's phases and ours tells where ours
  * spends more: the bench process serves the simulator (and runs the loop), the runner polls,
  * stores and handles, PostgreSQL serves both.
+ * <p>
+ * {@code bench telegram --cold [N]} (N default 20,000): a bot back from an outage. N updates wait
+ * at the simulator before anything starts; a freshly started runner (handlers running) drains
+ * them, timed from its first getUpdates to the checkpoint passing the last, against a freshly
+ * created hand-written loop draining its own N, unwarmed too. Target: ours >= 0.6x.
  */
 public final class TelegramIntakeBenchmark {
-    private static final ObjectMapper JSON = new ObjectMapper();
     private static final int BATCH = 100;
     private static final double TARGET = 0.8;
+    private static final double COLD_TARGET = 0.6;
     private static final long CONTENDER_BOT = 9002;
     private static final long RUNNER_BOT = 9001;
     private static final long STOCK_BOT = 9003;
@@ -67,17 +65,14 @@ public final class TelegramIntakeBenchmark {
                     CREATE TABLE public.bench_stock_update (id bigserial PRIMARY KEY, payload jsonb NOT NULL);
                     INSERT INTO public.bench_checkpoint VALUES (%d, 0)""".formatted(CONTENDER_BOT));
             String contenderToken = simulator.addBot(CONTENDER_BOT, "BENCH-contender-not-a-real-token", "contender_bot");
-            HandWrittenLoop loop = new HandWrittenLoop(database, simulator.url(), contenderToken);
+            HandWrittenLoop loop = new HandWrittenLoop(database, simulator.url(), contenderToken, CONTENDER_BOT, BATCH);
             enqueue(simulator, contenderToken, WARM_UP);
             loop.take(WARM_UP);
             Supplier<CpuUse> noRunner = () -> CpuUse.now(Optional.empty(), database.server());
             Timed before = timed(simulator, contenderToken, updates, noRunner, () -> loop.take(updates));
 
             String token = simulator.addBot(RUNNER_BOT, "BENCH-runner-not-a-real-token", "runner_bot");
-            Map<String, String> env = new HashMap<>(database.runnerEnv());
-            env.put("TELEGRAM_BOT_TOKEN", token);
-            env.put("TELEGRAM_API_URL", simulator.url());
-            env.put("TELEGRAM_POLL_TIMEOUT_SECONDS", "1");
+            Map<String, String> env = runnerEnv(database, simulator, token);
             Timed ours;
             long handled;
             AtomicLong warmedUpWith = new AtomicLong();
@@ -124,6 +119,63 @@ public final class TelegramIntakeBenchmark {
                     ours.rate() / stock);
             return ratio >= TARGET ? 0 : 1;
         }
+    }
+
+    /** @return 0 when the runner, started cold, drains the backlog at the target ratio */
+    public int runCold(int updates) throws Exception {
+        try (BenchDatabase database = BenchDatabase.start("telegram-cold", 4); BotApiSimulator simulator = BotApiSimulator.start()) {
+            database.execute("""
+                    CREATE TABLE public.bench_update (bot_id bigint, update_id bigint, payload jsonb NOT NULL, PRIMARY KEY (bot_id, update_id));
+                    CREATE TABLE public.bench_checkpoint (bot_id bigint PRIMARY KEY, next_offset bigint NOT NULL);
+                    INSERT INTO public.bench_checkpoint VALUES (%d, 0)""".formatted(CONTENDER_BOT));
+            String contenderToken = simulator.addBot(CONTENDER_BOT, "BENCH-contender-not-a-real-token", "contender_bot");
+            String token = simulator.addBot(RUNNER_BOT, "BENCH-runner-not-a-real-token", "runner_bot");
+            enqueue(simulator, contenderToken, updates);
+            enqueue(simulator, token, updates);
+            Supplier<CpuUse> noRunner = () -> CpuUse.now(Optional.empty(), database.server());
+            HandWrittenLoop loop = new HandWrittenLoop(database, simulator.url(), contenderToken, CONTENDER_BOT, BATCH);
+            CpuUse contenderCpu = noRunner.get();
+            long start = System.nanoTime();
+            loop.take(updates);
+            Timed contender = new Timed(updates, Duration.ofNanos(System.nanoTime() - start), noRunner.get().since(contenderCpu));
+
+            Map<String, String> env = runnerEnv(database, simulator, token);
+            Duration drained;
+            Duration fromLaunch;
+            long handled;
+            Instant launchedAt = Instant.now();
+            try (BenchRunner runner = BenchRunner.launch(database.dir().resolve("runner"), env)) {
+                awaitOffset(database, updates + 1L);
+                Instant done = Instant.now();
+                Instant firstPoll = simulator.requests().stream()
+                        .filter(r -> r.botId() == RUNNER_BOT && r.method().equals("getUpdates")).map(BotApiSimulator.Request::at)
+                        .min(Instant::compareTo).orElseThrow();
+                drained = Duration.between(firstPoll, done);
+                fromLaunch = Duration.between(launchedAt, done);
+                handled = handled(database);
+            }
+            double ours = updates / (drained.toNanos() / 1e9);
+            double ratio = ours / contender.rate();
+            out.printf("updates: %d of ~1 KB in %d chats waiting at the simulator for each bot, batches of %d, fsync on%n", updates,
+                    CHATS, BATCH);
+            out.printf("hand-written loop, fresh (getUpdates -> JDBC batch + checkpoint, one commit): %.0f updates/s (%.1f s)%n",
+                    contender.rate(), contender.wall().toMillis() / 1e3);
+            out.printf("  hand-written loop %s%n", contender.cpu().describe(updates, "update", contender.wall()));
+            out.printf("chat-intake runner, fresh (stored, confirmed, scheduled; handlers running): %.0f updates/s (%.1f s from its first"
+                    + " getUpdates, %.1f s from launch); handlers finished %d work items meanwhile%n", ours,
+                    drained.toMillis() / 1e3, fromLaunch.toMillis() / 1e3, handled);
+            out.printf("ratio %.2f (target >= %.2f): %s%n", ratio, COLD_TARGET, ratio >= COLD_TARGET ? "met" : "NOT met");
+            return ratio >= COLD_TARGET ? 0 : 1;
+        }
+    }
+
+    /** The runner polling the one bot of {@code token} at the simulator, with short long polls. */
+    private static Map<String, String> runnerEnv(BenchDatabase database, BotApiSimulator simulator, String token) {
+        Map<String, String> env = new HashMap<>(database.runnerEnv());
+        env.put("TELEGRAM_BOT_TOKEN", token);
+        env.put("TELEGRAM_API_URL", simulator.url());
+        env.put("TELEGRAM_POLL_TIMEOUT_SECONDS", "1");
+        return env;
     }
 
     /** A timed phase: its updates, how long they took and the CPU each process spent meanwhile. */
@@ -219,70 +271,6 @@ public final class TelegramIntakeBenchmark {
         @Override
         public void close() throws Exception {
             camel.close();
-        }
-    }
-
-    /** The contender: the shortest correct poller, in this process, on one connection. */
-    private static final class HandWrittenLoop {
-        private final BenchDatabase database;
-        private final HttpClient http = HttpClient.newHttpClient();
-        private final URI getUpdates;
-        private long offset;
-
-        HandWrittenLoop(BenchDatabase database, String apiUrl, String token) {
-            this.database = database;
-            this.getUpdates = URI.create(apiUrl + "/bot" + token + "/getUpdates");
-        }
-
-        /** Polls and confirms without storing: what the Bot API simulator and HTTP alone allow. */
-        void poll(int updates) throws Exception {
-            for (int seen = 0; seen < updates; ) {
-                JsonNode result = getUpdates();
-                for (JsonNode update : result) {
-                    offset = Math.max(offset, update.path("update_id").asLong() + 1);
-                    update.toString();
-                }
-                seen += result.size();
-            }
-        }
-
-        private JsonNode getUpdates() throws Exception {
-            HttpRequest request = HttpRequest.newBuilder(getUpdates).header("Content-Type", "application/json")
-                    .POST(HttpRequest.BodyPublishers.ofString("{\"offset\":" + offset + ",\"limit\":" + BATCH + ",\"timeout\":1}"))
-                    .build();
-            return JSON.readTree(http.send(request, HttpResponse.BodyHandlers.ofString()).body()).path("result");
-        }
-
-        void take(int updates) throws Exception {
-            int stored = 0;
-            try (Connection c = database.dataSource().getConnection();
-                 PreparedStatement insert = c.prepareStatement(
-                         "INSERT INTO public.bench_update (bot_id, update_id, payload) VALUES (?, ?, ?::jsonb) ON CONFLICT DO NOTHING");
-                 PreparedStatement checkpoint = c.prepareStatement("UPDATE public.bench_checkpoint SET next_offset = ? WHERE bot_id = ?")) {
-                c.setAutoCommit(false);
-                while (stored < updates) {
-                    JsonNode result = getUpdates();
-                    if (result.isEmpty()) {
-                        continue;
-                    }
-                    long max = offset - 1;
-                    for (JsonNode update : result) {
-                        long id = update.path("update_id").asLong();
-                        insert.setLong(1, CONTENDER_BOT);
-                        insert.setLong(2, id);
-                        insert.setString(3, update.toString());
-                        insert.addBatch();
-                        max = Math.max(max, id);
-                    }
-                    insert.executeBatch();
-                    checkpoint.setLong(1, max + 1);
-                    checkpoint.setLong(2, CONTENDER_BOT);
-                    checkpoint.executeUpdate();
-                    c.commit();
-                    offset = max + 1;
-                    stored += result.size();
-                }
-            }
         }
     }
 }

@@ -20,8 +20,9 @@ import org.junit.jupiter.api.Test;
 /**
  * PostgreSQL crashes (SIGQUIT to the postmaster: an immediate shutdown, as {@code pg_ctl stop -m
  * immediate}) while the shipped echo handler sends replies, and comes back 6 s later. The runner
- * holds what it knows: replies it sent while the database was away are recorded performed when it
- * is back, so nothing is parked for reconciliation and nothing is sent twice.
+ * holds what it knows: replies in flight at the crash, performed while the database is away, are
+ * recorded performed when it is back (kept, then written), so nothing is parked for
+ * reconciliation and nothing is sent twice.
  */
 class RepliesAcrossDatabaseCrashIT {
     private static final Duration WAIT = Duration.ofMinutes(4);
@@ -52,10 +53,18 @@ class RepliesAcrossDatabaseCrashIT {
                 }
                 Await.until("replies being sent", WAIT, () -> simulator.sentMessages(token).size() >= 150);
 
+                // Sends in flight at the crash: the runner has started their effects, and learns that they
+                // were performed only once the database is gone.
+                simulator.holdSends(token);
+                Await.until("a reply in flight", WAIT, () -> simulator.heldSends(token) > 0);
                 long postmaster = database.serverProcess().orElseThrow().pid();
                 new ProcessBuilder("kill", "-QUIT", Long.toString(postmaster)).inheritIO().start().waitFor();
                 Await.until("PostgreSQL down", WAIT, () -> ProcessHandle.of(postmaster).map(p -> !p.isAlive()).orElse(true));
                 int sentWhileDown = simulator.sentMessages(token).size();
+                int inFlight = simulator.heldSends(token);
+                simulator.releaseSends(token);
+                Await.until("the replies in flight performed while PostgreSQL is down", WAIT,
+                        () -> simulator.sentMessages(token).size() >= sentWhileDown + inFlight);
                 database.close(); // releases this JVM's lock on the data directory; the server is gone already
                 Thread.sleep(6000); // the outage itself, not a wait for a result
                 database = EmbeddedDatabase.start(pg, port, true);

@@ -20,6 +20,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.regex.Pattern;
@@ -69,6 +70,8 @@ class UnifyPortWebhookIT {
             assertThat(forged.status()).isEqualTo(401);
             assertThat(forged.body()).isEqualTo("{\"error\":\"bad_signature\"}");
 
+            // Handled in any order by the dispatcher's workers: each awaited.
+            runner.awaitOutput("unifyport event evt_it_1 type message.received provider whatsapp", Duration.ofSeconds(10));
             runner.awaitOutput("unifyport event evt_it_2 type account.auth.required provider telegram", Duration.ofSeconds(10));
             String metrics = runner.get("/observe/metrics").body();
             assertThat(metrics).contains("chat_intake_webhook_deliveries_total{channel=\"unifyport\",outcome=\"stored\",status=\"200\",workspace=\"default\"} 3.0")
@@ -121,6 +124,71 @@ class UnifyPortWebhookIT {
             assertThat(Sql.count(db, "SELECT count(*) FROM work_item")).as("one work item, however often delivered").isEqualTo(1);
             assertThat(Sql.count(db, "SELECT count(*) FROM work_staged")).isZero();
             assertThat(Pattern.compile("unifyport event evt_crash ").matcher(resumed.output()).results().count()).isEqualTo(1);
+        }
+    }
+
+    @Test
+    void deliveriesWhileTheRunnerStartsAreRetriedNeverRefused404() throws Exception {
+        Map<String, String> env = env();
+        env.put("UNIFYPORT_SIGNING_SECRETS", SECRET);
+        // A route that takes 3 s to start, started first: the port is open all that time without the webhook's route.
+        Files.writeString(work.resolve("routes/SlowStart.java"), """
+                import org.apache.camel.Route;
+                import org.apache.camel.builder.RouteBuilder;
+                import org.apache.camel.support.RoutePolicySupport;
+
+                public class SlowStart extends RouteBuilder {
+                    @Override
+                    public void configure() {
+                        from("timer:slow-start?repeatCount=1").routeId("slow-start").startupOrder(1)
+                                .routePolicy(new RoutePolicySupport() {
+                                    @Override
+                                    public void onStart(Route route) {
+                                        try {
+                                            Thread.sleep(3000);
+                                        } catch (InterruptedException e) {
+                                            Thread.currentThread().interrupt();
+                                        }
+                                    }
+                                })
+                                .log("slow start done");
+                    }
+                }
+                """);
+        DataSource db = RunnerProcess.embeddedDatabase(env);
+        try (RunnerProcess runner = RunnerProcess.start(work, env)) {
+            SignedDeliverySender sender = new SignedDeliverySender(
+                    URI.create("http://127.0.0.1:" + runner.httpPort() + "/webhooks/unifyport"), Secret.of(SECRET));
+            // As the provider does from the moment the port opens: every id again until it gets a 200.
+            Map<String, Integer> lastAnswer = new LinkedHashMap<>();
+            List<Integer> answers = new ArrayList<>();
+            int id = 0;
+            long deadline = System.nanoTime() + Duration.ofSeconds(120).toNanos();
+            while (!runner.output().contains("chat-intake ready") && runner.isAlive() && System.nanoTime() < deadline) {
+                String eventId = "evt_starting_" + id;
+                Response response = sender.post(sender.sign(eventId,
+                        ("{\"id\":\"" + eventId + "\"}").getBytes(StandardCharsets.UTF_8), TimestampForm.RFC3339));
+                lastAnswer.put(eventId, response.status());
+                answers.add(response.status());
+                if (response.status() == 0) {
+                    Thread.sleep(20); // the port is not open yet: the same event again shortly
+                } else {
+                    id++;
+                }
+            }
+            runner.awaitReady();
+            assertThat(answers).as("answers while starting (0: port not open yet)").contains(503).doesNotContain(404)
+                    .allMatch(status -> status == 0 || status == 503 || status == 200);
+            for (Map.Entry<String, Integer> event : lastAnswer.entrySet()) {
+                if (event.getValue() != 200) {
+                    String eventId = event.getKey();
+                    assertThat(sender.post(sender.sign(eventId, ("{\"id\":\"" + eventId + "\"}").getBytes(StandardCharsets.UTF_8),
+                            TimestampForm.RFC3339)).status()).as("retry of " + eventId).isEqualTo(200);
+                }
+            }
+            assertThat(Sql.count(db, "SELECT count(DISTINCT event_id) FROM webhook_event WHERE event_id LIKE 'evt_starting_%'"))
+                    .as("every delivery stored once").isEqualTo(lastAnswer.size());
+            assertThat(runner.get("/no-such-path").statusCode()).as("an unknown path once running").isEqualTo(404);
         }
     }
 

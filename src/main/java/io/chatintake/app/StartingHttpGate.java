@@ -1,0 +1,64 @@
+package io.chatintake.app;
+
+import io.vertx.ext.web.Route;
+import org.apache.camel.CamelContext;
+import org.apache.camel.component.platform.http.vertx.VertxPlatformHttpRouter;
+import org.apache.camel.spi.CamelEvent;
+import org.apache.camel.support.SimpleEventNotifierSupport;
+
+/**
+ * While the runner starts or stops, a request that no running route takes is answered 503 with
+ * {@code Retry-After}, not 404: the HTTP server listens from the start of the context's services,
+ * before the routes have started (and until after they stop), so a webhook's route may just not
+ * run yet. Providers retry a 503 but dead-letter a 404 (UnifyPort does), which would lose the
+ * delivery. While the runner runs the gate is not on the router at all, so an unknown path is a
+ * 404 and a known path with another method a 405, as Vert.x answers them.
+ */
+final class StartingHttpGate extends SimpleEventNotifierSupport {
+    static final String RETRY_AFTER_SECONDS = "5";
+    static final String ANSWER = "chat-intake is starting or stopping: nothing was stored, retry later\n";
+
+    private final CamelContext context;
+    private Route gate;
+
+    StartingHttpGate(CamelContext context) {
+        this.context = context;
+        setIgnoreExchangeEvents(true);
+        setIgnoreStepEvents(true);
+    }
+
+    @Override
+    public boolean isEnabled(CamelEvent event) {
+        return event instanceof CamelEvent.CamelContextEvent || event instanceof CamelEvent.RouteEvent;
+    }
+
+    @Override
+    public synchronized void notify(CamelEvent event) {
+        if (event instanceof CamelEvent.CamelContextStartedEvent) {
+            if (gate != null) {
+                gate.remove();
+                gate = null;
+            }
+        } else if (event instanceof CamelEvent.CamelContextStoppingEvent) {
+            close(router());
+        } else if (!context.isStarted()) {
+            // Starting: the server is up with the context's services, found at the first event after it.
+            close(router());
+        }
+    }
+
+    private void close(VertxPlatformHttpRouter router) {
+        if (router == null || gate != null) {
+            return;
+        }
+        // Last in order: every running route's own path is matched before this one.
+        gate = router.route().order(Integer.MAX_VALUE).handler(request -> request.response().setStatusCode(503)
+                .putHeader("Retry-After", RETRY_AFTER_SECONDS).putHeader("Content-Type", "text/plain; charset=utf-8").end(ANSWER));
+    }
+
+    /** Bound under a name made of the port, which is the server's to choose: found by type. */
+    private VertxPlatformHttpRouter router() {
+        return context.getRegistry().findByType(VertxPlatformHttpRouter.class).stream()
+                .filter(VertxPlatformHttpRouter::isMainServer).findFirst().orElse(null);
+    }
+}

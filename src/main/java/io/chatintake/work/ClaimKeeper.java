@@ -1,0 +1,131 @@
+package io.chatintake.work;
+
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.List;
+import java.util.Set;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Keeps this process's claims: beats in {@code runner_heartbeat}, extends the claims of runs still
+ * running here every third of the claim time (a slow handler keeps its claim), releases the claims
+ * of processes silent for {@code work.dead-after-heartbeats} intervals (a killed process's chats
+ * move on within seconds), and hands runs waiting behind a stalled handler to other workers.
+ * Runs from the dispatcher's start until its last worker has stopped.
+ */
+final class ClaimKeeper implements Runnable {
+    private static final Logger LOG = LoggerFactory.getLogger(ClaimKeeper.class);
+
+    private final WorkQueue queue;
+    private final RunnerHeartbeat heartbeat;
+    private final String worker;
+    private final ClaimedRuns runs;
+    private final WorkerWakeups wakeups;
+    private final Duration claim;
+    private final Duration beatEvery;
+    private final Duration silence;
+    private final Object pause = new Object();
+    private volatile boolean beating;
+
+    ClaimKeeper(WorkQueue queue, RunnerHeartbeat heartbeat, String worker, ClaimedRuns runs, WorkerWakeups wakeups, Duration claim,
+                Duration beatEvery, Duration silence) {
+        this.queue = queue;
+        this.heartbeat = heartbeat;
+        this.worker = worker;
+        this.runs = runs;
+        this.wakeups = wakeups;
+        this.claim = claim;
+        this.beatEvery = beatEvery;
+        this.silence = silence;
+    }
+
+    /** The first beat, before the first claim, so no claim of this process is ever without its heartbeat. */
+    void firstBeat() {
+        beating = true;
+        try {
+            heartbeat.beat();
+        } catch (SQLException e) {
+            LOG.warn("work: first heartbeat not recorded ({}); retried every {} s", e.getMessage(), beatEvery.toSeconds());
+        }
+    }
+
+    /** Ends the loop; called once the last handler returned. */
+    void stopBeating() {
+        beating = false;
+        synchronized (pause) {
+            pause.notifyAll();
+        }
+    }
+
+    /** On a clean stop (no claims left). */
+    void removeHeartbeat() {
+        try {
+            heartbeat.remove();
+        } catch (SQLException e) {
+            LOG.debug("work: heartbeat row not removed ({}); it ages out", e.getMessage());
+        }
+    }
+
+    @Override
+    public void run() {
+        Duration extendEvery = claim.dividedBy(3);
+        Duration tick = extendEvery.compareTo(beatEvery) < 0 ? extendEvery : beatEvery;
+        // Stalled slices are looked at twice per STALL; the database work below keeps its own pace.
+        tick = tick.compareTo(Slice.STALL.dividedBy(2)) < 0 ? tick : Slice.STALL.dividedBy(2);
+        long lastBeat = System.nanoTime();
+        long lastExtension = System.nanoTime();
+        boolean failing = false;
+        while (beating) {
+            synchronized (pause) {
+                try {
+                    pause.wait(Math.max(1, tick.toMillis()));
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    return;
+                }
+            }
+            if (!beating) {
+                return;
+            }
+            runs.handBackStalled();
+            try {
+                if (System.nanoTime() - lastBeat >= beatEvery.toNanos() - tick.toNanos() / 2) {
+                    heartbeat.beat();
+                    lastBeat = System.nanoTime();
+                    int released = queue.releaseClaimsOfDeadProcesses(worker, silence);
+                    if (released > 0) {
+                        LOG.warn("work: released {} claimed item(s) of process(es) silent for more than {} s; they run again now",
+                                released, silence.toSeconds());
+                        wakeups.nudge();
+                    }
+                }
+                if (System.nanoTime() - lastExtension >= extendEvery.toNanos() - tick.toNanos() / 2) {
+                    extendClaims();
+                    lastExtension = System.nanoTime();
+                }
+                failing = false;
+            } catch (SQLException e) {
+                if (!failing) {
+                    LOG.warn("work: heartbeat failed ({}); after {} s without one, other processes take this one's claims"
+                            + " and its outcomes are dropped", e.getMessage(), silence.toSeconds());
+                }
+                failing = true;
+            }
+        }
+    }
+
+    private void extendClaims() throws SQLException {
+        List<Long> tokens = runs.tokens();
+        if (tokens.isEmpty()) {
+            return;
+        }
+        Set<Long> held = Set.copyOf(queue.extend(worker, tokens, claim));
+        for (Long token : tokens) {
+            ActiveRun run = runs.get(token);
+            if (!held.contains(token) && run != null) {
+                runs.claimLost(run, 0);
+            }
+        }
+    }
+}

@@ -1,0 +1,90 @@
+package io.chatintake.work;
+
+import java.time.Duration;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * The workers' limit while intake is behind its source (a Telegram poll came back full): for
+ * {@link #INTAKE_BEHIND} after intake last said so, at most {@code work.concurrency-while-intake-behind}
+ * workers claim or handle, and lane claims are paced by {@code work.gather-millis-while-intake-behind}:
+ * storing and confirming get the cores first, and the work they store waits in the database,
+ * where it is safe, until intake has caught up. A handler stalled on a slow call ({@link Slice#STALL})
+ * uses no core and does not count.
+ */
+final class IntakePacing {
+    /** How long intake counts as behind after it last said so: the workers it held back start soon after it caught up. */
+    static final Duration INTAKE_BEHIND = Duration.ofMillis(500);
+
+    private final int concurrency;
+    private final int concurrencyWhileBehind;
+    private final Duration gatherWhileBehind;
+    private final Duration pollInterval;
+    private final ClaimedRuns runs;
+    private final WorkerWakeups wakeups;
+    private final AtomicBoolean running;
+    /** Workers claiming or handling right now (not those waiting for work or for intake). */
+    private final AtomicInteger working = new AtomicInteger();
+    /** System.nanoTime() until which intake is behind its source. */
+    private volatile long behindUntil = System.nanoTime();
+
+    IntakePacing(int concurrency, int concurrencyWhileBehind, Duration gatherWhileBehind, Duration pollInterval, ClaimedRuns runs,
+                 WorkerWakeups wakeups, AtomicBoolean running) {
+        this.concurrency = concurrency;
+        this.concurrencyWhileBehind = concurrencyWhileBehind;
+        this.gatherWhileBehind = gatherWhileBehind;
+        this.pollInterval = pollInterval;
+        this.runs = runs;
+        this.wakeups = wakeups;
+        this.running = running;
+    }
+
+    /** A hint, like a nudge; it never waits. */
+    void intakeBehind() {
+        behindUntil = System.nanoTime() + INTAKE_BEHIND.toNanos();
+    }
+
+    private boolean behind() {
+        return behindUntil - System.nanoTime() > 0;
+    }
+
+    int workersAllowed() {
+        return behind() ? Math.min(concurrency, concurrencyWhileBehind) : concurrency;
+    }
+
+    /**
+     * @return true when this worker waited instead of working (it looks again); false when it may
+     *         work, counted until it calls {@link #doneWorking}
+     */
+    boolean waitedForIntake() {
+        while (true) {
+            int now = working.get();
+            int allowed = workersAllowed();
+            if (allowed >= concurrency || now - runs.stalledHandlers() < allowed) {
+                if (working.compareAndSet(now, now + 1)) {
+                    return false;
+                }
+                continue;
+            }
+            long behind = behindUntil - System.nanoTime();
+            wakeups.await(Math.min(TimeUnit.NANOSECONDS.toMillis(behind), pollInterval.toMillis()), running::get);
+            return true;
+        }
+    }
+
+    void doneWorking() {
+        working.decrementAndGet();
+    }
+
+    /**
+     * When the next lane claim may be made, given the last one's time and the gathering wait
+     * {@code gatheredUntil} (System.nanoTime()): while intake is behind, not before
+     * {@code work.gather-millis-while-intake-behind} after the last claim, so the worker left then
+     * takes longer runs less often and handling costs the cores intake needs less.
+     */
+    long nextLaneClaim(long gatheredUntil, long lastClaimedAt) {
+        long paced = lastClaimedAt + gatherWhileBehind.toNanos();
+        return behind() && paced - gatheredUntil > 0 ? paced : gatheredUntil;
+    }
+}
