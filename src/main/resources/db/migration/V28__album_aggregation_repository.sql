@@ -1,20 +1,22 @@
--- Albums through Camel's Aggregator again (routes/albums.yaml): camel-sql's JdbcAggregationRepository
--- keeps each open album's group here (AlbumAggregationRepository), so any process can complete it.
--- The deadline stays on the album row (decide_after), which the repository moves with each child.
-CREATE TABLE IF NOT EXISTS album_aggregation (
-    id       varchar PRIMARY KEY,  -- the scoped album key
-    exchange bytea   NOT NULL,     -- the group: child ids, indexes and totals, never media
-    version  bigint  NOT NULL      -- optimistic locking: every add and the removal name it
-);
--- Completed groups until their decision is recorded (confirmed); recovery resubmits the others.
+-- Albums through Camel's Aggregator again (routes/albums.yaml), whose aggregation repository
+-- (AlbumAggregationRepository, a JdbcAggregationRepository) keeps its groups in the album tables:
+-- an open album (decide_after set) is a group, and its children are the channel_message rows
+-- stored before the aggregator sees them. No group is written twice, and any process can
+-- complete any group.
+
+-- The open groups as camel-sql reads them (id = the scoped album key), for getKeys and for people.
+CREATE OR REPLACE VIEW album_aggregation AS
+SELECT album_key AS id, decided_version AS version, first_child_at, last_child_at, decide_after
+  FROM album WHERE decide_after IS NOT NULL;
+
+-- A group removed (completed) until its decision is recorded and confirmed: at most one per album
+-- at a time, so one removal wins however many processes complete the album. Recovery resubmits
+-- the rows a dead process left.
 CREATE TABLE IF NOT EXISTS album_aggregation_completed (
-    id           varchar     PRIMARY KEY,  -- the aggregated exchange's id
-    exchange     bytea       NOT NULL,
-    version      bigint      NOT NULL,
-    album_key    text,                     -- whose group it was: the sweep leaves such albums to recovery
+    id           varchar     PRIMARY KEY,            -- the aggregated exchange's id
+    album_key    text        NOT NULL UNIQUE,
+    version      int         NOT NULL,               -- the album's decided_version at removal
     completed_at timestamptz NOT NULL DEFAULT now()  -- recovery takes only rows older than its grace
 );
-CREATE INDEX IF NOT EXISTS album_aggregation_completed_album ON album_aggregation_completed (album_key);
 
--- Albums open at upgrade have no group: their children went through the old album-child route.
--- The sweep decides an overdue album that no group holds, so they are decided at their deadline.
+-- Albums open at upgrade are groups already: the sweep completes them at their deadline.

@@ -16,9 +16,8 @@ import org.slf4j.LoggerFactory;
  * <p>
  * Each look removes the overdue groups in one statement that skips rows another process is
  * removing, so two processes never complete one group ({@link AlbumAggregationRepository#removeOverdue}).
- * An overdue album that no group holds (open
- * when the Aggregator came back, or its children's aggregation still queued) is decided from its
- * stored children ({@link AlbumDecisions#decideOverdue()}).
+ * Every open album is a group, whichever process stored its children and whether or not the
+ * aggregator has seen them yet, so every overdue album is found here.
  */
 public final class AlbumDeadlineSweep {
     private static final Logger LOG = LoggerFactory.getLogger(AlbumDeadlineSweep.class);
@@ -29,20 +28,17 @@ public final class AlbumDeadlineSweep {
 
     private final AlbumAggregationRepository repository;
     private final AlbumAggregateController controller;
-    private final AlbumDecisions decisions;
     private volatile boolean failing;
 
-    public AlbumDeadlineSweep(AlbumAggregationRepository repository, AlbumAggregateController controller, AlbumDecisions decisions) {
+    public AlbumDeadlineSweep(AlbumAggregationRepository repository, AlbumAggregateController controller) {
         this.repository = repository;
         this.controller = controller;
-        this.decisions = decisions;
     }
 
     /** The timer's step. A failing database is reported once, not at every tick; the deadlines wait in the database. */
     public void sweep(Exchange tick) {
         try {
             completeOverdueGroups(tick.getContext());
-            decisions.announce(tick.getContext(), decisions.decideOverdue());
             if (failing) {
                 failing = false;
                 LOG.info("albums: completing overdue albums again");

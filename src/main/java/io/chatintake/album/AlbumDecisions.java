@@ -22,6 +22,7 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.ThreadPoolExecutor;
@@ -39,10 +40,9 @@ import org.slf4j.LoggerFactory;
  * exactly which children it included, read from the stored children, so a decision never misses
  * a stored child.
  * <p>
- * Camel's Aggregator ({@code routes/albums.yaml}) completes an album's group and calls
- * {@link #record}; the sweep ({@link AlbumDeadlineSweep}) completes overdue groups of any process,
- * and decides here ({@link #decideOverdue}) an overdue album that no group holds. Either way the
- * decision is taken under the album's row lock, from its stored children, and only when they
+ * Camel's Aggregator ({@code routes/albums.yaml}) completes an album's group (by count, by its
+ * timeout, or forced by the sweep, {@link AlbumDeadlineSweep}, or resubmitted by recovery) and
+ * calls {@link #record}. The decision is taken under the album's row lock, from its stored children, and only when they
  * differ from those of the last decision: one version, never two, however many processes or
  * completions (count, timeout, sweep, recovery) try. The first decision is {@code complete},
  * {@code conflict} or {@code provisional}; every later one is {@code late}, which only updates the
@@ -56,19 +56,11 @@ public final class AlbumDecisions {
     /** How the decision came about, as recorded in {@code album_decision.completed_by}. */
     static final String BY_COUNT = "predicate";
     static final String BY_DEADLINE = "timeout";
-    /** Overdue albums decided per transaction: one commit for many decisions, locks held briefly. */
-    private static final int SWEEP_BATCH = 100;
-    /** Batches per sweep, so one sweep ends even while albums keep falling due. */
-    private static final int SWEEP_MAX_BATCHES = 50;
-
     /** Completed albums recorded per transaction, at most, and such transactions at once. */
     private static final int RECORD_BATCH = 200;
     private static final int RECORD_WRITERS = 4;
-    /**
-     * Threads the aggregator hands completed albums to ({@link #recorders}): each waits for the
-     * commit that holds its album, so this bounds how many albums one commit can take.
-     */
-    private static final int RECORDERS = 128;
+    /** Threads the aggregator hands completed albums to ({@link #recorders}): twice the writers, so some hand albums in while others write. */
+    private static final int RECORDERS = 2 * RECORD_WRITERS;
 
     private final DataSource dataSource;
     private final GroupCommit<Completion, Optional<Decision>> recorded = new GroupCommit<>(RECORD_WRITERS, RECORD_BATCH, this::recordAll);
@@ -97,25 +89,29 @@ public final class AlbumDecisions {
      * total: the deadline then decides); by timeout, by the sweep or resubmitted by recovery (whose
      * exchange lost its properties), it decides with whatever is stored. Either way a completion
      * seen twice makes one version: nothing is decided when the children are those of the last one.
-     * Albums completed at about the same time are decided in one transaction ({@link GroupCommit}):
-     * this returns once the one holding this album has committed.
+     * Albums completed at about the same time are decided in one transaction ({@link GroupCommit}),
+     * which also confirms their completions (their completed rows go with it); the route goes on
+     * once it has committed, with the decision's kind and version in its headers and the children
+     * it includes as its body.
      */
-    public void record(Exchange group) throws SQLException {
+    public CompletableFuture<Void> record(Exchange group) {
         CrashPoint.reach(CrashPoint.ALBUM_AFTER_GROUP_REMOVED);
         String albumKey = group.getMessage().getHeader(AlbumChildSource.ALBUM_KEY, String.class);
         boolean byCount = AggregateProcessor.COMPLETED_BY_PREDICATE.equals(group.getProperty(Exchange.AGGREGATED_COMPLETED_BY, String.class));
-        Optional<Decision> made = recorded.submit(new Completion(albumKey, byCount ? BY_COUNT : BY_DEADLINE));
-        made.ifPresent(d -> {
-            group.getMessage().setHeader(DECISION_KIND, d.kind());
-            group.getMessage().setHeader(DECISION_VERSION, d.version());
+        return recorded.submit(new Completion(group.getExchangeId(), albumKey, byCount ? BY_COUNT : BY_DEADLINE)).thenAccept(made -> {
+            made.ifPresent(d -> {
+                group.getMessage().setHeader(DECISION_KIND, d.kind());
+                group.getMessage().setHeader(DECISION_VERSION, d.version());
+                group.getMessage().setBody(json(d.childIds()));
+            });
+            announce(group.getContext(), made.stream().toList());
         });
-        announce(group.getContext(), made.stream().toList());
     }
 
     /**
-     * The aggregator's {@code executorService} ({@code routes/albums.yaml}): every completed album
-     * waits on a thread of its own for its decision's commit, and those waiting together share it.
-     * Idle threads end, so a reloaded route or a stopped context leaves none behind.
+     * The aggregator's {@code executorService} ({@code routes/albums.yaml}): completed albums are
+     * handed to {@link #record} here, and these threads write the shared transactions. Idle
+     * threads end, so a reloaded route or a stopped context leaves none behind.
      */
     public static ExecutorService recorders() {
         AtomicInteger threads = new AtomicInteger();
@@ -128,56 +124,31 @@ public final class AlbumDecisions {
         return pool;
     }
 
-    private record Completion(String albumKey, String completedBy) {
+    /** A completed group: the aggregated exchange's id is its completed row's. */
+    private record Completion(String exchangeId, String albumKey, String completedBy) {
     }
 
-    /** One transaction for a batch of completions; an album completed twice in one batch is decided for the first. */
+    /**
+     * One transaction for a batch of completions: their decisions, and their completed rows
+     * removed (confirmed) with them. An album completed twice in one batch is decided for the first.
+     */
     private List<Optional<Decision>> recordAll(List<Completion> completions) throws SQLException {
         Map<String, String> completedBy = new LinkedHashMap<>();
         completions.forEach(c -> completedBy.merge(c.albumKey(), c.completedBy(), (first, next) -> BY_DEADLINE.equals(next) ? next : first));
         Map<String, Decision> decided = new HashMap<>();
-        inTransaction(dataSource, c -> decide(c, completedBy)).forEach(d -> decided.put(d.albumKey(), d));
+        // The albums' rows are locked first (in decide), as a removal locks them before its completed row.
+        inTransaction(dataSource, c -> {
+            List<Decision> decisions = decide(c, completedBy);
+            try (PreparedStatement ps = c.prepareStatement(CONFIRM_COMPLETED)) {
+                ps.setArray(1, c.createArrayOf("text", completions.stream().map(Completion::exchangeId).toArray()));
+                ps.executeUpdate();
+            }
+            return decisions;
+        }).forEach(d -> decided.put(d.albumKey(), d));
         return completions.stream().map(c -> Optional.ofNullable(decided.remove(c.albumKey()))).toList();
     }
 
-    /** Decides the album now if its stored children agree on a total they reach (and differ from the last decision). */
-    public Optional<Decision> decideIfComplete(String albumKey) throws SQLException {
-        // Most children do not complete their album: a look without locks settles those.
-        try (Connection c = dataSource.getConnection()) {
-            Stored stored = storedChildren(c, List.of(albumKey)).get(albumKey);
-            if (stored == null || !AlbumState.of(stored.children()).complete()) {
-                return Optional.empty();
-            }
-        }
-        return decideByCount(albumKey);
-    }
-
-    /** Under the album's lock: decided only if its stored children are complete then. */
-    private Optional<Decision> decideByCount(String albumKey) throws SQLException {
-        return inTransaction(dataSource, c -> decide(c, Map.of(albumKey, BY_COUNT))).stream().findFirst();
-    }
-
-    /**
-     * Decides the overdue albums that no aggregation group holds (open when the Aggregator came
-     * back, or their children's aggregation still queued) and no other process is deciding now.
-     */
-    public List<Decision> decideOverdue() throws SQLException {
-        List<Decision> decided = new ArrayList<>();
-        for (int batch = 0; batch < SWEEP_MAX_BATCHES; batch++) {
-            int[] claimed = new int[1];
-            decided.addAll(inTransaction(dataSource, c -> {
-                List<String> keys = claimOverdue(c);
-                claimed[0] = keys.size();
-                Map<String, String> byDeadline = new LinkedHashMap<>();
-                keys.forEach(k -> byDeadline.put(k, BY_DEADLINE));
-                return decide(c, byDeadline);
-            }));
-            if (claimed[0] < SWEEP_BATCH) {
-                break;
-            }
-        }
-        return decided;
-    }
+    private static final String CONFIRM_COMPLETED = "DELETE FROM album_aggregation_completed WHERE id = ANY (?::text[])";
 
     static void announce(CamelContext context, List<Decision> decisions) {
         if (decisions.isEmpty()) {
@@ -191,24 +162,7 @@ public final class AlbumDecisions {
         WorkDispatcher.nudge(context);
     }
 
-    // Planned at each execution: the album table may have grown from empty since the last tick.
-    private static final String CLAIM_OVERDUE = """
-            SELECT album_key FROM album a WHERE decide_after <= now()
-               AND NOT EXISTS (SELECT 1 FROM %2$s g WHERE g.id = a.album_key)
-               AND NOT EXISTS (SELECT 1 FROM %2$s_completed k WHERE k.album_key = a.album_key)
-             ORDER BY decide_after LIMIT %1$d FOR UPDATE SKIP LOCKED""".formatted(SWEEP_BATCH, AlbumAggregationRepository.NAME);
-
-    private static List<String> claimOverdue(Connection c) throws SQLException {
-        List<String> keys = new ArrayList<>();
-        try (PreparedStatement ps = PlannedEachTime.prepare(c, CLAIM_OVERDUE); ResultSet rs = ps.executeQuery()) {
-            while (rs.next()) {
-                keys.add(rs.getString(1));
-            }
-        }
-        return keys;
-    }
-
-    // Albums locked in key order (the sweep holds its locks already; the count path takes its one).
+    // Albums locked in key order, so transactions deciding overlapping batches never deadlock.
     private static final String LOCK_ALBUMS = """
             SELECT album_key, decided_version FROM album WHERE album_key = ANY (?::text[]) ORDER BY album_key FOR UPDATE""";
 
@@ -342,9 +296,8 @@ public final class AlbumDecisions {
     }
 
     /**
-     * A batch of albums (the sweep's) is planned at each execution: the plan kept while few albums
-     * were decided read every decision to find the last ones of 100 albums. The count check of one
-     * album, after every child, keeps the driver's plan.
+     * A batch of albums is planned at each execution: the plan kept while few albums were decided
+     * read every decision to find the last ones of 100 albums. One album keeps the driver's plan.
      */
     private static void query(Connection c, String sql, List<String> albumKeys, RowReader reader) throws SQLException {
         try (PreparedStatement ps = albumKeys.size() > 1 ? PlannedEachTime.prepare(c, sql) : c.prepareStatement(sql)) {

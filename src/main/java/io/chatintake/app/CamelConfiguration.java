@@ -174,7 +174,7 @@ public class CamelConfiguration implements org.apache.camel.CamelConfiguration, 
 
     @BindToRegistry("albumDeadlineSweep")
     public AlbumDeadlineSweep albumDeadlineSweep() {
-        return new AlbumDeadlineSweep(albumAggregationRepository(), albumAggregateController(), albumDecisions());
+        return new AlbumDeadlineSweep(albumAggregationRepository(), albumAggregateController());
     }
 
     /** One per process: it opens the media store (an S3 client, checked at start). */

@@ -37,7 +37,7 @@ class AlbumsRouteTest extends RouteTestSupport {
         registry.bind("albumAggregateController", controller);
         AlbumAggregationRepository repository = new AlbumAggregationRepository(db, controller);
         registry.bind("albumAggregationRepository", repository);
-        registry.bind("albumDeadlineSweep", new AlbumDeadlineSweep(repository, controller, decisions));
+        registry.bind("albumDeadlineSweep", new AlbumDeadlineSweep(repository, controller));
     }
 
     @Test

@@ -94,7 +94,7 @@ public final class AlbumBenchmark {
         camel.getRegistry().bind("albumAggregateController", controller);
         AlbumAggregationRepository repository = new AlbumAggregationRepository(dataSource, controller);
         camel.getRegistry().bind("albumAggregationRepository", repository);
-        camel.getRegistry().bind("albumDeadlineSweep", new AlbumDeadlineSweep(repository, controller, decisions));
+        camel.getRegistry().bind("albumDeadlineSweep", new AlbumDeadlineSweep(repository, controller));
         // the product's route file as shipped (aggregator and sweep), and a handler that takes decisions as they come
         PluginHelper.getRoutesLoader(camel).loadRoutes(ResourceHelper.resolveMandatoryResource(camel, "file:" + ROUTES));
         camel.addRoutes(new RouteBuilder() {
