@@ -69,9 +69,8 @@ public final class AlbumAggregationRepository extends org.apache.camel.processor
               FROM channel_message c
              WHERE c.workspace = a.workspace AND c.provider = a.provider AND c.account_id = a.account_id
                AND c.conversation_id = a.conversation_id AND c.album_id = a.album_id""";
-    /** Whether album {@code a} is a group: open, and no removal of it in flight. */
-    static final String IS_GROUP = """
-            a.decide_after IS NOT NULL AND NOT EXISTS (SELECT 1 FROM album_aggregation_completed k WHERE k.album_key = a.album_key)""";
+    /** Whether album {@code a} is a group (see the view): open, and no removal of it in flight. */
+    static final String IS_GROUP = "EXISTS (SELECT 1 FROM " + NAME + " g WHERE g.id = a.album_key)";
     /** Its deadline's distance from its last child, in milliseconds. */
     static final String QUIET_MILLIS = "(extract(epoch FROM a.decide_after - a.last_child_at) * 1000)::bigint";
 
@@ -85,8 +84,8 @@ public final class AlbumAggregationRepository extends org.apache.camel.processor
     // It reads the children it removed the group with.
     private static final String CHECKED_REMOVE = """
             WITH removed AS (
-                INSERT INTO album_aggregation_completed (id, album_key, version)
-                SELECT ?, a.album_key, a.decided_version FROM album a
+                INSERT INTO album_aggregation_completed (id, album_key, version, completed_by)
+                SELECT ?, a.album_key, a.decided_version, ? FROM album a
                  WHERE a.album_key = ? AND a.decide_after IS NOT NULL AND NOT (? AND a.decide_after > now()) FOR UPDATE OF a
                 ON CONFLICT (album_key) DO NOTHING RETURNING album_key)
             SELECT a.provider, s.ids, s.indexes, s.totals, %s
@@ -98,14 +97,14 @@ public final class AlbumAggregationRepository extends org.apache.camel.processor
                           WHERE a.decide_after <= now()
                             AND NOT EXISTS (SELECT 1 FROM album_aggregation_completed k WHERE k.album_key = a.album_key)
                           ORDER BY a.decide_after LIMIT ? FOR UPDATE SKIP LOCKED),
-            completed AS (INSERT INTO album_aggregation_completed (id, album_key, version)
-                          SELECT gen_random_uuid()::text, album_key, decided_version FROM due
+            completed AS (INSERT INTO album_aggregation_completed (id, album_key, version, completed_by)
+                          SELECT gen_random_uuid()::text, album_key, decided_version, '%s' FROM due
                           ON CONFLICT (album_key) DO NOTHING RETURNING id, album_key)
             SELECT k.id, k.album_key, a.provider, s.ids, s.indexes, s.totals, %s
-              FROM completed k JOIN album a ON a.album_key = k.album_key CROSS JOIN LATERAL (%s) s""".formatted(NO_WAIT_FOR_DISK,
-            CHILDREN_OF_ALBUM);
+              FROM completed k JOIN album a ON a.album_key = k.album_key CROSS JOIN LATERAL (%s) s""".formatted(
+            AggregateProcessor.COMPLETED_BY_FORCE, NO_WAIT_FOR_DISK, CHILDREN_OF_ALBUM);
     private static final String RECOVER = """
-            SELECT k.album_key, a.provider, s.ids, s.indexes, s.totals
+            SELECT k.album_key, a.provider, s.ids, s.indexes, s.totals, k.completed_by
               FROM album_aggregation_completed k JOIN album a ON a.album_key = k.album_key CROSS JOIN LATERAL (%s) s
              WHERE k.id = ?""".formatted(CHILDREN_OF_ALBUM);
     private static final String CONFIRM = """
@@ -188,7 +187,7 @@ public final class AlbumAggregationRepository extends org.apache.camel.processor
             exchange.getMessage().setHeader(AlbumChildSource.PROVIDER, rs.getString(1));
             exchange.getMessage().setBody(AlbumAggregation.json(children(rs.getArray(2), rs.getArray(3), rs.getArray(4))));
             return true;
-        }, exchange.getExchangeId(), correlationId, byDeadline));
+        }, exchange.getExchangeId(), completedBy, correlationId, byDeadline));
         if (!done) {
             if (!byDeadline) {
                 lostRemoval.set(correlationId);
@@ -251,6 +250,8 @@ public final class AlbumAggregationRepository extends org.apache.camel.processor
             }
             Exchange recovered = exchange(camelContext, rs.getString(1), rs.getString(2), children(rs.getArray(3), rs.getArray(4), rs.getArray(5)));
             recovered.setExchangeId(exchangeId);
+            // The Aggregator's statistics count recovered completions by how they completed.
+            recovered.setProperty(ExchangePropertyKey.AGGREGATED_COMPLETED_BY, rs.getString(6));
             return recovered;
         }, exchangeId);
     }

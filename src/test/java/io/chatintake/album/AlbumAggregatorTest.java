@@ -184,4 +184,19 @@ class AlbumAggregatorTest {
         Await.until("the decision", WAIT, () -> Sql.count(db, "SELECT count(*) FROM album_aggregation_completed") == 0);
         assertThat(Sql.string(db, "SELECT kind || ' ' || jsonb_array_length(child_ids) FROM album_decision")).isEqualTo("provisional 1");
     }
+
+    @Test
+    void aCompletedGroupWhoseRunnerDiedIsRecoveredByAnotherAndDecidedOnce() throws Exception {
+        child("lost", "l1", "lost", 1);
+        awaitGroups(1);
+        String key = key("lost", "lost");
+        // what a runner killed between the group's removal and the decision's record leaves behind
+        Sql.execute(db, "INSERT INTO album_aggregation_completed (id, album_key, version, completed_by, completed_at)"
+                + " VALUES ('lost-exchange', '" + key.replace("'", "''") + "', 0, 'timeout', now() - interval '1 minute')");
+        assertThat(Sql.count(db, "SELECT count(*) FROM album_aggregation")).as("no group while its removal is in flight").isZero();
+
+        Await.until("the recovered completion decided", WAIT, () -> Sql.count(db, "SELECT count(*) FROM album_decision") == 1
+                && Sql.count(db, "SELECT count(*) FROM album_aggregation_completed") == 0);
+        assertThat(Sql.string(db, "SELECT kind || ' ' || jsonb_array_length(child_ids) FROM album_decision")).isEqualTo("provisional 1");
+    }
 }

@@ -50,7 +50,8 @@ import org.apache.camel.support.ResourceHelper;
  * late it is against its deadline (last child + quiet period).
  * <p>
  * Target: p99 lateness <= 250 ms with N open, and heap after GC at the peak <= 1.2x that before
- * intake (no process holds albums in memory). There is no contender: the bound is absolute.
+ * intake (the groups are in the database; the Aggregator keeps one completion timeout per open
+ * album in the memory of the runner that aggregated it). There is no contender: the bound is absolute.
  */
 public final class AlbumBenchmark {
     private static final Duration QUIET = Duration.ofSeconds(20);
