@@ -4,19 +4,19 @@ import io.chatintake.work.RowWorkSource;
 import io.chatintake.work.WorkItem;
 import java.sql.ResultSet;
 import java.sql.SQLException;
-import java.util.ArrayList;
 import java.util.List;
 import org.apache.camel.Message;
 
 /**
- * A child just given its album, on its way to the album ({@code work.handlers.album-child}, shipped as
- * {@code direct:album-child}): the album is decided at once if its children now agree on a total
- * they reach. Each child runs once (its work item is unique), and running it again changes
- * nothing: a decision is only made when the stored children differ from the last one.
+ * A child just given its album, on its way into the album's aggregation group
+ * ({@code work.handlers.album-child}, shipped as {@code direct:album-child}, routes/albums.yaml):
+ * its id, index and total, and the album key it is correlated by. Each child runs once (its work
+ * item is unique); run again, the group already holds it and nothing changes.
  * <p>
- * Loading a child also looks at its album's stored children ({@link #COMPLETE}), a run's children
- * in one query: most children do not complete their album, and a look of their own after each
- * one was half of what handling children cost.
+ * Loading a child also reads its album's group as stored, a run's children in one query: the
+ * stored children, whether the album is open, and its deadline's quiet period. The child brings
+ * them to the aggregator ({@link AlbumAggregation}), so aggregating it reads nothing more, and
+ * {@link #COMPLETE} says whether they were complete, for a route that wants it.
  */
 public final class AlbumChildSource extends RowWorkSource {
     public static final String KIND = "album-child";
@@ -24,18 +24,27 @@ public final class AlbumChildSource extends RowWorkSource {
     public static final String CHILD_ID = "AlbumChildId";
     public static final String INDEX = "AlbumIndex";
     public static final String TOTAL = "AlbumTotal";
+    /** The channel that stored the child ({@link #TELEGRAM_PROVIDER} albums have their own quiet period). */
+    public static final String PROVIDER = "AlbumProvider";
     /** Whether the album's children stored when this child was loaded agree on a total they reach. */
     public static final String COMPLETE = "AlbumComplete";
+    /** The album's children stored when this child was loaded (a list of {@link AlbumState.Child}), this one among them. */
+    public static final String STORED_CHILDREN = "AlbumStoredChildren";
+    /** Whether the album was an open group when this child was loaded (not decided, no completion of it in flight). */
+    public static final String GROUP_OPEN = "AlbumGroupOpen";
+    /** The quiet period the album's deadline was set with (deadline - last child), in milliseconds. */
+    public static final String STORED_QUIET_MILLIS = "AlbumStoredQuietMillis";
     public static final String TELEGRAM_PROVIDER = "telegram-bot";
 
+    // With the child, its album's group as stored (AlbumAggregationRepository): one statement for a run of
+    // children. Every child given an album has its album row (made in the transaction that stored it).
     private static final String SELECT = """
-            SELECT m.id, %s, m.album_index, m.album_total, s.ids, s.indexes, s.totals
-              FROM channel_message m
-             CROSS JOIN LATERAL (SELECT array_agg(c.id) AS ids, array_agg(c.album_index) AS indexes, array_agg(c.album_total) AS totals
-                     FROM channel_message c
-                    WHERE c.workspace = m.workspace AND c.provider = m.provider AND c.account_id = m.account_id
-                      AND c.conversation_id = m.conversation_id AND c.album_id = m.album_id) s
-             WHERE m.id %%s""".formatted(AlbumKey.OF_CHILD);
+            SELECT m.id, m.album_key, m.album_index, m.album_total, s.ids, s.indexes, s.totals, m.provider, %s, %s
+              FROM (SELECT id, provider, album_index, album_total, %s AS album_key FROM channel_message) m
+              JOIN album a ON a.album_key = m.album_key
+             CROSS JOIN LATERAL (%s) s
+             WHERE m.id %%s""".formatted(AlbumAggregationRepository.IS_GROUP, AlbumAggregationRepository.QUIET_MILLIS, AlbumKey.OF_CHILD,
+            AlbumAggregationRepository.CHILDREN_OF_ALBUM);
 
     public AlbumChildSource(String endpointUri) {
         super(KIND, endpointUri, SELECT, 100);
@@ -47,13 +56,11 @@ public final class AlbumChildSource extends RowWorkSource {
         message.setHeader(CHILD_ID, item.sourceId());
         message.setHeader(INDEX, row.getObject(3));
         message.setHeader(TOTAL, row.getObject(4));
-        Long[] ids = (Long[]) row.getArray(5).getArray();
-        Integer[] indexes = (Integer[]) row.getArray(6).getArray();
-        Integer[] totals = (Integer[]) row.getArray(7).getArray();
-        List<AlbumState.Child> stored = new ArrayList<>(ids.length);
-        for (int i = 0; i < ids.length; i++) {
-            stored.add(new AlbumState.Child(ids[i], indexes[i], totals[i]));
-        }
+        message.setHeader(PROVIDER, row.getString(8));
+        List<AlbumState.Child> stored = AlbumAggregationRepository.children(row.getArray(5), row.getArray(6), row.getArray(7));
         message.setHeader(COMPLETE, AlbumState.of(stored).complete());
+        message.setHeader(STORED_CHILDREN, stored);
+        message.setHeader(GROUP_OPEN, row.getBoolean(9));
+        message.setHeader(STORED_QUIET_MILLIS, row.getLong(10));
     }
 }

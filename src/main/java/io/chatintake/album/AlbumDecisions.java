@@ -4,6 +4,7 @@ import static io.chatintake.store.Transactions.inTransaction;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.chatintake.store.PlannedEachTime;
+import io.chatintake.support.CrashPoint;
 import io.chatintake.support.MeterRegistryLookup;
 import io.chatintake.work.WorkDispatcher;
 import io.chatintake.work.WorkQueue;
@@ -14,15 +15,23 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import javax.sql.DataSource;
 import org.apache.camel.CamelContext;
 import org.apache.camel.Exchange;
+import org.apache.camel.processor.aggregate.AggregateProcessor;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -31,24 +40,13 @@ import org.slf4j.LoggerFactory;
  * exactly which children it included, read from the stored children, so a decision never misses
  * a stored child.
  * <p>
- * Two ways to a decision, both from the database, so no process holds an album in memory:
- * <ul>
- * <li>{@link #childArrived}: a child was given its album; if the stored children now agree on a
- * total they reach, the album is decided at once ({@code complete}, or {@code late} after an
- * earlier decision);</li>
- * <li>{@link #decideOverdue}: every open album has a deadline on its row ({@code decide_after} =
- * last child + quiet period, set by the transaction that stored the child); any live process
- * claims overdue albums with {@code FOR UPDATE SKIP LOCKED} and decides them, so an album is
- * decided on time whichever process stored its children and whichever process died.</li>
- * </ul>
- * Serialised per album by a row lock, and a decision is only made when the stored children differ
- * from those of the last one: one version, never two, however many processes try. The first
- * decision is {@code complete}, {@code conflict} or {@code provisional}; every later one is
- * {@code late}, which only updates the display and never re-sends anything to a customer.
- * <p>
- * Camel's Aggregator used to do this with a JDBC aggregation repository; its completion timeouts
- * lived in the memory of the process that saw the children, and it kept a second copy of the
- * child set. The stored children and the deadline column are the whole state now.
+ * Camel's Aggregator ({@code routes/albums.yaml}) completes an album's group (by count, by its
+ * timeout, or forced by the sweep, {@link AlbumDeadlineSweep}, or resubmitted by recovery) and
+ * calls {@link #record}. The decision is taken under the album's row lock, from its stored children, and only when they
+ * differ from those of the last decision: one version, never two, however many processes or
+ * completions (count, timeout, sweep, recovery) try. The first decision is {@code complete},
+ * {@code conflict} or {@code provisional}; every later one is {@code late}, which only updates the
+ * display and never re-sends anything to a customer.
  */
 public final class AlbumDecisions {
     private static final Logger LOG = LoggerFactory.getLogger(AlbumDecisions.class);
@@ -58,13 +56,14 @@ public final class AlbumDecisions {
     /** How the decision came about, as recorded in {@code album_decision.completed_by}. */
     static final String BY_COUNT = "predicate";
     static final String BY_DEADLINE = "timeout";
-    /** Overdue albums decided per transaction: one commit for many decisions, locks held briefly. */
-    private static final int SWEEP_BATCH = 100;
-    /** Batches per sweep, so one sweep ends even while albums keep falling due. */
-    private static final int SWEEP_MAX_BATCHES = 50;
+    /** Completed albums recorded per transaction, at most, and such transactions at once. */
+    private static final int RECORD_BATCH = 200;
+    private static final int RECORD_WRITERS = 4;
+    /** Threads the aggregator hands completed albums to ({@link #recorders}): twice the writers, so some hand albums in while others write. */
+    private static final int RECORDERS = 2 * RECORD_WRITERS;
 
     private final DataSource dataSource;
-    private volatile boolean sweepFailing;
+    private final GroupCommit<Completion, Optional<Decision>> recorded = new GroupCommit<>(RECORD_WRITERS, RECORD_BATCH, this::recordAll);
 
     public AlbumDecisions(DataSource dataSource) {
         this.dataSource = dataSource;
@@ -84,74 +83,74 @@ public final class AlbumDecisions {
     }
 
     /**
-     * {@code direct:album-child}: decides the child's album now if its stored children are complete.
-     * The loader's look ({@link AlbumChildSource#COMPLETE}) settles the children that do not complete
-     * it; without that header the look is made here.
+     * The aggregator's completion step ({@code routes/albums.yaml}): records the album's decision
+     * from its stored children, the group's among them. Completed by the predicate, it decides only
+     * if the stored children are complete too (a child the group had not seen may claim another
+     * total: the deadline then decides); by timeout, by the sweep or resubmitted by recovery (whose
+     * exchange lost its properties), it decides with whatever is stored. Either way a completion
+     * seen twice makes one version: nothing is decided when the children are those of the last one.
+     * Albums completed at about the same time are decided in one transaction ({@link GroupCommit}),
+     * which also confirms their completions (their completed rows go with it); the route goes on
+     * once it has committed, with the decision's kind and version in its headers and the children
+     * it includes as its body.
      */
-    public void childArrived(Exchange exchange) throws SQLException {
-        String albumKey = exchange.getMessage().getHeader(AlbumChildSource.ALBUM_KEY, String.class);
-        Boolean complete = exchange.getMessage().getHeader(AlbumChildSource.COMPLETE, Boolean.class);
-        if (Boolean.FALSE.equals(complete)) {
-            return;
-        }
-        Optional<Decision> decided = complete == null ? decideIfComplete(albumKey) : decideByCount(albumKey);
-        decided.ifPresent(d -> announce(exchange.getContext(), List.of(d)));
-    }
-
-    /** Decides the album now if its stored children agree on a total they reach (and differ from the last decision). */
-    public Optional<Decision> decideIfComplete(String albumKey) throws SQLException {
-        // Most children do not complete their album: a look without locks settles those.
-        try (Connection c = dataSource.getConnection()) {
-            Stored stored = storedChildren(c, List.of(albumKey)).get(albumKey);
-            if (stored == null || !AlbumState.of(stored.children()).complete()) {
-                return Optional.empty();
-            }
-        }
-        return decideByCount(albumKey);
-    }
-
-    /** Under the album's lock: decided only if its stored children are complete then. */
-    private Optional<Decision> decideByCount(String albumKey) throws SQLException {
-        return inTransaction(dataSource, c -> decide(c, List.of(albumKey), BY_COUNT)).stream().findFirst();
+    public CompletableFuture<Void> record(Exchange group) {
+        CrashPoint.reach(CrashPoint.ALBUM_AFTER_GROUP_REMOVED);
+        String albumKey = group.getMessage().getHeader(AlbumChildSource.ALBUM_KEY, String.class);
+        boolean byCount = AggregateProcessor.COMPLETED_BY_PREDICATE.equals(group.getProperty(Exchange.AGGREGATED_COMPLETED_BY, String.class));
+        return recorded.submit(new Completion(group.getExchangeId(), albumKey, byCount ? BY_COUNT : BY_DEADLINE)).thenAccept(made -> {
+            made.ifPresent(d -> {
+                group.getMessage().setHeader(DECISION_KIND, d.kind());
+                group.getMessage().setHeader(DECISION_VERSION, d.version());
+                group.getMessage().setBody(json(d.childIds()));
+            });
+            announce(group.getContext(), made.stream().toList());
+        });
     }
 
     /**
-     * The sweep ({@code routes/albums.yaml}, a timer): decides every album whose deadline has passed.
-     * A failing database is reported once, not at every tick; the deadlines wait in the database.
+     * The aggregator's {@code executorService} ({@code routes/albums.yaml}): completed albums are
+     * handed to {@link #record} here, and these threads write the shared transactions. Idle
+     * threads end, so a reloaded route or a stopped context leaves none behind.
      */
-    public void decideOverdue(Exchange exchange) {
-        try {
-            announce(exchange.getContext(), decideOverdue());
-            if (sweepFailing) {
-                sweepFailing = false;
-                LOG.info("albums: deciding overdue albums again");
-            }
-        } catch (SQLException e) {
-            if (!sweepFailing) {
-                sweepFailing = true;
-                LOG.warn("albums: cannot decide overdue albums ({}); their deadlines stay stored, retrying every tick", e.getMessage());
-            }
-        }
+    public static ExecutorService recorders() {
+        AtomicInteger threads = new AtomicInteger();
+        ThreadPoolExecutor pool = new ThreadPoolExecutor(RECORDERS, RECORDERS, 30, TimeUnit.SECONDS, new LinkedBlockingQueue<>(), task -> {
+            Thread thread = new Thread(task, "album-recorder-" + threads.incrementAndGet());
+            thread.setDaemon(true);
+            return thread;
+        });
+        pool.allowCoreThreadTimeOut(true);
+        return pool;
     }
 
-    /** Decides the overdue albums no other process is deciding right now. */
-    public List<Decision> decideOverdue() throws SQLException {
-        List<Decision> decided = new ArrayList<>();
-        for (int batch = 0; batch < SWEEP_MAX_BATCHES; batch++) {
-            int[] claimed = new int[1];
-            decided.addAll(inTransaction(dataSource, c -> {
-                List<String> keys = claimOverdue(c);
-                claimed[0] = keys.size();
-                return decide(c, keys, BY_DEADLINE);
-            }));
-            if (claimed[0] < SWEEP_BATCH) {
-                break;
-            }
-        }
-        return decided;
+    /** A completed group: the aggregated exchange's id is its completed row's. */
+    private record Completion(String exchangeId, String albumKey, String completedBy) {
     }
 
-    private static void announce(CamelContext context, List<Decision> decisions) {
+    /**
+     * One transaction for a batch of completions: their decisions, and their completed rows
+     * removed (confirmed) with them. An album completed twice in one batch is decided for the first.
+     */
+    private List<Optional<Decision>> recordAll(List<Completion> completions) throws SQLException {
+        Map<String, String> completedBy = new LinkedHashMap<>();
+        completions.forEach(c -> completedBy.merge(c.albumKey(), c.completedBy(), (first, next) -> BY_DEADLINE.equals(next) ? next : first));
+        Map<String, Decision> decided = new HashMap<>();
+        // The albums' rows are locked first (in decide), as a removal locks them before its completed row.
+        inTransaction(dataSource, c -> {
+            List<Decision> decisions = decide(c, completedBy);
+            try (PreparedStatement ps = c.prepareStatement(CONFIRM_COMPLETED)) {
+                ps.setArray(1, c.createArrayOf("text", completions.stream().map(Completion::exchangeId).toArray()));
+                ps.executeUpdate();
+            }
+            return decisions;
+        }).forEach(d -> decided.put(d.albumKey(), d));
+        return completions.stream().map(c -> Optional.ofNullable(decided.remove(c.albumKey()))).toList();
+    }
+
+    private static final String CONFIRM_COMPLETED = "DELETE FROM album_aggregation_completed WHERE id = ANY (?::text[])";
+
+    static void announce(CamelContext context, List<Decision> decisions) {
         if (decisions.isEmpty()) {
             return;
         }
@@ -163,22 +162,7 @@ public final class AlbumDecisions {
         WorkDispatcher.nudge(context);
     }
 
-    // Planned at each execution: the album table may have grown from empty since the last tick.
-    private static final String CLAIM_OVERDUE = """
-            SELECT album_key FROM album WHERE decide_after <= now()
-             ORDER BY decide_after LIMIT %d FOR UPDATE SKIP LOCKED""".formatted(SWEEP_BATCH);
-
-    private static List<String> claimOverdue(Connection c) throws SQLException {
-        List<String> keys = new ArrayList<>();
-        try (PreparedStatement ps = PlannedEachTime.prepare(c, CLAIM_OVERDUE); ResultSet rs = ps.executeQuery()) {
-            while (rs.next()) {
-                keys.add(rs.getString(1));
-            }
-        }
-        return keys;
-    }
-
-    // Albums locked in key order (the sweep holds its locks already; the count path takes its one).
+    // Albums locked in key order, so transactions deciding overlapping batches never deadlock.
     private static final String LOCK_ALBUMS = """
             SELECT album_key, decided_version FROM album WHERE album_key = ANY (?::text[]) ORDER BY album_key FOR UPDATE""";
 
@@ -197,8 +181,8 @@ public final class AlbumDecisions {
 
     private static final String INSERT_DECISIONS = """
             INSERT INTO album_decision (album_key, version, kind, child_ids, message_ids, totals_seen, indexes_seen, completed_by)
-            SELECT k, v, kind, c::jsonb, m::jsonb, t::jsonb, i::jsonb, ?
-              FROM unnest(?::text[], ?::int[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[]) AS n(k, v, kind, c, m, t, i)
+            SELECT k, v, kind, c::jsonb, m::jsonb, t::jsonb, i::jsonb, b
+              FROM unnest(?::text[], ?::int[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[]) AS n(k, v, kind, c, m, t, i, b)
             RETURNING id, album_key""";
 
     private static final String RECORD_DECISIONS = """
@@ -218,7 +202,8 @@ public final class AlbumDecisions {
      * deadline until its next child. A few statements for any number of albums: the sweep decides
      * a batch in one transaction.
      */
-    private static List<Decision> decide(Connection c, List<String> albumKeys, String completedBy) throws SQLException {
+    private static List<Decision> decide(Connection c, Map<String, String> completedBy) throws SQLException {
+        List<String> albumKeys = new ArrayList<>(completedBy.keySet());
         if (albumKeys.isEmpty()) {
             return List.of();
         }
@@ -240,7 +225,7 @@ public final class AlbumDecisions {
             Stored children = stored.getOrDefault(key, new Stored(List.of(), List.of()));
             List<Long> childIds = children.children().stream().map(AlbumState.Child::id).toList();
             AlbumState state = AlbumState.of(children.children());
-            if (BY_COUNT.equals(completedBy) && !state.complete()) {
+            if (BY_COUNT.equals(completedBy.get(key)) && !state.complete()) {
                 continue;
             }
             if (lastVersion > 0 && new TreeSet<>(childIds).equals(lastChildren.getOrDefault(key, Set.of()))) {
@@ -248,7 +233,7 @@ public final class AlbumDecisions {
                 continue;
             }
             String kind = lastVersion > 0 ? "late" : state.conflicting() ? "conflict" : state.complete() ? "complete" : "provisional";
-            decisions.add(new Decision(key, lastVersion + 1, kind, childIds, completedBy));
+            decisions.add(new Decision(key, lastVersion + 1, kind, childIds, completedBy.get(key)));
             conflicts.add(state.conflicting());
             messageIds.add(json(children.messageIds()));
             totals.add(json(state.totalsSeen()));
@@ -267,14 +252,14 @@ public final class AlbumDecisions {
         Object[] versions = decisions.stream().map(Decision::version).toArray();
         List<WorkQueue.NewWork> work = new ArrayList<>();
         try (PreparedStatement ps = c.prepareStatement(INSERT_DECISIONS)) {
-            ps.setString(1, completedBy);
-            ps.setArray(2, c.createArrayOf("text", keys));
-            ps.setArray(3, c.createArrayOf("integer", versions));
-            ps.setArray(4, c.createArrayOf("text", decisions.stream().map(Decision::kind).toArray()));
-            ps.setArray(5, c.createArrayOf("text", decisions.stream().map(d -> json(d.childIds())).toArray()));
-            ps.setArray(6, c.createArrayOf("text", messageIds.toArray()));
-            ps.setArray(7, c.createArrayOf("text", totals.toArray()));
-            ps.setArray(8, c.createArrayOf("text", indexes.toArray()));
+            ps.setArray(1, c.createArrayOf("text", keys));
+            ps.setArray(2, c.createArrayOf("integer", versions));
+            ps.setArray(3, c.createArrayOf("text", decisions.stream().map(Decision::kind).toArray()));
+            ps.setArray(4, c.createArrayOf("text", decisions.stream().map(d -> json(d.childIds())).toArray()));
+            ps.setArray(5, c.createArrayOf("text", messageIds.toArray()));
+            ps.setArray(6, c.createArrayOf("text", totals.toArray()));
+            ps.setArray(7, c.createArrayOf("text", indexes.toArray()));
+            ps.setArray(8, c.createArrayOf("text", decisions.stream().map(Decision::completedBy).toArray()));
             Map<String, Decision> byKey = new HashMap<>();
             decisions.forEach(d -> byKey.put(d.albumKey(), d));
             try (ResultSet rs = ps.executeQuery()) {
@@ -311,9 +296,8 @@ public final class AlbumDecisions {
     }
 
     /**
-     * A batch of albums (the sweep's) is planned at each execution: the plan kept while few albums
-     * were decided read every decision to find the last ones of 100 albums. The count check of one
-     * album, after every child, keeps the driver's plan.
+     * A batch of albums is planned at each execution: the plan kept while few albums were decided
+     * read every decision to find the last ones of 100 albums. One album keeps the driver's plan.
      */
     private static void query(Connection c, String sql, List<String> albumKeys, RowReader reader) throws SQLException {
         try (PreparedStatement ps = albumKeys.size() > 1 ? PlannedEachTime.prepare(c, sql) : c.prepareStatement(sql)) {

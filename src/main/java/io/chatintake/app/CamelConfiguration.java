@@ -1,6 +1,10 @@
 package io.chatintake.app;
 
+import io.chatintake.album.AlbumAggregateController;
+import io.chatintake.album.AlbumAggregation;
+import io.chatintake.album.AlbumAggregationRepository;
 import io.chatintake.album.AlbumChildSource;
+import io.chatintake.album.AlbumDeadlineSweep;
 import io.chatintake.album.AlbumDecisionSource;
 import io.chatintake.album.AlbumDecisions;
 import io.chatintake.album.QuietPeriods;
@@ -36,6 +40,7 @@ import java.util.Optional;
 import java.util.Properties;
 import java.util.TreeMap;
 import java.util.function.Function;
+import java.util.concurrent.ExecutorService;
 import javax.sql.DataSource;
 import org.apache.camel.BindToRegistry;
 import org.apache.camel.CamelContext;
@@ -74,6 +79,9 @@ public class CamelConfiguration implements org.apache.camel.CamelConfiguration, 
     private DataSource dataSource;
     private WorkDispatcher dispatcher;
     private AttachmentFetcher fetcher;
+    private AlbumDecisions albumDecisions;
+    private AlbumAggregateController albumController;
+    private AlbumAggregationRepository albumRepository;
 
     @Override
     public void setCamelContext(CamelContext camelContext) {
@@ -127,8 +135,46 @@ public class CamelConfiguration implements org.apache.camel.CamelConfiguration, 
     }
 
     @BindToRegistry("albumDecisions")
-    public AlbumDecisions albumDecisions() {
-        return new AlbumDecisions(dataSource());
+    public synchronized AlbumDecisions albumDecisions() {
+        if (albumDecisions == null) {
+            albumDecisions = new AlbumDecisions(dataSource());
+        }
+        return albumDecisions;
+    }
+
+    /** routes/albums.yaml: the aggregator's threads for completed albums. */
+    @BindToRegistry("albumRecorders")
+    public ExecutorService albumRecorders() {
+        return AlbumDecisions.recorders();
+    }
+
+    /** routes/albums.yaml: the aggregator's strategy and completion predicate. */
+    @BindToRegistry("albumAggregation")
+    public AlbumAggregation albumAggregation() {
+        return new AlbumAggregation();
+    }
+
+    /** One per process: the sweep and the repository follow the aggregator it is given, across route reloads. */
+    @BindToRegistry("albumAggregateController")
+    public synchronized AlbumAggregateController albumAggregateController() {
+        if (albumController == null) {
+            albumController = new AlbumAggregateController();
+        }
+        return albumController;
+    }
+
+    /** One per process: the route's aggregator and the sweep share it (the sweep's removals, the batched confirmations). */
+    @BindToRegistry("albumAggregationRepository")
+    public synchronized AlbumAggregationRepository albumAggregationRepository() {
+        if (albumRepository == null) {
+            albumRepository = new AlbumAggregationRepository(dataSource(), albumAggregateController());
+        }
+        return albumRepository;
+    }
+
+    @BindToRegistry("albumDeadlineSweep")
+    public AlbumDeadlineSweep albumDeadlineSweep() {
+        return new AlbumDeadlineSweep(albumAggregationRepository(), albumAggregateController());
     }
 
     /** One per process: it opens the media store (an S3 client, checked at start). */

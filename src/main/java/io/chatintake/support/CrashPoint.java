@@ -13,6 +13,8 @@ public final class CrashPoint {
     public static final String TELEGRAM_AFTER_COMMIT = "telegram.after-commit";
     /** A webhook delivery's events and staged work are committed; no answer sent, no work item written yet. */
     public static final String WEBHOOK_AFTER_COMMIT = "webhook.after-commit";
+    /** An album's group is removed from the aggregation repository (and kept as completed); its decision is not recorded yet. */
+    public static final String ALBUM_AFTER_GROUP_REMOVED = "album.after-group-removed";
 
     private static final String ARMED = Objects.requireNonNullElse(System.getProperty("chat-intake.test.crash-at"),
             Objects.requireNonNullElse(System.getenv("CHAT_INTAKE_TEST_CRASH_AT"), ""));

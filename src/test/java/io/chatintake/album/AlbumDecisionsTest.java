@@ -15,6 +15,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.Callable;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -23,6 +24,7 @@ import javax.sql.DataSource;
 import org.apache.camel.CamelContext;
 import org.apache.camel.Exchange;
 import org.apache.camel.impl.DefaultCamelContext;
+import org.apache.camel.processor.aggregate.AggregateProcessor;
 import org.apache.camel.support.DefaultExchange;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -51,6 +53,25 @@ class AlbumDecisionsTest {
         event("message.received", messageId, occurredAt, "{\"id\":\"a1\",\"index\":" + index + ",\"total\":2}");
     }
 
+    /** The aggregator's completion of the album reaching {@link AlbumDecisions#record}: the kind decided, if any. */
+    private Optional<String> completed(AlbumDecisions by, String albumKey, String completedBy) throws Exception {
+        try (CamelContext camel = new DefaultCamelContext()) {
+            Exchange group = new DefaultExchange(camel);
+            group.getMessage().setHeader(AlbumChildSource.ALBUM_KEY, albumKey);
+            group.setProperty(Exchange.AGGREGATED_COMPLETED_BY, completedBy);
+            by.record(group).join();
+            return Optional.ofNullable(group.getMessage().getHeader(AlbumDecisions.DECISION_KIND, String.class));
+        }
+    }
+
+    private Optional<String> byCount() throws Exception {
+        return completed(decisions, ALBUM, AggregateProcessor.COMPLETED_BY_PREDICATE);
+    }
+
+    private Optional<String> byDeadline(AlbumDecisions by, String albumKey) throws Exception {
+        return completed(by, albumKey, AggregateProcessor.COMPLETED_BY_FORCE);
+    }
+
     private long childWork() {
         return Sql.count(db, "SELECT count(*) FROM work_item WHERE kind = 'album-child'");
     }
@@ -63,15 +84,14 @@ class AlbumDecisionsTest {
         assertThat(childWork()).as("a reaction names no album").isZero();
 
         received("m1", 1, sent);
-        assertThat(decisions.decideIfComplete(ALBUM)).as("one child of two").isEmpty();
+        assertThat(byCount()).as("one child of two").isEmpty();
         received("m2", 2, sent);
 
         assertThat(childWork()).as("both children, though neither row was new").isEqualTo(2);
         assertThat(Sql.count(db, "SELECT count(*) FROM album WHERE decide_after > now() + interval '50 minutes'")).isEqualTo(1);
-        AlbumDecisions.Decision decision = decisions.decideIfComplete(ALBUM).orElseThrow();
-        assertThat(decision.kind()).isEqualTo("complete");
-        assertThat(decision.childIds()).hasSize(2);
-        assertThat(decisions.decideIfComplete(ALBUM)).as("the same children: no second version").isEmpty();
+        assertThat(byCount()).contains("complete");
+        assertThat(Sql.string(db, "SELECT jsonb_array_length(child_ids)::text FROM album_decision")).isEqualTo("2");
+        assertThat(byCount()).as("the same children: no second version").isEmpty();
         assertThat(Sql.count(db, "SELECT count(*) FROM album WHERE decide_after IS NULL AND decided_version = 1")).isEqualTo(1);
     }
 
@@ -85,7 +105,8 @@ class AlbumDecisionsTest {
         List<Exchange> exchanges = new ArrayList<>();
         try (CamelContext camel = new DefaultCamelContext(); Connection c = db.getConnection()) {
             items.forEach(item -> exchanges.add(new DefaultExchange(camel)));
-            new AlbumChildSource("direct:album-child").loadRun(c, items, exchanges);
+            new AlbumChildSource("direct:album-child")
+                    .loadRun(c, items, exchanges);
         }
         List<Boolean> complete = new ArrayList<>();
         for (Exchange exchange : exchanges) {
@@ -117,7 +138,7 @@ class AlbumDecisionsTest {
         received("m1", 1, sent);
 
         assertThat(childWork()).isEqualTo(2);
-        assertThat(decisions.decideIfComplete(ALBUM).orElseThrow().kind()).isEqualTo("complete");
+        assertThat(byCount()).contains("complete");
         // a redelivered received event (new event id) and another reaction change nothing
         received("m1", 1, sent);
         event("message.reaction", "m2", sent.plusSeconds(90), null);
@@ -126,43 +147,47 @@ class AlbumDecisionsTest {
     }
 
     @Test
-    void overdueAlbumsAreDecidedOnceWhateverNumberOfProcessesSweep() throws Exception {
+    void overdueAlbumsCompletedByManyProcessesAtOnceAreDecidedOnce() throws Exception {
         Instant sent = Instant.parse("2026-11-30T09:00:00Z");
-        for (int album = 0; album < 250; album++) {
+        int albums = 250;
+        for (int album = 0; album < albums; album++) {
             event("message.received", "x" + album, sent, "{\"id\":\"b" + album + "\"}");
         }
-        event("message.received", "y1", sent, "{\"id\":\"future\"}");
-        Sql.execute(db, "UPDATE album SET decide_after = now() - interval '1 second' WHERE album_id <> 'future'");
+        List<String> keys = Sql.rows(db, "SELECT album_key FROM album ORDER BY album_key").stream().map(r -> (String) r.get(0)).toList();
 
-        // four processes sweeping at once, each with its own pool connection
-        ExecutorService pool = Executors.newFixedThreadPool(4);
-        List<Future<List<AlbumDecisions.Decision>>> sweeps = new ArrayList<>();
+        // four processes completing every album at once, each with its own decisions and pool connections
+        ExecutorService pool = Executors.newFixedThreadPool(16);
+        List<Future<Optional<String>>> completions = new ArrayList<>();
         for (int i = 0; i < 4; i++) {
             AlbumDecisions process = new AlbumDecisions(db);
-            sweeps.add(pool.submit((Callable<List<AlbumDecisions.Decision>>) process::decideOverdue));
+            for (String key : keys) {
+                completions.add(pool.submit((Callable<Optional<String>>) () -> byDeadline(process, key)));
+            }
         }
         int decided = 0;
-        for (Future<List<AlbumDecisions.Decision>> sweep : sweeps) {
-            decided += sweep.get().size();
+        for (Future<Optional<String>> completion : completions) {
+            decided += completion.get().isPresent() ? 1 : 0;
         }
         pool.shutdown();
 
-        assertThat(decided).isEqualTo(250);
-        assertThat(Sql.count(db, "SELECT count(*) FROM album_decision")).isEqualTo(250);
+        assertThat(decided).isEqualTo(albums);
+        assertThat(Sql.count(db, "SELECT count(*) FROM album_decision")).isEqualTo(albums);
         assertThat(Sql.count(db, "SELECT count(*) FROM album_decision WHERE kind = 'provisional' AND completed_by = 'timeout'"))
-                .isEqualTo(250);
-        assertThat(Sql.count(db, "SELECT count(*) FROM work_item WHERE kind = 'album-decision'")).isEqualTo(250);
-        assertThat(decisions.decideOverdue()).as("nothing overdue is left; the future deadline waits").isEmpty();
-        assertThat(Sql.count(db, "SELECT count(*) FROM album WHERE decide_after IS NOT NULL")).isEqualTo(1);
+                .isEqualTo(albums);
+        assertThat(Sql.count(db, "SELECT count(*) FROM work_item WHERE kind = 'album-decision'")).isEqualTo(albums);
+        assertThat(Sql.count(db, "SELECT count(*) FROM album WHERE decide_after IS NOT NULL")).isZero();
 
         // a late child moves the deadline again: the next version is late, with both children
         event("message.received", "x0b", sent, "{\"id\":\"b0\"}");
-        assertThat(decisions.decideOverdue()).isEmpty();
-        Sql.execute(db, "UPDATE album SET decide_after = now() - interval '1 second' WHERE album_id = 'b0'");
-        AlbumDecisions.Decision late = decisions.decideOverdue().get(0);
-        assertThat(late.kind()).isEqualTo("late");
-        assertThat(late.version()).isEqualTo(2);
-        assertThat(late.childIds()).hasSize(2);
+        String b0 = key("b0");
+        assertThat(Sql.count(db, "SELECT count(*) FROM album WHERE decide_after IS NOT NULL")).isEqualTo(1);
+        assertThat(byDeadline(decisions, b0)).contains("late");
+        assertThat(Sql.string(db, "SELECT version || ' ' || jsonb_array_length(child_ids) FROM album_decision WHERE kind = 'late'"))
+                .isEqualTo("2 2");
+    }
+
+    private static String key(String albumId) {
+        return "[\"default\", \"whatsapp\", \"acc_1\", \"conv\", \"" + albumId + "\"]";
     }
 
     @Test

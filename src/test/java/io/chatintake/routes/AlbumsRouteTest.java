@@ -2,57 +2,85 @@ package io.chatintake.routes;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.chatintake.album.AlbumAggregateController;
+import io.chatintake.album.AlbumAggregation;
+import io.chatintake.album.AlbumAggregationRepository;
+import io.chatintake.album.AlbumDeadlineSweep;
 import io.chatintake.album.AlbumDecisions;
 import io.chatintake.config.Settings;
+import io.chatintake.testkit.Await;
 import io.chatintake.testkit.Sql;
 import java.time.Duration;
+import java.util.Map;
 import org.apache.camel.builder.AdviceWith;
 import org.apache.camel.spi.Registry;
 import org.junit.jupiter.api.Test;
 
 /**
- * routes/albums.yaml: an album is decided complete when its last child arrives, and provisional
- * when its deadline passes with children missing; each decision is recorded once, with its children.
+ * routes/albums.yaml: the Aggregator completes an album when its children agree on a total and
+ * that many distinct ones are in (a child aggregated twice counts once), and after the quiet period
+ * otherwise (the sweep route); each decision is recorded once, with its children.
  */
 class AlbumsRouteTest extends RouteTestSupport {
-    private static final String ALBUM_KEY = "SELECT album_key FROM album";
+    @Override
+    protected Map<String, String> settings() {
+        return Map.of("albums.quiet-period-seconds", "1");
+    }
 
     @Override
     protected void bindBeans(Registry registry, Settings settings) {
-        registry.bind("albumDecisions", new AlbumDecisions(db));
+        AlbumDecisions decisions = new AlbumDecisions(db);
+        AlbumAggregateController controller = new AlbumAggregateController();
+        registry.bind("albumDecisions", decisions);
+        registry.bind("albumAggregation", new AlbumAggregation());
+        registry.bind("albumRecorders", AlbumDecisions.recorders());
+        registry.bind("albumAggregateController", controller);
+        AlbumAggregationRepository repository = new AlbumAggregationRepository(db, controller);
+        registry.bind("albumAggregationRepository", repository);
+        registry.bind("albumDeadlineSweep", new AlbumDeadlineSweep(repository, controller));
     }
 
     @Test
-    void theChildThatCompletesAnAlbumDecidesIt() throws Exception {
+    void theDistinctChildThatCompletesAnAlbumDecidesIt() throws Exception {
         loadRoutes("routes/albums.yaml");
         AdviceWith.adviceWith(context, "album-deadlines", r -> r.replaceFromWith("direct:sweep"));
         context.start();
 
-        storeChild("m1", 1, Duration.ofHours(1));
-        template.sendBodyAndHeader("direct:album-child", null, "AlbumKey", Sql.string(db, ALBUM_KEY));
-        assertThat(Sql.count(db, "SELECT count(*) FROM album_decision")).as("one child of two").isZero();
-        storeChild("m2", 2, Duration.ofHours(1));
-        template.sendBodyAndHeader("direct:album-child", null, "AlbumKey", Sql.string(db, ALBUM_KEY));
+        sendChild(storeChild("m1", 1, Duration.ofHours(1)), 1);
+        sendChild(Sql.count(db, "SELECT id FROM channel_message WHERE message_id = 'm1'"), 1);
+        assertThat(Sql.count(db, "SELECT count(*) FROM album_decision")).as("one child of two, aggregated twice").isZero();
+        sendChild(storeChild("m2", 2, Duration.ofHours(1)), 2);
 
+        Await.until("the album decided", Duration.ofSeconds(10), () -> Sql.count(db, "SELECT count(*) FROM album_decision") > 0);
         assertThat(Sql.string(db, "SELECT kind || ' ' || jsonb_array_length(child_ids) FROM album_decision")).isEqualTo("complete 2");
     }
 
     @Test
-    void anAlbumWhoseDeadlinePassedIsDecidedWithTheChildrenItHas() throws Exception {
+    void anAlbumWhoseQuietPeriodPassedIsDecidedWithTheChildrenItHas() throws Exception {
         loadRoutes("routes/albums.yaml");
         AdviceWith.adviceWith(context, "album-deadlines", r -> r.replaceFromWith("direct:sweep"));
         context.start();
 
-        storeChild("m1", 1, Duration.ZERO);
-        template.sendBody("direct:sweep", null);
+        sendChild(storeChild("m1", 1, Duration.ofSeconds(1)), 1);
 
+        Await.until("the overdue album decided", Duration.ofSeconds(15), () -> {
+            template.sendBody("direct:sweep", null);
+            return Sql.count(db, "SELECT count(*) FROM album_decision") > 0;
+        });
         assertThat(Sql.string(db, "SELECT kind || ' ' || jsonb_array_length(child_ids) FROM album_decision")).isEqualTo("provisional 1");
     }
 
-    /** Child {@code index} of a two-picture album; the album's deadline {@code quiet} later. */
-    private void storeChild(String messageId, int index, Duration quiet) throws Exception {
+    /** Child {@code index} of a two-picture album, stored as a channel would; its channel_message id. */
+    private long storeChild(String messageId, int index, Duration quiet) throws Exception {
         String data = "{\"conversation\":{\"id\":\"conv\"},\"message\":{\"id\":\"" + messageId + "\",\"type\":\"image\","
                 + "\"album\":{\"id\":\"a1\",\"index\":" + index + ",\"total\":2}}}";
         storeUnifyPortMessage("evt_" + messageId, data, quiet);
+        return Sql.count(db, "SELECT id FROM channel_message WHERE message_id = '" + messageId + "'");
+    }
+
+    /** The child as the work dispatcher hands it to direct:album-child. */
+    private void sendChild(long childId, int index) {
+        template.sendBodyAndHeaders("direct:album-child", null, Map.of("AlbumKey", Sql.string(db, "SELECT album_key FROM album"),
+                "AlbumChildId", childId, "AlbumIndex", index, "AlbumTotal", 2, "AlbumProvider", "whatsapp"));
     }
 }

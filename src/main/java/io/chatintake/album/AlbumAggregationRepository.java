@@ -1,0 +1,317 @@
+package io.chatintake.album;
+
+import io.chatintake.store.PlannedEachTime;
+import java.sql.Array;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.function.ToIntFunction;
+import javax.sql.DataSource;
+import org.apache.camel.CamelContext;
+import org.apache.camel.Exchange;
+import org.apache.camel.ExchangePropertyKey;
+import org.apache.camel.processor.aggregate.AggregateProcessor;
+import org.apache.camel.support.DefaultExchange;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.jdbc.datasource.DataSourceTransactionManager;
+
+/**
+ * The {@code aggregationRepository} of {@code routes/albums.yaml}: camel-sql's
+ * {@link org.apache.camel.processor.aggregate.jdbc.JdbcAggregationRepository} whose groups are the
+ * album tables. An open album (a deadline on its row) is a group; its children are the
+ * {@code channel_message} rows the channels stored, in the transaction that also moved the
+ * deadline, before the aggregator saw them. So a group never waits for the aggregator to be
+ * written, every process sees the same groups, and adding a child writes nothing more.
+ * <ul>
+ * <li>{@link #get}: reads nothing. The children come with each child, which the work dispatcher
+ * loaded with its album's stored children (one statement for a run of children); a removal reads
+ * them as it removes the group.</li>
+ * <li>{@link #add}: writes only when the route's completion timeout is not the quiet period the
+ * deadline was set with (the YAML changed): the deadline becomes last child + the route's timeout.</li>
+ * <li>{@link #remove}: a completed row for the album, only if none exists and the album is open
+ * (and, completed by timeout or force, only once its deadline in the database has passed), in one
+ * statement whose row count is checked: another process's removal makes this one fail with
+ * {@link OptimisticLockingException}, so a group completes once. 4.18.0 ignores the DELETE's row
+ * count and records the completion anyway (CAMEL-24048).</li>
+ * <li>{@link #removeOverdue}: the sweep removes every overdue group in one statement and completes
+ * them through the aggregator ({@link #completeRemoved}), whose {@code get} and {@code remove} are
+ * then answered from what that statement removed.</li>
+ * <li>{@link #scan}: recovery takes completed rows older than a grace only. The plain repository
+ * hands every process's in-flight completions to every process's recovery (CAMEL-4271).</li>
+ * <li>{@link #confirmWithResult}: confirmations of many completed groups in one statement.</li>
+ * </ul>
+ * {@code PostgresAggregationRepository} is not used: 4.18.0 binds a version its SQL lacks (CAMEL-24044).
+ * <p>
+ * The repository's statements commit without waiting for the disk ({@code synchronous_commit} off
+ * for their own transaction only): a lost removal leaves the album overdue, which the sweep
+ * completes again; a lost confirmation is resubmitted by recovery. The decision is made once
+ * either way (it is recorded under the album's lock, once per version).
+ */
+public final class AlbumAggregationRepository extends org.apache.camel.processor.aggregate.jdbc.JdbcAggregationRepository {
+    /** The view of open groups ({@code getKeys}); completed groups are in {@code album_aggregation_completed}. */
+    public static final String NAME = "album_aggregation";
+    private static final Logger LOG = LoggerFactory.getLogger(AlbumAggregationRepository.class);
+
+    /** In a statement that commits on its own: this transaction only, without waiting for the disk. */
+    private static final String NO_WAIT_FOR_DISK = "set_config('synchronous_commit', 'off', true)";
+    /** The children of album {@code a}, as arrays: the group's body. */
+    static final String CHILDREN_OF_ALBUM = """
+            SELECT array_agg(c.id ORDER BY c.id) AS ids, array_agg(c.album_index ORDER BY c.id) AS indexes,
+                   array_agg(c.album_total ORDER BY c.id) AS totals
+              FROM channel_message c
+             WHERE c.workspace = a.workspace AND c.provider = a.provider AND c.account_id = a.account_id
+               AND c.conversation_id = a.conversation_id AND c.album_id = a.album_id""";
+    /** Whether album {@code a} is a group (see the view): open, and no removal of it in flight. */
+    static final String IS_GROUP = "EXISTS (SELECT 1 FROM " + NAME + " g WHERE g.id = a.album_key)";
+    /** Its deadline's distance from its last child, in milliseconds. */
+    static final String QUIET_MILLIS = "(extract(epoch FROM a.decide_after - a.last_child_at) * 1000)::bigint";
+
+    private static final String MOVE_DEADLINE = """
+            WITH moved AS (UPDATE album SET decide_after = last_child_at + make_interval(secs => ?)
+                            WHERE album_key = ? AND decide_after IS NOT NULL
+                              AND decide_after IS DISTINCT FROM last_child_at + make_interval(secs => ?) RETURNING 1)
+            SELECT count(*) FROM moved WHERE %s IS NOT NULL""".formatted(NO_WAIT_FOR_DISK);
+    // One completed row per album at a time: the unique album_key makes the removal once. The album
+    // row is locked, so its deadline is read as committed last (a decision made meanwhile closed it).
+    // It reads the children it removed the group with.
+    private static final String CHECKED_REMOVE = """
+            WITH removed AS (
+                INSERT INTO album_aggregation_completed (id, album_key, version, completed_by)
+                SELECT ?, a.album_key, a.decided_version, ? FROM album a
+                 WHERE a.album_key = ? AND a.decide_after IS NOT NULL AND NOT (? AND a.decide_after > now()) FOR UPDATE OF a
+                ON CONFLICT (album_key) DO NOTHING RETURNING album_key)
+            SELECT a.provider, s.ids, s.indexes, s.totals, %s
+              FROM removed r JOIN album a ON a.album_key = r.album_key CROSS JOIN LATERAL (%s) s""".formatted(NO_WAIT_FOR_DISK,
+            CHILDREN_OF_ALBUM);
+    // Every overdue group no other process is removing right now; the completed row's id becomes the exchange's.
+    private static final String REMOVE_OVERDUE = """
+            WITH due AS (SELECT a.album_key, a.decided_version FROM album a
+                          WHERE a.decide_after <= now()
+                            AND NOT EXISTS (SELECT 1 FROM album_aggregation_completed k WHERE k.album_key = a.album_key)
+                          ORDER BY a.decide_after LIMIT ? FOR UPDATE SKIP LOCKED),
+            completed AS (INSERT INTO album_aggregation_completed (id, album_key, version, completed_by)
+                          SELECT gen_random_uuid()::text, album_key, decided_version, '%s' FROM due
+                          ON CONFLICT (album_key) DO NOTHING RETURNING id, album_key)
+            SELECT k.id, k.album_key, a.provider, s.ids, s.indexes, s.totals, %s
+              FROM completed k JOIN album a ON a.album_key = k.album_key CROSS JOIN LATERAL (%s) s""".formatted(
+            AggregateProcessor.COMPLETED_BY_FORCE, NO_WAIT_FOR_DISK, CHILDREN_OF_ALBUM);
+    private static final String RECOVER = """
+            SELECT k.album_key, a.provider, s.ids, s.indexes, s.totals, k.completed_by
+              FROM album_aggregation_completed k JOIN album a ON a.album_key = k.album_key CROSS JOIN LATERAL (%s) s
+             WHERE k.id = ?""".formatted(CHILDREN_OF_ALBUM);
+    private static final String CONFIRM = """
+            WITH confirmed AS (DELETE FROM album_aggregation_completed WHERE id = ANY (?::text[]) RETURNING id)
+            SELECT count(*) FROM confirmed WHERE %s IS NOT NULL""".formatted(NO_WAIT_FOR_DISK);
+
+    /**
+     * How old a completed group must be before recovery resubmits it: far longer than recording a
+     * decision takes, so recovery takes what a dead process left, not what a live one is recording.
+     */
+    private static final double RECOVERY_GRACE_SECONDS = 10;
+    private static final int CONFIRMS_PER_STATEMENT = 1000;
+
+    private final DataSource dataSource;
+    private final AlbumAggregateController controller;
+    /** The group whose removal by count this thread just lost (see {@link #get}). */
+    private final ThreadLocal<String> lostRemoval = new ThreadLocal<>();
+    /** The groups {@link #removeOverdue} removed, while this thread completes them through the aggregator. */
+    private final ThreadLocal<Map<String, Exchange>> removedHere = new ThreadLocal<>();
+    private final GroupCommit<String, Boolean> confirms;
+
+    public AlbumAggregationRepository(DataSource dataSource, AlbumAggregateController controller) {
+        super(new DataSourceTransactionManager(dataSource), NAME, dataSource);
+        this.dataSource = dataSource;
+        this.controller = controller;
+        this.confirms = new GroupCommit<>(2, CONFIRMS_PER_STATEMENT, this::confirmAll);
+        setUseRecovery(true);
+    }
+
+    /**
+     * The group, without reading it: its children come with each child (loaded with it), with the
+     * sweep's removal, or with this repository's removal, which reads them as it removes the group.
+     * After this thread lost a removal by count, the next read of that group (the aggregator's
+     * retry) finds it closed: the completion that won includes this child, stored before it.
+     */
+    @Override
+    public Exchange get(CamelContext camelContext, String correlationId) {
+        Map<String, Exchange> removed = removedHere.get();
+        if (removed != null && removed.containsKey(correlationId)) {
+            return removed.get(correlationId);
+        }
+        Exchange group = new DefaultExchange(camelContext);
+        group.getMessage().setHeader(AlbumChildSource.ALBUM_KEY, correlationId);
+        if (correlationId.equals(lostRemoval.get())) {
+            lostRemoval.remove();
+            group.setProperty(AlbumAggregation.CLOSED, true);
+        }
+        return group;
+    }
+
+    @Override
+    public Exchange add(CamelContext camelContext, String key, Exchange oldExchange, Exchange newExchange) {
+        return add(camelContext, key, newExchange);
+    }
+
+    /** The child is stored and the deadline moved already; only a changed completion timeout is written. */
+    @Override
+    public Exchange add(CamelContext camelContext, String correlationId, Exchange group) {
+        long routeMillis = controller.completionTimeoutMillis(group);
+        Long storedMillis = group.getProperty(AlbumChildSource.STORED_QUIET_MILLIS, Long.class);
+        if (storedMillis == null || storedMillis != routeMillis) {
+            jdbcTemplate.queryForObject(MOVE_DEADLINE, Long.class, routeMillis / 1000.0, correlationId, routeMillis / 1000.0);
+            group.setProperty(AlbumChildSource.STORED_QUIET_MILLIS, routeMillis);
+        }
+        return null;
+    }
+
+    @Override
+    public void remove(CamelContext camelContext, String correlationId, Exchange exchange) {
+        Map<String, Exchange> removed = removedHere.get();
+        if (removed != null && removed.remove(correlationId, exchange)) {
+            return;
+        }
+        String completedBy = exchange.getProperty(ExchangePropertyKey.AGGREGATED_COMPLETED_BY, String.class);
+        boolean byDeadline = AggregateProcessor.COMPLETED_BY_TIMEOUT.equals(completedBy) || AggregateProcessor.COMPLETED_BY_FORCE.equals(completedBy);
+        boolean done = Boolean.TRUE.equals(jdbcTemplate.query(CHECKED_REMOVE, rs -> {
+            if (!rs.next()) {
+                return false;
+            }
+            exchange.getMessage().setHeader(AlbumChildSource.PROVIDER, rs.getString(1));
+            exchange.getMessage().setBody(AlbumAggregation.json(children(rs.getArray(2), rs.getArray(3), rs.getArray(4))));
+            return true;
+        }, exchange.getExchangeId(), completedBy, correlationId, byDeadline));
+        if (!done) {
+            if (!byDeadline) {
+                lostRemoval.set(correlationId);
+            }
+            throw new OptimisticLockingException();
+        }
+    }
+
+    /**
+     * The sweep's removal: up to {@code limit} groups whose album deadline in the database has
+     * passed, each a completed row now, in one statement.
+     * @return the removed groups by album key, to be completed through {@link #completeRemoved}
+     */
+    public Map<String, Exchange> removeOverdue(CamelContext camelContext, int limit) throws SQLException {
+        Map<String, Exchange> removed = new LinkedHashMap<>();
+        try (Connection c = dataSource.getConnection(); PreparedStatement ps = PlannedEachTime.prepare(c, REMOVE_OVERDUE)) {
+            ps.setInt(1, limit);
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    Exchange exchange = exchange(camelContext, rs.getString(2), rs.getString(3),
+                            children(rs.getArray(4), rs.getArray(5), rs.getArray(6)));
+                    exchange.setExchangeId(rs.getString(1));
+                    removed.put(rs.getString(2), exchange);
+                }
+            }
+        }
+        return removed;
+    }
+
+    /**
+     * Completes groups {@link #removeOverdue} removed, each through {@code complete} (the
+     * aggregator's {@code forceCompletionOfGroup}): on this thread meanwhile, the aggregator's read
+     * of such a group gets it from memory and its removal is the one already made. A group whose
+     * completion fails stays a completed row, which recovery resubmits.
+     * @return how many were completed
+     */
+    public int completeRemoved(Map<String, Exchange> removed, ToIntFunction<String> complete) {
+        removedHere.set(new LinkedHashMap<>(removed));
+        int completed = 0;
+        try {
+            for (String albumKey : removed.keySet()) {
+                try {
+                    completed += complete.applyAsInt(albumKey);
+                } catch (RuntimeException e) {
+                    LOG.warn("album {}: removed as overdue but not completed ({}); recovery resubmits it", albumKey, e.getMessage(), e);
+                }
+            }
+        } finally {
+            removedHere.remove();
+        }
+        return completed;
+    }
+
+    /** A completed group a process left: its album and children, under the completed row's id. */
+    @Override
+    public Exchange recover(CamelContext camelContext, String exchangeId) {
+        return jdbcTemplate.query(RECOVER, rs -> {
+            if (!rs.next()) {
+                return null;
+            }
+            Exchange recovered = exchange(camelContext, rs.getString(1), rs.getString(2), children(rs.getArray(3), rs.getArray(4), rs.getArray(5)));
+            recovered.setExchangeId(exchangeId);
+            // The Aggregator's statistics count recovered completions by how they completed.
+            recovered.setProperty(ExchangePropertyKey.AGGREGATED_COMPLETED_BY, rs.getString(6));
+            return recovered;
+        }, exchangeId);
+    }
+
+    @Override
+    public void confirm(CamelContext camelContext, String exchangeId) {
+        confirmWithResult(camelContext, exchangeId);
+    }
+
+    /**
+     * Queues the confirmation, written with others in one statement, and answers at once: the
+     * decision's own transaction removed the completed row already, and a confirmation lost with
+     * its process leaves a row that recovery resubmits, whose decision is not made twice.
+     */
+    @Override
+    public boolean confirmWithResult(CamelContext camelContext, String exchangeId) {
+        confirms.submit(exchangeId).whenComplete((confirmed, failure) -> {
+            if (failure != null) {
+                LOG.warn("album completion {}: not confirmed ({}); recovery resubmits it and its decision is not made twice", exchangeId,
+                        failure.getMessage());
+            }
+        });
+        return true;
+    }
+
+    private List<Boolean> confirmAll(List<String> exchangeIds) throws SQLException {
+        try (Connection c = dataSource.getConnection(); PreparedStatement ps = c.prepareStatement(CONFIRM)) {
+            ps.setArray(1, c.createArrayOf("text", exchangeIds.toArray()));
+            ps.execute();
+        }
+        return exchangeIds.stream().map(id -> true).toList();
+    }
+
+    @Override
+    public Set<String> scan(CamelContext camelContext) {
+        return new LinkedHashSet<>(jdbcTemplate.queryForList("SELECT id FROM album_aggregation_completed"
+                + " WHERE completed_at < now() - make_interval(secs => ?)", String.class, RECOVERY_GRACE_SECONDS));
+    }
+
+    /** A removed group: the album key, its channel, and its children as the body (never media). */
+    private static Exchange exchange(CamelContext camelContext, String albumKey, String provider, List<AlbumState.Child> children) {
+        Exchange exchange = new DefaultExchange(camelContext);
+        exchange.getMessage().setHeader(AlbumChildSource.ALBUM_KEY, albumKey);
+        exchange.getMessage().setHeader(AlbumChildSource.PROVIDER, provider);
+        exchange.getMessage().setBody(AlbumAggregation.json(children));
+        exchange.setProperty(ExchangePropertyKey.AGGREGATED_CORRELATION_KEY, albumKey);
+        return exchange;
+    }
+
+    static List<AlbumState.Child> children(Array ids, Array indexes, Array totals) throws SQLException {
+        if (ids == null) {
+            return List.of();
+        }
+        Long[] id = (Long[]) ids.getArray();
+        Integer[] index = (Integer[]) indexes.getArray();
+        Integer[] total = (Integer[]) totals.getArray();
+        List<AlbumState.Child> children = new ArrayList<>(id.length);
+        for (int i = 0; i < id.length; i++) {
+            children.add(new AlbumState.Child(id[i], index[i], total[i]));
+        }
+        return children;
+    }
+}
