@@ -148,8 +148,9 @@ public final class AlbumAggregationRepository extends org.apache.camel.processor
         }
         Exchange group = new DefaultExchange(camelContext);
         group.getMessage().setHeader(AlbumChildSource.ALBUM_KEY, correlationId);
-        if (correlationId.equals(lostRemoval.get())) {
-            lostRemoval.remove();
+        String lost = lostRemoval.get();
+        lostRemoval.remove();
+        if (correlationId.equals(lost)) {
             group.setProperty(AlbumAggregation.CLOSED, true);
         }
         return group;
