@@ -42,7 +42,11 @@ public final class AlbumAggregation implements AggregationStrategy {
                 child.getHeader(AlbumChildSource.INDEX, Integer.class), child.getHeader(AlbumChildSource.TOTAL, Integer.class));
         children.putIfAbsent(own.id(), own);
         group.getMessage().setBody(json(children.values()));
-        group.getMessage().setHeader(AlbumChildSource.ALBUM_KEY, child.getHeader(AlbumChildSource.ALBUM_KEY));
+        String albumKey = child.getHeader(AlbumChildSource.ALBUM_KEY, String.class);
+        group.getMessage().setHeader(AlbumChildSource.ALBUM_KEY, albumKey);
+        // The aggregator keeps the last child's exchange id with its open album until it completes:
+        // as the key it holds already, it costs nothing more. A completion gets its own id as it is removed.
+        newExchange.setExchangeId(albumKey);
         group.getMessage().setHeader(AlbumChildSource.PROVIDER, child.getHeader(AlbumChildSource.PROVIDER));
         if (Boolean.FALSE.equals(child.getHeader(AlbumChildSource.GROUP_OPEN, Boolean.class))) {
             group.setProperty(CLOSED, true);

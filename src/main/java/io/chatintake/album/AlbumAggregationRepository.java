@@ -181,6 +181,8 @@ public final class AlbumAggregationRepository extends org.apache.camel.processor
         }
         String completedBy = exchange.getProperty(ExchangePropertyKey.AGGREGATED_COMPLETED_BY, String.class);
         boolean byDeadline = AggregateProcessor.COMPLETED_BY_TIMEOUT.equals(completedBy) || AggregateProcessor.COMPLETED_BY_FORCE.equals(completedBy);
+        // The completion's own id (the group's is its album key): its completed row's, confirmed and recovered by it.
+        exchange.setExchangeId(camelContext.getUuidGenerator().generateUuid());
         boolean done = Boolean.TRUE.equals(jdbcTemplate.query(CHECKED_REMOVE, rs -> {
             if (!rs.next()) {
                 return false;

@@ -52,7 +52,9 @@ public final class AlbumChildSource extends RowWorkSource {
 
     @Override
     protected void fill(ResultSet row, WorkItem item, Message message) throws SQLException {
-        message.setHeader(ALBUM_KEY, row.getString(2));
+        // One instance per album key: the aggregator's timeout map keeps the key of an album's first
+        // child and of its last, for every open album.
+        message.setHeader(ALBUM_KEY, row.getString(2).intern());
         message.setHeader(CHILD_ID, item.sourceId());
         message.setHeader(INDEX, row.getObject(3));
         message.setHeader(TOTAL, row.getObject(4));
