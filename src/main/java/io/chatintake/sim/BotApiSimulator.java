@@ -26,7 +26,6 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.LongFunction;
 
@@ -119,8 +118,10 @@ public final class BotApiSimulator implements AutoCloseable {
         final List<JsonNode> sent = new ArrayList<>();
         final List<JsonNode> sendAttempts = new ArrayList<>();
         final Set<Long> blockedChats = ConcurrentHashMap.newKeySet();
-        volatile double rateLimitedShare;
-        volatile int rateLimitRetryAfter;
+        double rateLimitedShare;
+        /** sendMessage calls that reached the rate-limited share's check since it was set. */
+        long rateLimitChecks;
+        int rateLimitRetryAfter;
         /** Telegram's send limits, when enforced (0: not): accepted sends per second per bot, and the gap per chat. */
         int perBotPerSecond;
         long chatGapNanos;
@@ -131,6 +132,13 @@ public final class BotApiSimulator implements AutoCloseable {
         /** sendMessage calls wait before they are applied while this is set ({@link #holdSends}); guarded by the bot. */
         boolean sendsHeld;
         int heldSends;
+
+        /** The retry_after this call of the rate-limited share is answered with, or 0: not refused. */
+        int rateLimitedSend() {
+            long checked = rateLimitChecks++;
+            boolean refused = Math.floor((checked + 1) * rateLimitedShare) > Math.floor(checked * rateLimitedShare);
+            return refused ? Math.max(1, rateLimitRetryAfter) : 0;
+        }
 
         /** Null when a send to this chat may be accepted now, else the seconds to wait (retry_after). */
         Integer limitRefusal(long chatId, long now) {
@@ -438,11 +446,17 @@ public final class BotApiSimulator implements AutoCloseable {
         bot(token).blockedChats.add(chatId);
     }
 
-    /** This share (0..1) of sendMessage calls, picked at random, is answered 429 with retry_after. */
+    /**
+     * This share (0..1) of sendMessage calls is answered 429 with retry_after, spread evenly (at
+     * 0.3, the 4th, 7th, 10th ... call), so a test sending a few messages sees its 429s every time.
+     */
     public void rateLimitSends(String token, double share, int retryAfterSeconds) {
         Bot bot = bot(token);
-        bot.rateLimitRetryAfter = retryAfterSeconds;
-        bot.rateLimitedShare = share;
+        synchronized (bot) {
+            bot.rateLimitRetryAfter = retryAfterSeconds;
+            bot.rateLimitedShare = share;
+            bot.rateLimitChecks = 0;
+        }
     }
 
     /**
@@ -627,9 +641,13 @@ public final class BotApiSimulator implements AutoCloseable {
                         answer(exchange, 403, error(403, "Forbidden: bot was blocked by the user"));
                         return;
                     }
-                    if (bot.rateLimitedShare > 0 && ThreadLocalRandom.current().nextDouble() < bot.rateLimitedShare) {
-                        ObjectNode body = error(429, "Too Many Requests: retry after " + bot.rateLimitRetryAfter);
-                        body.putObject("parameters").put("retry_after", bot.rateLimitRetryAfter);
+                    int rateLimited;
+                    synchronized (bot) {
+                        rateLimited = bot.rateLimitedSend();
+                    }
+                    if (rateLimited > 0) {
+                        ObjectNode body = error(429, "Too Many Requests: retry after " + rateLimited);
+                        body.putObject("parameters").put("retry_after", rateLimited);
                         answer(exchange, 429, body);
                         return;
                     }
