@@ -25,6 +25,10 @@ import javax.sql.DataSource;
  * scheduled when they were stored, and scheduling them again schedules nothing. The mark moves
  * only forward and its row lock makes two processes take turns; each turn is safe to repeat, so
  * its commit does not wait for the disk. This class is the only writer of the table.
+ * <p>
+ * Rows the caller's poller has just stored are scheduled from what storing returned
+ * ({@link Stored}), not read back: read back by the primary key, one bot's range holds every
+ * other bot's rows stored meanwhile, so with many bots each row would be read once per bot.
  */
 public final class ScheduleCheckpoint {
     /** Rows per transaction: catching up after a crash takes many short transactions, not one long one. */
@@ -56,6 +60,30 @@ public final class ScheduleCheckpoint {
                         THEN (SELECT COALESCE(max(id), 0) FROM telegram_update) ELSE -1 END""";
 
     private final DataSource dataSource;
+
+    /**
+     * What one poller stored for its bot under its current lease and has not seen scheduled yet, in
+     * row order: every row of the bot above {@code above} that polling stored is among them (rows of
+     * webhook mode are not: they were scheduled when stored).
+     */
+    public record Stored(long above, List<WorkQueue.NewWork> work) {
+        /** Nothing known: every row is read from storage. */
+        public static final Stored NONE = new Stored(Long.MAX_VALUE, List.of());
+
+        /** At most {@code limit} of the rows in ({@code after}, {@code through}], in row order. */
+        List<WorkQueue.NewWork> between(long after, long through, int limit) {
+            List<WorkQueue.NewWork> found = new ArrayList<>();
+            for (WorkQueue.NewWork row : work) {
+                if (row.sourceId() > through || found.size() == limit) {
+                    break;
+                }
+                if (row.sourceId() > after) {
+                    found.add(row);
+                }
+            }
+            return found;
+        }
+    }
 
     public ScheduleCheckpoint(DataSource dataSource) {
         this.dataSource = dataSource;
@@ -102,14 +130,19 @@ public final class ScheduleCheckpoint {
      * transaction per {@link #CHUNK} rows, and returns the mark reached: {@code through} or beyond.
      */
     public long scheduleThrough(long botId, long through) throws SQLException {
+        return scheduleThrough(botId, through, Stored.NONE);
+    }
+
+    /** The same, taking the rows above {@code stored.above()} from {@code stored} instead of storage. */
+    public long scheduleThrough(long botId, long through, Stored stored) throws SQLException {
         long reached;
         do {
-            reached = inRedoableTransaction(dataSource, c -> scheduleChunk(c, botId, through));
+            reached = inRedoableTransaction(dataSource, c -> scheduleChunk(c, botId, through, stored));
         } while (reached < through);
         return reached;
     }
 
-    private static long scheduleChunk(Connection c, long botId, long through) throws SQLException {
+    private static long scheduleChunk(Connection c, long botId, long through, Stored stored) throws SQLException {
         long mark;
         try (PreparedStatement ps = c.prepareStatement(LOCK)) {
             ps.setLong(1, botId);
@@ -121,33 +154,40 @@ public final class ScheduleCheckpoint {
         if (mark >= through) {
             return mark;
         }
-        List<WorkQueue.NewWork> work = new ArrayList<>();
-        long last = mark;
-        try (PreparedStatement ps = c.prepareStatement(AFTER)) {
-            ps.setLong(1, mark);
-            ps.setLong(2, through);
-            ps.setLong(3, botId);
-            ps.setInt(4, CHUNK);
-            try (ResultSet rs = ps.executeQuery()) {
-                while (rs.next()) {
-                    last = rs.getLong(1);
-                    String chat = rs.getString(4);
-                    String raw = rs.getString(5);
-                    if (chat == null && raw != null) {
-                        // SQL cannot read an update stored raw; Jackson can, so its chat keeps its order.
-                        chat = UpdateChat.idOf(raw).orElse(null);
-                    }
-                    work.add(TelegramWorkSource.workFor(botId, last, rs.getLong(2), rs.getInt(3), chat));
-                }
-            }
-        }
+        boolean known = mark >= stored.above();
+        // Rows below what the poller stored (an earlier holder's, a crash's leftovers) come from storage first.
+        long bound = known ? through : Math.min(through, stored.above());
+        List<WorkQueue.NewWork> work = known ? stored.between(mark, bound, CHUNK) : read(c, botId, mark, bound);
         WorkQueue.schedule(c, work);
-        long reached = work.size() == CHUNK ? last : through;
+        long reached = work.size() == CHUNK ? work.get(CHUNK - 1).sourceId() : bound;
         try (PreparedStatement ps = c.prepareStatement(ADVANCE)) {
             ps.setLong(1, reached);
             ps.setLong(2, botId);
             ps.executeUpdate();
         }
         return reached;
+    }
+
+    /** The bot's rows in ({@code after}, {@code through}] from storage, at most {@link #CHUNK}. */
+    private static List<WorkQueue.NewWork> read(Connection c, long botId, long after, long through) throws SQLException {
+        List<WorkQueue.NewWork> work = new ArrayList<>();
+        try (PreparedStatement ps = c.prepareStatement(AFTER)) {
+            ps.setLong(1, after);
+            ps.setLong(2, through);
+            ps.setLong(3, botId);
+            ps.setInt(4, CHUNK);
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    String chat = rs.getString(4);
+                    String raw = rs.getString(5);
+                    if (chat == null && raw != null) {
+                        // SQL cannot read an update stored raw; Jackson can, so its chat keeps its order.
+                        chat = UpdateChat.idOf(raw).orElse(null);
+                    }
+                    work.add(TelegramWorkSource.workFor(botId, rs.getLong(1), rs.getLong(2), rs.getInt(3), chat));
+                }
+            }
+        }
+        return work;
     }
 }

@@ -54,7 +54,11 @@ public final class TelegramInbox {
      *                  stored as text, flagged, and handed on all the same)
      */
     public record StoredUpdate(long rowId, long updateId, int generation, String type, String json, String idempotencyKey,
-                               String rawReason) {
+                               String rawReason, String chatId) {
+        /** Its work item: per-chat order needs the chat, which storing read from the update already. */
+        WorkQueue.NewWork work(long botId) {
+            return TelegramWorkSource.workFor(botId, rowId, updateId, generation, chatId);
+        }
     }
 
     /** @param gap updates before this batch that another getUpdates caller confirmed, if any */
@@ -62,6 +66,11 @@ public final class TelegramInbox {
         /** The highest inbox row this batch stored (0 when it stored none): what its work is scheduled through. */
         public long lastRowId() {
             return stored.stream().mapToLong(StoredUpdate::rowId).max().orElse(0);
+        }
+
+        /** The stored updates' work items, in row order. */
+        public List<WorkQueue.NewWork> work(long botId) {
+            return stored.stream().map(u -> u.work(botId)).toList();
         }
     }
 
@@ -290,17 +299,16 @@ public final class TelegramInbox {
             }
         }
         inserted.sort((a, b) -> Long.compare(a.rowId(), b.rowId()));
-        if (scheduled) {
-            WorkQueue.schedule(c, inserted.stream()
-                    .map(u -> TelegramWorkSource.workFor(botId, u.rowId(), u.updateId(), u.generation(), u.chatId())).toList());
-        }
         // Hand on the JSON exactly as Telegram sent it, not jsonb's normalised text.
         Map<Long, String> sent = new HashMap<>();
         batch.forEach(u -> sent.put(u.updateId(), u.json()));
         List<StoredUpdate> stored = new ArrayList<>(inserted.size());
         for (Inserted u : inserted) {
             stored.add(new StoredUpdate(u.rowId(), u.updateId(), u.generation(), u.type(), sent.get(u.updateId()),
-                    TelegramWorkSource.idempotencyKey(botId, u.updateId(), u.generation()), u.rawReason()));
+                    TelegramWorkSource.idempotencyKey(botId, u.updateId(), u.generation()), u.rawReason(), u.chatId()));
+        }
+        if (scheduled) {
+            WorkQueue.schedule(c, stored.stream().map(u -> u.work(botId)).toList());
         }
         return stored;
     }

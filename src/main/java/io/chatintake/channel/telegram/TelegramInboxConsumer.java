@@ -124,7 +124,7 @@ public class TelegramInboxConsumer extends DefaultConsumer implements BotPoller.
     @Override
     public void stored(BotApiClient.BotIdentity identity, TelegramInbox.StoredBatch batch, boolean fullBatch) {
         if (batch.lastRowId() > 0) {
-            scheduler.follow(batch.lastRowId());
+            scheduler.follow(batch);
         }
         WorkDispatcher dispatcher = WorkDispatcher.of(getEndpoint().getCamelContext());
         if (dispatcher != null && dispatcher.handles(TelegramWorkSource.KIND)) {

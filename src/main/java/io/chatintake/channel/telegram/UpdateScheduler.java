@@ -1,8 +1,12 @@
 package io.chatintake.channel.telegram;
 
 import io.chatintake.work.Backoff;
+import io.chatintake.work.WorkQueue;
 import java.sql.SQLException;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -11,9 +15,11 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Turns one bot's stored updates into work right behind its poller ({@link ScheduleCheckpoint}):
- * the poller says which row it stored last and goes on to its next getUpdates at once; a pass on
+ * the poller hands over what it stored and goes on to its next getUpdates at once; a pass on
  * the executor every bot shares schedules everything up to there, however many batches that has
- * become meanwhile, and then tells the handlers. One pass at a time per bot, so its transactions
+ * become meanwhile, and then tells the handlers. What the poller stored under the lease is
+ * scheduled as handed over; only what was stored before (read once the lease is taken) is read
+ * back from storage. One pass at a time per bot, so its transactions
  * never overlap; an idle bot costs no thread. When the database fails the pass is tried again with
  * backoff, and nothing is lost meanwhile: the rows wait above the mark, in storage. Rows a stop
  * leaves above the mark are scheduled by whoever takes the poll lease next, this process included.
@@ -35,6 +41,10 @@ final class UpdateScheduler {
     private long through;
     private long reached;
     private PollLease.Held catchUp;
+    /** What the poller stored under the current lease and is not scheduled yet, in row order. */
+    private final List<WorkQueue.NewWork> stored = new ArrayList<>();
+    /** The row above which every row the poller stored is in {@link #stored}; unknown until the catch-up read. */
+    private long storedAbove = Long.MAX_VALUE;
 
     /**
      * @param afterScheduling told after each transaction that scheduled something (wakes the handlers)
@@ -58,13 +68,16 @@ final class UpdateScheduler {
      */
     synchronized void catchUp(PollLease.Held lease) {
         catchUp = lease;
+        stored.clear();
+        storedAbove = Long.MAX_VALUE;
         submit(0);
     }
 
-    /** Row {@code rowId} and every earlier row of the bot are committed: schedule up to it. */
-    synchronized void follow(long rowId) {
-        if (rowId > through) {
-            through = rowId;
+    /** The poller committed this batch, and every earlier row of the bot is committed: schedule up to it. */
+    synchronized void follow(TelegramInbox.StoredBatch batch) {
+        stored.addAll(batch.work(botId));
+        if (batch.lastRowId() > through) {
+            through = batch.lastRowId();
             submit(0);
         }
     }
@@ -97,7 +110,6 @@ final class UpdateScheduler {
     }
 
     private void pass() {
-        long target;
         PollLease.Held lease;
         synchronized (this) {
             if (!running) {
@@ -106,22 +118,30 @@ final class UpdateScheduler {
             }
             inPass = true;
             lease = catchUp;
-            target = through;
         }
         long retryMillis = 0;
         try {
+            long target;
+            ScheduleCheckpoint.Stored known;
             if (lease != null) {
-                checkpoint.lastStoredRow(lease).ifPresent(this::raiseTarget);
+                Optional<Long> last = checkpoint.lastStoredRow(lease);
                 synchronized (this) {
+                    last.ifPresent(this::raiseTarget);
                     if (catchUp == lease) {
                         catchUp = null;
+                        // Anything stored later under this lease was handed over since it was taken.
+                        storedAbove = last.orElse(Long.MAX_VALUE);
                     }
-                    target = through;
                 }
             }
-            long done = checkpoint.scheduleThrough(botId, target);
+            synchronized (this) {
+                target = through;
+                known = new ScheduleCheckpoint.Stored(storedAbove, List.copyOf(stored));
+            }
+            long done = checkpoint.scheduleThrough(botId, target, known);
             synchronized (this) {
                 reached = done;
+                stored.removeIf(w -> w.sourceId() <= done);
             }
             backoff.reset();
             afterScheduling.run();
@@ -143,7 +163,8 @@ final class UpdateScheduler {
         }
     }
 
-    private synchronized void raiseTarget(long rowId) {
+    /** Guarded by this. */
+    private void raiseTarget(long rowId) {
         if (rowId > through) {
             through = rowId;
         }

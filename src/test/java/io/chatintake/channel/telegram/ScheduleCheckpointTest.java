@@ -7,6 +7,7 @@ import io.chatintake.channel.ChildMessages;
 import io.chatintake.testkit.CachedPlan;
 import io.chatintake.testkit.Sql;
 import io.chatintake.testkit.TestDatabase;
+import io.chatintake.work.WorkQueue;
 import java.sql.Connection;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -70,6 +71,32 @@ class ScheduleCheckpointTest {
                 SELECT count(*) FROM (SELECT source_id, lag(source_id) OVER (PARTITION BY chat_key ORDER BY id) AS before
                                         FROM work_item WHERE kind = 'telegram-update') w WHERE w.before > w.source_id"""))
                 .as("items out of their updates' order within a chat").isZero();
+    }
+
+    @Test
+    void whatThePollerHandsOverIsScheduledAsHandedOverAndOnlyEarlierRowsAreRead(DataSource dataSource) throws Exception {
+        PollLease.Held lease = TelegramInboxTest.leaseAndCheckpoint(dataSource, 26);
+        TelegramInbox inbox = new TelegramInbox(dataSource, ChildMessages.listener());
+        // An earlier holder stored these and stopped before scheduling them.
+        inbox.store(lease, LEASE, List.of(message(1, 7), message(2, 8)));
+        ScheduleCheckpoint schedule = new ScheduleCheckpoint(dataSource);
+        long above = schedule.lastStoredRow(lease).orElseThrow();
+        TelegramInbox.StoredBatch first = inbox.store(lease, LEASE, List.of(message(3, 7)));
+        inbox.store(TelegramInboxTest.leaseAndCheckpoint(dataSource, 27), LEASE, List.of(message(1, 1)));
+        TelegramInbox.StoredBatch second = inbox.store(lease, LEASE, List.of(message(4, 8), message(5, 7)));
+        // Read back from storage now, update 5 would be in chat 9: the handed-over rows are not read back.
+        Sql.execute(dataSource, """
+                UPDATE telegram_update SET payload = jsonb_set(payload, '{message,chat,id}', '9') WHERE bot_id = 26 AND update_id = 5""");
+        List<WorkQueue.NewWork> handedOver = new ArrayList<>(first.work(26));
+        handedOver.addAll(second.work(26));
+
+        assertThat(schedule.scheduleThrough(26, second.lastRowId(), new ScheduleCheckpoint.Stored(above, handedOver)))
+                .isEqualTo(second.lastRowId());
+
+        assertThat(Sql.string(dataSource, """
+                SELECT string_agg(source_key || '@' || chat_key, ' ' ORDER BY id) FROM work_item WHERE kind = 'telegram-update'"""))
+                .isEqualTo("26:1@26:7 26:2@26:8 26:3@26:7 26:4@26:8 26:5@26:7");
+        assertThat(schedule.unscheduled(26)).isZero();
     }
 
     @Test
