@@ -37,7 +37,17 @@ public final class Main {
     private Main() {
     }
 
+    /** The JDK HTTP client's read buffer when {@code -Djdk.httpclient.bufsize} does not say otherwise. */
+    private static final String HTTP_READ_BUFFER_BYTES = "4096";
+
     public static void main(String[] args) {
+        // Every connection of the JDK's HTTP client keeps its read buffer while it waits, and every
+        // bot's long poll is such a connection: 4 KB instead of the default 16 KB makes that 4x
+        // lighter per bot; an answer of 100 updates is read in more, smaller reads. Set before any
+        // client exists, as the JDK reads it once.
+        if (System.getProperty("jdk.httpclient.bufsize") == null) {
+            System.setProperty("jdk.httpclient.bufsize", HTTP_READ_BUFFER_BYTES);
+        }
         System.exit(run(List.of(args), System.out, System.err));
     }
 
