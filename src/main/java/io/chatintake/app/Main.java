@@ -37,7 +37,27 @@ public final class Main {
     private Main() {
     }
 
+    /** The JDK HTTP client's read buffer when {@code -Djdk.httpclient.bufsize} does not say otherwise. */
+    private static final String HTTP_READ_BUFFER_BYTES = "4096";
+
+    /** Threads of the common pool at the least, when {@code -Djava.util.concurrent.ForkJoinPool.common.parallelism} does not say. */
+    private static final int COMMON_POOL_THREADS = 2;
+
     public static void main(String[] args) {
+        // Both are read once, so they are set before any HTTP client or CompletableFuture exists.
+        // Every connection of the JDK's HTTP client keeps its read buffer while it waits, and every
+        // bot's long poll is such a connection: 4 KB instead of the default 16 KB makes that 4x
+        // lighter per bot; an answer of 100 updates is read in more, smaller reads.
+        if (System.getProperty("jdk.httpclient.bufsize") == null) {
+            System.setProperty("jdk.httpclient.bufsize", HTTP_READ_BUFFER_BYTES);
+        }
+        // The HTTP client completes every sendAsync on CompletableFuture's default executor, which
+        // with a common pool of one thread (2 cores) starts a new thread per task: a thread started
+        // and ended for every getUpdates answer of every bot.
+        if (System.getProperty("java.util.concurrent.ForkJoinPool.common.parallelism") == null
+                && Runtime.getRuntime().availableProcessors() - 1 < COMMON_POOL_THREADS) {
+            System.setProperty("java.util.concurrent.ForkJoinPool.common.parallelism", Integer.toString(COMMON_POOL_THREADS));
+        }
         System.exit(run(List.of(args), System.out, System.err));
     }
 

@@ -57,10 +57,24 @@ public final class BotApiClient {
     }
 
     public static HttpClient newHttpClient() {
+        return builder().connectTimeout(Duration.ofSeconds(10)).build();
+    }
+
+    /**
+     * The client every bot's long polls share. It has no connect timeout: the JDK's client keeps a
+     * connection's connect timer, and through it the connection's first exchange with its 16 KB read
+     * buffer, for as long as the connection lives, and a long-poll connection lives for days. Each
+     * request's own timeout (at most the long poll plus {@link #ANSWER_GRACE}) bounds the connect instead.
+     */
+    public static HttpClient newPollingHttpClient() {
+        return builder().build();
+    }
+
+    private static HttpClient.Builder builder() {
         // Answers go from the client's selector thread straight to the waiting caller, without a
         // pool thread in between: one thread hand-over less per poll, which a busy machine makes slow.
         // Every body handler used here only buffers, so nothing blocks the selector thread.
-        return HttpClient.newBuilder().executor(Runnable::run).connectTimeout(Duration.ofSeconds(10)).build();
+        return HttpClient.newBuilder().executor(Runnable::run);
     }
 
     public record BotIdentity(long id, String username) {

@@ -90,7 +90,7 @@ public class TelegramInboxComponent extends HealthCheckComponent {
     /** One HTTP client for every bot's long polls: one selector thread for all of them, not one per bot. */
     synchronized HttpClient botApiHttp() {
         if (botApiHttp == null) {
-            botApiHttp = BotApiClient.newHttpClient();
+            botApiHttp = BotApiClient.newPollingHttpClient();
         }
         return botApiHttp;
     }

@@ -30,7 +30,9 @@ public final class ManyBotsBenchmark {
     private static final int PER_BOT_PER_SECOND = 50;
     private static final Duration TICK = Duration.ofMillis(100);
     private static final Duration BURST_EVERY = Duration.ofSeconds(5);
+    /** One round of warm-up; the runner takes rounds until its JIT has settled ({@link BenchRunner#warmUntilCompiled}). */
     private static final Duration WARM_UP = Duration.ofSeconds(10);
+    private static final int MAX_WARM_UP_ROUNDS = 6;
     private static final Duration LOAD = Duration.ofSeconds(30);
     private static final Duration DRAIN_WAIT = Duration.ofMinutes(5);
     private static final int FEW_BOTS = 10;
@@ -46,7 +48,7 @@ public final class ManyBotsBenchmark {
 
     /** What one runner (or the contender) did under the load. */
     record Phase(int bots, long offered, Duration untilStored, boolean drained, double worstP99Millis, String worstBot, int threads,
-                 long heapBytes) {
+                 long heapBytes, BenchRunner.Warmed warmed) {
         double rate() {
             return offered / (untilStored.toNanos() / 1e9);
         }
@@ -63,8 +65,8 @@ public final class ManyBotsBenchmark {
             Phase contender = contender(database, simulator, bots);
             Phase few = bots > FEW_BOTS ? ours(database, simulator, FEW_BOTS, 1) : null;
             Phase many = ours(database, simulator, bots, 1 + FEW_BOTS);
-            out.printf("load: %d updates/s per bot plus a burst of %d every %d s, %d s measured after %d s of warm-up; ~300 B text"
-                    + " updates in %d chats a bot; fsync on, handlers running%n", PER_BOT_PER_SECOND, PER_BOT_PER_SECOND,
+            out.printf("load: %d updates/s per bot plus a burst of %d every %d s, %d s measured after rounds of %d s of warm-up; ~300 B"
+                    + " text updates in %d chats a bot; fsync on, handlers running%n", PER_BOT_PER_SECOND, PER_BOT_PER_SECOND,
                     BURST_EVERY.toSeconds(), LOAD.toSeconds(), WARM_UP.toSeconds(), CHATS_PER_BOT);
             print("hand-written loop, one bot at the total rate", contender);
             if (few != null) {
@@ -92,10 +94,12 @@ public final class ManyBotsBenchmark {
     }
 
     private void print(String what, Phase phase) {
-        out.printf("%-48s offered %d, all stored %s in %.1f s: %.0f/s; p99 available -> stored %.0f ms (worst: %s)%s%n", what,
+        out.printf("%-48s offered %d, all stored %s in %.1f s: %.0f/s; p99 available -> stored %.0f ms (worst: %s)%s%s%n", what,
                 phase.offered(), phase.drained() ? "" : "NOT", phase.untilStored().toMillis() / 1e3, phase.rate(),
                 phase.worstP99Millis(), phase.worstBot(),
-                phase.threads() > 0 ? ", %d threads, heap after GC %.1f MB".formatted(phase.threads(), phase.heapBytes() / 1e6) : "");
+                phase.threads() > 0 ? ", %d threads, heap after GC %.1f MB".formatted(phase.threads(), phase.heapBytes() / 1e6) : "",
+                phase.warmed() == null ? "" : "; warmed up %d x %d s (%s)".formatted(phase.warmed().rounds(), WARM_UP.toSeconds(),
+                        phase.warmed().describe()));
     }
 
     private Phase contender(BenchDatabase database, BotApiSimulator simulator, int bots) throws Exception {
@@ -121,7 +125,7 @@ public final class ManyBotsBenchmark {
             taking.get(DRAIN_WAIT.toMillis(), TimeUnit.MILLISECONDS);
             Duration until = Duration.ofNanos(System.nanoTime() - start);
             Latency latency = latency(database, "public.bench_update", CONTENDER_BOT);
-            return new Phase(1, target.get(), until, true, latency.p99Millis(), latency.bot(), 0, 0);
+            return new Phase(1, target.get(), until, true, latency.p99Millis(), latency.bot(), 0, 0, null);
         } finally {
             polling.shutdownNow();
         }
@@ -145,17 +149,20 @@ public final class ManyBotsBenchmark {
         try (BenchRunner runner = BenchRunner.start(database.dir().resolve("runner-" + bots), env)) {
             awaitCount(database, "SELECT count(*) FROM chat_intake.telegram_checkpoint WHERE bot_id >= " + firstBotId, bots,
                     "not every bot took its poll lease");
-            long warm = load(simulator, tokens, 1, WARM_UP, "warm");
-            awaitCount(database, stored, warm, "the warm-up was not stored");
+            AtomicLong warm = new AtomicLong();
+            BenchRunner.Warmed warmed = runner.warmUntilCompiled(MAX_WARM_UP_ROUNDS, () -> {
+                warm.addAndGet(load(simulator, tokens, 1, WARM_UP, "warm"));
+                awaitCount(database, stored, warm.get(), "the warm-up was not stored");
+            });
             long start = System.nanoTime();
             long offered = load(simulator, tokens, 1, LOAD, "measured");
             // Read at the end of the load, with every bot busy, before draining.
             int threads = runner.threadCount();
-            boolean drained = awaitCount(database, stored, warm + offered, null);
+            boolean drained = awaitCount(database, stored, warm.get() + offered, null);
             Duration until = Duration.ofNanos(System.nanoTime() - start);
             long heap = runner.heapAfterGc();
             Latency latency = latency(database, "chat_intake.telegram_update", firstBotId);
-            return new Phase(bots, offered, until, drained, latency.p99Millis(), latency.bot(), threads, heap);
+            return new Phase(bots, offered, until, drained, latency.p99Millis(), latency.bot(), threads, heap, warmed);
         }
     }
 
