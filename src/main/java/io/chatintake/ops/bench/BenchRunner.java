@@ -4,9 +4,6 @@ import io.chatintake.config.ConfigurationException;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.lang.management.CompilationMXBean;
-import java.lang.management.MemoryMXBean;
-import java.lang.management.MemoryPoolMXBean;
-import java.lang.management.MemoryType;
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
 import java.net.ServerSocket;
@@ -17,7 +14,11 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import javax.management.JMException;
 import javax.management.MBeanServerConnection;
+import javax.management.ObjectName;
 import javax.management.remote.JMXConnector;
 import javax.management.remote.JMXConnectorFactory;
 import javax.management.remote.JMXServiceURL;
@@ -32,6 +33,8 @@ final class BenchRunner implements AutoCloseable {
     private static final Duration READY_WAIT = Duration.ofSeconds(120);
     /** Share of a round's time the runner's compilers may still work for its JIT to count as settled. */
     private static final double SETTLED = 0.05;
+    /** The histogram's last line: {@code Total <instances> <bytes>}. */
+    private static final Pattern HISTOGRAM_TOTAL = Pattern.compile("(?m)^Total\\s+\\d+\\s+(\\d+)");
 
     private final Process process;
     private final Path log;
@@ -174,21 +177,23 @@ final class BenchRunner implements AutoCloseable {
     }
 
     /**
-     * Collects twice and returns what the collection left, pool by pool: the heap read after it
-     * would also count what a busy JVM allocated in the milliseconds since, which is noise of its
-     * speed, not what it keeps.
+     * The bytes of the objects still reachable, counted by a class histogram, which collects first:
+     * exactly what the JVM keeps. The heap read after a collection would also count what a busy
+     * JVM allocated since, and the pools' after-collection figures may come from different
+     * collections, so they read high by the size of a young generation on some runs.
      */
     static long heapLeftByCollection(MBeanServerConnection server) throws IOException {
-        MemoryMXBean memory = ManagementFactory.newPlatformMXBeanProxy(server, ManagementFactory.MEMORY_MXBEAN_NAME, MemoryMXBean.class);
-        memory.gc();
-        memory.gc();
-        long used = 0;
-        for (MemoryPoolMXBean pool : ManagementFactory.getPlatformMXBeans(server, MemoryPoolMXBean.class)) {
-            if (pool.getType() == MemoryType.HEAP && pool.getCollectionUsage() != null) {
-                used += pool.getCollectionUsage().getUsed();
+        try {
+            String histogram = (String) server.invoke(new ObjectName("com.sun.management:type=DiagnosticCommand"), "gcClassHistogram",
+                    new Object[] {new String[0]}, new String[] {String[].class.getName()});
+            Matcher total = HISTOGRAM_TOTAL.matcher(histogram);
+            if (!total.find()) {
+                throw new IOException("the class histogram has no total line");
             }
+            return Long.parseLong(total.group(1));
+        } catch (JMException e) {
+            throw new IOException("class histogram not taken: " + e.getMessage(), e);
         }
-        return used;
     }
 
     /** SIGTERM and wait: the runner's own clean stop. */
