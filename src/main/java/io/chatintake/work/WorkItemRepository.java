@@ -248,16 +248,29 @@ final class WorkItemRepository {
         }
     }
 
-    /** @return the tokens among {@code tokens} whose items are still running under this worker's claim, now extended */
+    // SKIP LOCKED as in WorkLanes.extend: an item another statement holds (its outcome being
+    // recorded) is left as it is and its run still counts as held. Waiting for it instead deadlocked
+    // with the recording, which locks a run's items in another order.
+    private static final String EXTEND = """
+            WITH running AS (
+                SELECT id, claim_token FROM work_item WHERE state = 'running' AND claimed_by = ? AND claim_token = ANY (?::bigint[])),
+                 extended AS (
+                UPDATE work_item w SET claim_expires_at = now() + make_interval(secs => ?), next_attempt_at = now() + make_interval(secs => ?)
+                  FROM (SELECT id FROM work_item WHERE id IN (SELECT id FROM running) FOR UPDATE SKIP LOCKED) free
+                 WHERE w.id = free.id AND w.state = 'running' AND w.claimed_by = ?)
+            SELECT DISTINCT claim_token FROM running""";
+
+    /**
+     * @return the tokens among {@code tokens} whose items are still running under this worker's
+     *         claim, now extended but for those whose outcome is being recorded meanwhile
+     */
     static List<Long> extend(Connection c, String worker, Collection<Long> tokens, Duration claim) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement("""
-                UPDATE work_item SET claim_expires_at = now() + make_interval(secs => ?), next_attempt_at = now() + make_interval(secs => ?)
-                 WHERE state = 'running' AND claimed_by = ? AND claim_token = ANY (?::bigint[])
-                RETURNING claim_token""")) {
-            setSeconds(ps, 1, claim);
-            setSeconds(ps, 2, claim);
-            ps.setString(3, worker);
-            ps.setArray(4, c.createArrayOf("bigint", tokens.toArray()));
+        try (PreparedStatement ps = c.prepareStatement(EXTEND)) {
+            ps.setString(1, worker);
+            ps.setArray(2, c.createArrayOf("bigint", tokens.toArray()));
+            setSeconds(ps, 3, claim);
+            setSeconds(ps, 4, claim);
+            ps.setString(5, worker);
             TreeSet<Long> held = new TreeSet<>();
             try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {

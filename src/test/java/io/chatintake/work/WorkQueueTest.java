@@ -105,6 +105,30 @@ class WorkQueueTest {
     }
 
     @Test
+    void extendingClaimsNeverWaitsForAnItemWhoseOutcomeIsBeingRecorded() throws Exception {
+        schedule("chat-work", "c1", 1, 2, 3);
+        WorkRun run = queue.claimLane("process-a", CLAIM, 100, ORDERED, KINDS);
+        long recorded = run.items().get(1).id();
+        String expiries = "SELECT string_agg(claim_expires_at::text, ',' ORDER BY id) FROM work_item WHERE id <> " + recorded;
+        String before = Sql.string(dataSource, expiries);
+        try (Connection recording = dataSource.getConnection()) {
+            // As the recording of an outcome holds the item, in the order its statement takes them.
+            recording.setAutoCommit(false);
+            recording.createStatement().execute("SELECT 1 FROM work_item WHERE id = " + recorded + " FOR UPDATE");
+            List<Long> held = CompletableFuture.supplyAsync(() -> {
+                try {
+                    return queue.extend("process-a", List.of(run.token()), CLAIM);
+                } catch (SQLException e) {
+                    throw new IllegalStateException(e);
+                }
+            }).get(10, TimeUnit.SECONDS);
+            assertThat(held).as("the run is still held").containsExactly(run.token());
+            recording.rollback();
+        }
+        assertThat(Sql.string(dataSource, expiries)).as("the other items' claims extended").isNotEqualTo(before);
+    }
+
+    @Test
     void anOutcomeWithAStaleTokenIsDroppedAndTheNewClaimsOutcomeCounts() throws Exception {
         schedule("chat-work", "c1", 1, 2, 3);
         WorkRun first = queue.claimLane("process-a", CLAIM, 100, ORDERED, KINDS);
