@@ -28,9 +28,11 @@ public final class AlbumMetrics {
     }
 
     public static void register(MeterRegistry registry, DataSource dataSource) {
+        // Held strongly: only the gauges keep it, and a gauge holds its object weakly by default.
         AlbumMetrics metrics = new AlbumMetrics(dataSource);
-        Gauge.builder("chat_intake_albums_open", metrics, m -> m.read().open).register(registry);
-        Gauge.builder("chat_intake_albums_oldest_open_seconds", metrics, m -> m.read().oldestOpenSeconds).register(registry);
+        Gauge.builder("chat_intake_albums_open", metrics, m -> m.read().open).strongReference(true).register(registry);
+        Gauge.builder("chat_intake_albums_oldest_open_seconds", metrics, m -> m.read().oldestOpenSeconds).strongReference(true)
+                .register(registry);
     }
 
     private synchronized AlbumMetrics read() {

@@ -55,7 +55,9 @@ final class WorkMetrics {
         this.registry = registry;
         counters.clear();
         handlerTimers.clear();
-        gauges.add(Gauge.builder("chat_intake_work_workers_allowed", workersAllowed, IntSupplier::getAsInt)
+        // Held strongly: nothing else keeps the supplier, and a gauge holds its object weakly by
+        // default, so it read NaN after the next collection.
+        gauges.add(Gauge.builder("chat_intake_work_workers_allowed", workersAllowed, IntSupplier::getAsInt).strongReference(true)
                 .description("dispatcher threads that may claim or handle now: fewer while intake is behind its source").register(registry));
     }
 
