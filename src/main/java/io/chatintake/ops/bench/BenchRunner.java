@@ -181,11 +181,18 @@ final class BenchRunner implements AutoCloseable {
      * exactly what the JVM keeps. The heap read after a collection would also count what a busy
      * JVM allocated since, and the pools' after-collection figures may come from different
      * collections, so they read high by the size of a young generation on some runs.
+     * A collection and a finalization run go first: what a finalizable object holds outlives the
+     * first collection that finds it unreachable (javac leaves the zip file system over the
+     * runner's jar that way after compiling {@code routes/*.java}).
      */
     static long heapLeftByCollection(MBeanServerConnection server) throws IOException {
         try {
-            String histogram = (String) server.invoke(new ObjectName("com.sun.management:type=DiagnosticCommand"), "gcClassHistogram",
-                    new Object[] {new String[0]}, new String[] {String[].class.getName()});
+            ObjectName diagnostics = new ObjectName("com.sun.management:type=DiagnosticCommand");
+            Object[] noArguments = {new String[0]};
+            String[] signature = {String[].class.getName()};
+            server.invoke(diagnostics, "gcRun", noArguments, signature);
+            server.invoke(diagnostics, "gcRunFinalization", noArguments, signature);
+            String histogram = (String) server.invoke(diagnostics, "gcClassHistogram", noArguments, signature);
             Matcher total = HISTOGRAM_TOTAL.matcher(histogram);
             if (!total.find()) {
                 throw new IOException("the class histogram has no total line");

@@ -25,4 +25,28 @@ class BenchRunnerTest {
         assertThat(holding - before).as("the 64 MB kept, not the 64 MB dropped").isBetween(56L << 20, 90L << 20);
         assertThat(holding - after).isBetween(56L << 20, 90L << 20);
     }
+
+    @Test
+    void whatAFinalizableObjectHeldIsNotCountedOnceItIsDropped() throws Exception {
+        long before = BenchRunner.heapLeftByCollection(ManagementFactory.getPlatformMBeanServer());
+        new Finalizable(new byte[64 << 20]).hashCode();
+        long after = BenchRunner.heapLeftByCollection(ManagementFactory.getPlatformMBeanServer());
+
+        assertThat(after - before).as("the 64 MB behind a dropped finalizable object").isLessThan(8L << 20);
+    }
+
+    /** Like javac's zip file system: its finalizer keeps what it holds through one more collection. */
+    private static final class Finalizable {
+        private final byte[] held;
+
+        Finalizable(byte[] held) {
+            this.held = held;
+        }
+
+        @Override
+        @SuppressWarnings({"deprecation", "removal"})
+        protected void finalize() {
+            held[0] = 1;
+        }
+    }
 }
