@@ -60,9 +60,16 @@ public final class PollLease {
         }
     }
 
-    static final String RENEW = """
+    private static final String RENEW = """
             UPDATE telegram_poll_lease SET expires_at = now() + make_interval(secs => ?)
              WHERE bot_id = ? AND holder = ? AND fencing_token = ?""";
+
+    /**
+     * A CTE, {@code renewed}, that renews the lease within the caller's statement and returns one
+     * row while it is still held; its parameters are bound by {@link #bindRenewal}. The row lock it
+     * takes serialises the holder's commit with a takeover.
+     */
+    static final String RENEWED = "renewed AS (" + RENEW + " RETURNING 1)";
 
     /** @return false when the lease was taken over: stop polling at once */
     public boolean renew(Held lease, Duration duration) throws SQLException {
@@ -71,15 +78,20 @@ public final class PollLease {
         }
     }
 
-    /** Renews inside the caller's transaction; the row lock it takes serialises the holder's commit with a takeover. */
-    static boolean renew(Connection c, Held lease, Duration duration) throws SQLException {
+    private static boolean renew(Connection c, Held lease, Duration duration) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(RENEW)) {
-            ps.setDouble(1, duration.toMillis() / 1000.0);
-            ps.setLong(2, lease.botId());
-            ps.setString(3, lease.holder());
-            ps.setLong(4, lease.fencingToken());
+            bindRenewal(ps, 1, lease, duration);
             return ps.executeUpdate() == 1;
         }
+    }
+
+    /** Binds the renewal's parameters from {@code index} on; @return the next free index */
+    static int bindRenewal(PreparedStatement ps, int index, Held lease, Duration duration) throws SQLException {
+        ps.setDouble(index, duration.toMillis() / 1000.0);
+        ps.setLong(index + 1, lease.botId());
+        ps.setString(index + 2, lease.holder());
+        ps.setLong(index + 3, lease.fencingToken());
+        return index + 4;
     }
 
     /** Lets another process take over at once, instead of after the lease runs out. */

@@ -6,7 +6,6 @@ import io.chatintake.support.CrashPoint;
 import io.chatintake.message.ChildMessageListener;
 import io.chatintake.store.JsonbText;
 import io.chatintake.work.WorkQueue;
-import java.sql.Array;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -26,9 +25,10 @@ import javax.sql.DataSource;
  * poller still holds the {@link PollLease}. Only after it commits may the next getUpdates send the
  * higher offset, which is what confirms the batch to Telegram.
  * <p>
- * The batch goes in with one statement (arrays unnested server-side), so storing 100 updates
- * costs one round trip, not 100. Its work items follow from storage ({@link ScheduleCheckpoint}),
- * in a transaction of their own: the next getUpdates waits only for what confirming needs. An
+ * The lease renewal, the batch (arrays unnested server-side) and the checkpoint go in with one
+ * statement, so storing 100 updates costs one round trip and the commit, not 100. Their work
+ * items follow from storage ({@link ScheduleCheckpoint}), in a transaction of their own: the
+ * next getUpdates waits only for what confirming needs. An
  * update PostgreSQL's jsonb refuses ({@link JsonbText}) goes in with the others, as text, flagged
  * with the reason: it must not hold up its batch, and with it the bot, forever.
  */
@@ -86,20 +86,47 @@ public final class TelegramInbox {
     // An update jsonb refuses comes with its text in raw_payload (payload NULL) and the reason.
     // The earlier rows of an id are read per update (an aggregate keeps the lateral a per-row index
     // lookup): as a NOT EXISTS, a plan cached while the table was small hashed all of the bot's
-    // updates for every batch.
-    static final String INSERT_BATCH = """
-            INSERT INTO telegram_update (bot_id, update_id, generation, update_type, payload, raw_payload, raw_reason)
-            SELECT ?, i.update_id, COALESCE(earlier.generation + 1, 0),
-                   i.update_type, i.payload::jsonb, i.raw_payload, i.raw_reason
-              FROM unnest(?::bigint[], ?::text[], ?::text[], ?::text[], ?::text[])
-                   WITH ORDINALITY AS i(update_id, update_type, payload, raw_payload, raw_reason, n)
-             CROSS JOIN LATERAL (SELECT max(t.generation) AS generation,
-                                        bool_or(t.payload = i.payload::jsonb OR t.raw_payload = i.raw_payload) AS same
-                                   FROM telegram_update t WHERE t.bot_id = ? AND t.update_id = i.update_id) earlier
-             WHERE earlier.same IS NOT TRUE
-             ORDER BY i.n
-            ON CONFLICT ON CONSTRAINT telegram_update_key DO NOTHING
-            RETURNING id, update_id, generation, update_type, %s, raw_reason""".formatted(UpdateChat.sqlIdOf("payload"));
+    // updates for every batch. Only where {@code guard} holds.
+    private static String insertBatchIf(String guard) {
+        return """
+                INSERT INTO telegram_update (bot_id, update_id, generation, update_type, payload, raw_payload, raw_reason)
+                SELECT ?, i.update_id, COALESCE(earlier.generation + 1, 0),
+                       i.update_type, i.payload::jsonb, i.raw_payload, i.raw_reason
+                  FROM unnest(?::bigint[], ?::text[], ?::text[], ?::text[], ?::text[])
+                       WITH ORDINALITY AS i(update_id, update_type, payload, raw_payload, raw_reason, n)
+                 CROSS JOIN LATERAL (SELECT max(t.generation) AS generation,
+                                            bool_or(t.payload = i.payload::jsonb OR t.raw_payload = i.raw_payload) AS same
+                                       FROM telegram_update t WHERE t.bot_id = ? AND t.update_id = i.update_id) earlier
+                 WHERE earlier.same IS NOT TRUE AND %s
+                 ORDER BY i.n
+                ON CONFLICT ON CONSTRAINT telegram_update_key DO NOTHING
+                RETURNING id, update_id, generation, update_type, %s AS chat_id, raw_reason""".formatted(guard, UpdateChat.sqlIdOf("payload"));
+    }
+
+    /** A pushed update's statement: no lease to hold. */
+    static final String INSERT_BATCH = insertBatchIf("true");
+
+    private static final String LEASE_HELD = "EXISTS (SELECT 1 FROM renewed)";
+
+    // A polled batch is one statement, one round trip: the lease renewed, the gap before the batch
+    // recorded, the updates inserted and the checkpoint advanced, each only while the lease is held.
+    // One row however many updates went in: the lease and checkpoint rows counted, the gap if any,
+    // then each inserted update (none: NULLs).
+    private static final String STORE_POLLED = """
+            WITH %s,
+            %s,
+            inserted AS (%s),
+            advanced AS (
+                UPDATE telegram_checkpoint
+                   SET next_offset = ?, last_poll_at = now(), last_batch_at = now(),
+                       stored_count = stored_count + (SELECT count(*) FROM inserted),
+                       duplicate_count = duplicate_count + ?::bigint - (SELECT count(*) FROM inserted), updated_at = now()
+                 WHERE bot_id = ? AND %s
+                RETURNING 1)
+            SELECT (SELECT count(*) FROM renewed), (SELECT count(*) FROM advanced), g.from_update_id, g.to_update_id, g.detected_at,
+                   i.id, i.update_id, i.generation, i.update_type, i.chat_id, i.raw_reason
+              FROM (SELECT 1) AS one LEFT JOIN gap g ON true LEFT JOIN inserted i ON true"""
+            .formatted(PollLease.RENEWED, UpdateGap.recordedIf(LEASE_HELD), insertBatchIf(LEASE_HELD), LEASE_HELD);
 
     // Parts of a media group become album children in channel_message like any channel's
     // (provider telegram-bot, account = bot id, conversation = chat id) and are scheduled into their
@@ -131,12 +158,6 @@ public final class TelegramInbox {
             ON CONFLICT (workspace, provider, account_id, conversation_id, message_id) DO NOTHING
             RETURNING id""".formatted(WORKSPACE);
 
-    private static final String ADVANCE = """
-            UPDATE telegram_checkpoint
-               SET next_offset = ?, last_poll_at = now(), last_batch_at = now(),
-                   stored_count = stored_count + ?, duplicate_count = duplicate_count + ?, updated_at = now()
-             WHERE bot_id = ?""";
-
     public StoredBatch store(PollLease.Held lease, Duration leaseDuration, List<BotApiClient.RawUpdate> batch)
             throws SQLException, LeaseLostException {
         if (batch.isEmpty()) {
@@ -162,30 +183,37 @@ public final class TelegramInbox {
 
     private StoredBatch store(PollLease.Held lease, Duration leaseDuration, List<BotApiClient.RawUpdate> batch, List<String> rawReasons)
             throws SQLException, LeaseLostException {
+        long botId = lease.botId();
+        long firstUpdateId = batch.stream().mapToLong(BotApiClient.RawUpdate::updateId).min().getAsLong();
         long nextOffset = batch.stream().mapToLong(BotApiClient.RawUpdate::updateId).max().getAsLong() + 1;
+        Columns columns = Columns.of(batch, rawReasons);
         try (Connection c = dataSource.getConnection()) {
             c.setAutoCommit(false);
             try {
-                if (!PollLease.renew(c, lease, leaseDuration)) {
-                    c.rollback();
-                    throw new LeaseLostException(lease.botId());
-                }
-                Optional<UpdateGap.Gap> gap = UpdateGap.recordIfAny(c, lease.botId(),
-                        batch.stream().mapToLong(BotApiClient.RawUpdate::updateId).min().getAsLong());
-                List<StoredUpdate> stored = storeUpdates(c, lease.botId(), batch, rawReasons, false);
-                int duplicates = batch.size() - stored.size();
-                try (PreparedStatement ps = c.prepareStatement(ADVANCE)) {
-                    ps.setLong(1, nextOffset);
-                    ps.setLong(2, stored.size());
-                    ps.setLong(3, duplicates);
-                    ps.setLong(4, lease.botId());
-                    if (ps.executeUpdate() != 1) {
-                        throw new SQLException("no checkpoint row for bot " + lease.botId());
+                Polled polled;
+                try (PreparedStatement ps = c.prepareStatement(STORE_POLLED)) {
+                    int next = PollLease.bindRenewal(ps, 1, lease, leaseDuration);
+                    next = UpdateGap.bindRecording(ps, next, botId, firstUpdateId);
+                    next = columns.bind(c, ps, next, botId);
+                    ps.setLong(next, nextOffset);
+                    ps.setLong(next + 1, batch.size());
+                    ps.setLong(next + 2, botId);
+                    try (ResultSet rs = ps.executeQuery()) {
+                        polled = Polled.read(rs, columns);
                     }
                 }
+                if (!polled.leaseHeld()) {
+                    c.rollback();
+                    throw new LeaseLostException(botId);
+                }
+                if (!polled.advanced()) {
+                    throw new SQLException("no checkpoint row for bot " + botId);
+                }
+                List<StoredUpdate> stored = stored(botId, batch, polled.inserted());
+                storeChildren(c, stored);
                 CrashPoint.reach(CrashPoint.TELEGRAM_DURING_TRANSACTION);
                 c.commit();
-                return new StoredBatch(stored, duplicates, nextOffset, gap);
+                return new StoredBatch(stored, batch.size() - stored.size(), nextOffset, polled.gap());
             } catch (SQLException | RuntimeException e) {
                 rollbackQuietly(c);
                 throw e;
@@ -222,20 +250,84 @@ public final class TelegramInbox {
                SET last_batch_at = now(), stored_count = stored_count + ?, duplicate_count = duplicate_count + ?, updated_at = now()
              WHERE bot_id = ?""";
 
-    /**
-     * The updates, their media-group children and the children's listeners, in the caller's
-     * transaction; with {@code scheduled}, the updates' work items too.
-     */
+    /** A pushed update, its work item, its media-group child and the child's listeners, in the caller's transaction. */
     private List<StoredUpdate> storeUpdates(Connection c, long botId, List<BotApiClient.RawUpdate> batch, List<String> rawReasons,
                                             boolean scheduled) throws SQLException {
-        List<StoredUpdate> stored = insert(c, botId, batch, rawReasons, scheduled);
-        List<Long> children = storeChildren(c, stored.stream()
-                .filter(u -> u.json().contains("\"media_group_id\"")).toList());
-        childListener.stored(c, children.stream().map(id -> new ChildMessageListener.StoredChild(id, true, true, true)).toList());
+        Columns columns = Columns.of(batch, rawReasons);
+        List<Inserted> inserted = new ArrayList<>(batch.size());
+        try (PreparedStatement ps = c.prepareStatement(INSERT_BATCH)) {
+            columns.bind(c, ps, 1, botId);
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    inserted.add(columns.inserted(rs, 1));
+                }
+            }
+        }
+        List<StoredUpdate> stored = stored(botId, batch, inserted);
+        if (scheduled) {
+            WorkQueue.schedule(c, stored.stream().map(u -> u.work(botId)).toList());
+        }
+        storeChildren(c, stored);
         return stored;
     }
 
     private record Inserted(long rowId, long updateId, int generation, String type, String chatId, String rawReason) {
+    }
+
+    /** What a polled batch's statement did. */
+    private record Polled(boolean leaseHeld, boolean advanced, Optional<UpdateGap.Gap> gap, List<Inserted> inserted) {
+        static Polled read(ResultSet rs, Columns columns) throws SQLException {
+            rs.next();
+            Polled polled = new Polled(rs.getLong(1) == 1, rs.getLong(2) == 1, UpdateGap.read(rs, 3), new ArrayList<>());
+            do {
+                rs.getLong(6);
+                if (!rs.wasNull()) {
+                    polled.inserted.add(columns.inserted(rs, 6));
+                }
+            } while (rs.next());
+            return polled;
+        }
+    }
+
+    /** A batch as the insert's arrays; the chats of raw updates, which SQL cannot read, read here. */
+    private record Columns(Long[] ids, String[] types, String[] payloads, String[] raws, String[] rawReasons, Map<Long, String> rawChats) {
+        static Columns of(List<BotApiClient.RawUpdate> batch, List<String> rawReasons) {
+            Columns columns = new Columns(new Long[batch.size()], new String[batch.size()], new String[batch.size()], new String[batch.size()],
+                    rawReasons.toArray(String[]::new), new HashMap<>());
+            for (int i = 0; i < batch.size(); i++) {
+                BotApiClient.RawUpdate update = batch.get(i);
+                columns.ids[i] = update.updateId();
+                columns.types[i] = update.type();
+                if (rawReasons.get(i) == null) {
+                    columns.payloads[i] = update.json();
+                } else {
+                    columns.raws[i] = update.json();
+                    // Jackson can read a raw update's chat, so it keeps its order.
+                    UpdateChat.idOf(update.json()).ifPresent(chat -> columns.rawChats.put(update.updateId(), chat));
+                }
+            }
+            return columns;
+        }
+
+        /** Binds the insert's parameters from {@code index} on; @return the next free index */
+        int bind(Connection c, PreparedStatement ps, int index, long botId) throws SQLException {
+            ps.setLong(index, botId);
+            ps.setArray(index + 1, c.createArrayOf("bigint", ids));
+            ps.setArray(index + 2, c.createArrayOf("text", types));
+            ps.setArray(index + 3, c.createArrayOf("text", payloads));
+            ps.setArray(index + 4, c.createArrayOf("text", raws));
+            ps.setArray(index + 5, c.createArrayOf("text", rawReasons));
+            ps.setLong(index + 6, botId);
+            return index + 7;
+        }
+
+        /** The inserted row whose RETURNING columns start at {@code column}. */
+        Inserted inserted(ResultSet rs, int column) throws SQLException {
+            long updateId = rs.getLong(column + 1);
+            String rawReason = rs.getString(column + 5);
+            String chat = rawReason == null ? rs.getString(column + 4) : rawChats.get(updateId);
+            return new Inserted(rs.getLong(column), updateId, rs.getInt(column + 2), rs.getString(column + 3), chat, rawReason);
+        }
     }
 
     /** Whether PostgreSQL takes each update as jsonb, asked one by one: null when it does, else the reason. */
@@ -260,46 +352,9 @@ public final class TelegramInbox {
         return asked;
     }
 
-    private static List<StoredUpdate> insert(Connection c, long botId, List<BotApiClient.RawUpdate> batch, List<String> rawReasons,
-                                             boolean scheduled) throws SQLException {
-        Long[] ids = new Long[batch.size()];
-        String[] types = new String[batch.size()];
-        String[] payloads = new String[batch.size()];
-        String[] raws = new String[batch.size()];
-        Map<Long, String> rawChats = new HashMap<>();
-        for (int i = 0; i < batch.size(); i++) {
-            BotApiClient.RawUpdate update = batch.get(i);
-            ids[i] = update.updateId();
-            types[i] = update.type();
-            if (rawReasons.get(i) == null) {
-                payloads[i] = update.json();
-            } else {
-                raws[i] = update.json();
-                // SQL cannot read a raw update's chat; Jackson can, so its chat keeps its order.
-                UpdateChat.idOf(update.json()).ifPresent(chat -> rawChats.put(update.updateId(), chat));
-            }
-        }
-        List<Inserted> inserted = new ArrayList<>(batch.size());
-        try (PreparedStatement ps = c.prepareStatement(INSERT_BATCH)) {
-            Array idArray = c.createArrayOf("bigint", ids);
-            Array typeArray = c.createArrayOf("text", types);
-            ps.setLong(1, botId);
-            ps.setArray(2, idArray);
-            ps.setArray(3, typeArray);
-            ps.setArray(4, c.createArrayOf("text", payloads));
-            ps.setArray(5, c.createArrayOf("text", raws));
-            ps.setArray(6, c.createArrayOf("text", rawReasons.toArray()));
-            ps.setLong(7, botId);
-            try (ResultSet rs = ps.executeQuery()) {
-                while (rs.next()) {
-                    String rawReason = rs.getString(6);
-                    String chat = rawReason == null ? rs.getString(5) : rawChats.get(rs.getLong(2));
-                    inserted.add(new Inserted(rs.getLong(1), rs.getLong(2), rs.getInt(3), rs.getString(4), chat, rawReason));
-                }
-            }
-        }
+    /** The inserted rows in row order, with the JSON exactly as Telegram sent it, not jsonb's normalised text. */
+    private static List<StoredUpdate> stored(long botId, List<BotApiClient.RawUpdate> batch, List<Inserted> inserted) {
         inserted.sort((a, b) -> Long.compare(a.rowId(), b.rowId()));
-        // Hand on the JSON exactly as Telegram sent it, not jsonb's normalised text.
         Map<Long, String> sent = new HashMap<>();
         batch.forEach(u -> sent.put(u.updateId(), u.json()));
         List<StoredUpdate> stored = new ArrayList<>(inserted.size());
@@ -307,27 +362,28 @@ public final class TelegramInbox {
             stored.add(new StoredUpdate(u.rowId(), u.updateId(), u.generation(), u.type(), sent.get(u.updateId()),
                     TelegramWorkSource.idempotencyKey(botId, u.updateId(), u.generation()), u.rawReason(), u.chatId()));
         }
-        if (scheduled) {
-            WorkQueue.schedule(c, stored.stream().map(u -> u.work(botId)).toList());
-        }
         return stored;
     }
 
-    /** Only media-group parts become children; a batch without one costs no extra round trip. */
-    private static List<Long> storeChildren(Connection c, List<StoredUpdate> stored) throws SQLException {
-        List<Long> children = new ArrayList<>();
-        if (stored.isEmpty()) {
-            return children;
+    /**
+     * The media-group parts among the stored updates as children, and the children's listeners;
+     * a batch without one costs no round trip.
+     */
+    private void storeChildren(Connection c, List<StoredUpdate> stored) throws SQLException {
+        List<StoredUpdate> parts = stored.stream().filter(u -> u.json().contains("\"media_group_id\"")).toList();
+        if (parts.isEmpty()) {
+            return;
         }
+        List<Long> children = new ArrayList<>();
         try (PreparedStatement ps = c.prepareStatement(CHILDREN)) {
-            ps.setArray(1, c.createArrayOf("bigint", stored.stream().map(StoredUpdate::rowId).toArray()));
+            ps.setArray(1, c.createArrayOf("bigint", parts.stream().map(StoredUpdate::rowId).toArray()));
             try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {
                     children.add(rs.getLong(1));
                 }
             }
         }
-        return children;
+        childListener.stored(c, children.stream().map(id -> new ChildMessageListener.StoredChild(id, true, true, true)).toList());
     }
 
     private static void rollbackQuietly(Connection c) {

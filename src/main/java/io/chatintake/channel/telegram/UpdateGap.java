@@ -4,6 +4,7 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.sql.Timestamp;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -33,33 +34,43 @@ public final class UpdateGap {
         }
     }
 
-    // Runs in the batch transaction before the checkpoint advances, so it compares with the offset
-    // this batch was asked for, under the poll lease.
-    private static final String RECORD = """
-            INSERT INTO telegram_gap (bot_id, from_update_id, to_update_id)
-            SELECT bot_id, next_offset, ? - 1 FROM telegram_checkpoint
-             WHERE bot_id = ? AND next_offset > 0 AND ? > next_offset
-               AND last_batch_at > now() - make_interval(secs => %d)
-               AND last_poll_at > now() - make_interval(secs => %d)
-            RETURNING from_update_id, to_update_id, detected_at"""
-            .formatted(ID_RESTART_IDLE.toSeconds(), LossWindow.TELEGRAM_RETENTION.toSeconds());
+    /**
+     * A CTE, {@code gap}, that records the gap before the batch's first update, if there is one
+     * nothing explains and {@code guard} holds; its parameters are bound by {@link #bindRecording}.
+     * It belongs in the batch's statement, which advances the checkpoint: it reads the offset this
+     * batch was asked for, under the poll lease.
+     */
+    static String recordedIf(String guard) {
+        return """
+                gap AS (
+                    INSERT INTO telegram_gap (bot_id, from_update_id, to_update_id)
+                    SELECT bot_id, next_offset, ? - 1 FROM telegram_checkpoint
+                     WHERE bot_id = ? AND next_offset > 0 AND ? > next_offset
+                       AND last_batch_at > now() - make_interval(secs => %d)
+                       AND last_poll_at > now() - make_interval(secs => %d)
+                       AND %s
+                    RETURNING from_update_id, to_update_id, detected_at)"""
+                .formatted(ID_RESTART_IDLE.toSeconds(), LossWindow.TELEGRAM_RETENTION.toSeconds(), guard);
+    }
+
+    /** Binds the recording's parameters from {@code index} on; @return the next free index */
+    static int bindRecording(PreparedStatement ps, int index, long botId, long firstUpdateId) throws SQLException {
+        ps.setLong(index, firstUpdateId);
+        ps.setLong(index + 1, botId);
+        ps.setLong(index + 2, firstUpdateId);
+        return index + 3;
+    }
+
+    /** The gap a batch's statement recorded, from its columns {@code from_update_id, to_update_id, detected_at} at {@code column}. */
+    static Optional<Gap> read(ResultSet rs, int column) throws SQLException {
+        Timestamp detected = rs.getTimestamp(column + 2);
+        return detected == null ? Optional.empty() : Optional.of(new Gap(rs.getLong(column), rs.getLong(column + 1), detected.toInstant()));
+    }
 
     private final DataSource dataSource;
 
     public UpdateGap(DataSource dataSource) {
         this.dataSource = dataSource;
-    }
-
-    /** Records the gap before {@code firstUpdateId}, if there is one nothing explains. */
-    static Optional<Gap> recordIfAny(Connection c, long botId, long firstUpdateId) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement(RECORD)) {
-            ps.setLong(1, firstUpdateId);
-            ps.setLong(2, botId);
-            ps.setLong(3, firstUpdateId);
-            try (ResultSet rs = ps.executeQuery()) {
-                return rs.next() ? Optional.of(new Gap(rs.getLong(1), rs.getLong(2), rs.getTimestamp(3).toInstant())) : Optional.empty();
-            }
-        }
     }
 
     public List<Gap> list(long botId) throws SQLException {

@@ -3,12 +3,17 @@ package io.chatintake.channel.telegram;
 import static io.chatintake.channel.telegram.TelegramIntake.count;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
 
 import io.chatintake.channel.ChildMessages;
 import io.chatintake.testkit.CachedPlan;
 import io.chatintake.testkit.TestDatabase;
+import java.sql.Connection;
+import java.sql.Statement;
 import java.time.Duration;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -58,6 +63,33 @@ class TelegramInboxTest {
                 .isInstanceOf(TelegramInbox.LeaseLostException.class)
                 .hasMessageContaining("checkpoint not advanced");
         assertThat(count("SELECT count(*) FROM telegram_update")).isZero();
+        assertThat(count("SELECT next_offset FROM telegram_checkpoint WHERE bot_id = 7")).isZero();
+    }
+
+    @Test
+    void aBatchWaitingForATakeoverToCommitStoresNothingOnceItHas(DataSource dataSource) throws Exception {
+        PollLease.Held lease = leaseAndCheckpoint(dataSource, 7);
+        try (Connection takeover = dataSource.getConnection()) {
+            takeover.setAutoCommit(false);
+            try (Statement s = takeover.createStatement()) {
+                s.executeUpdate("UPDATE telegram_poll_lease SET holder = 'newcomer', fencing_token = fencing_token + 1 WHERE bot_id = 7");
+            }
+            CompletableFuture<TelegramInbox.StoredBatch> storing = CompletableFuture.supplyAsync(() -> {
+                try {
+                    return new TelegramInbox(dataSource, ChildMessages.listener()).store(lease, LEASE, List.of(update(1, "x")));
+                } catch (Exception e) {
+                    throw new CompletionException(e);
+                }
+            });
+            await().atMost(Duration.ofSeconds(10))
+                    .until(() -> count("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'") > 0);
+            assertThat(storing).isNotDone();
+            takeover.commit();
+
+            assertThatThrownBy(storing::join).hasCauseInstanceOf(TelegramInbox.LeaseLostException.class);
+        }
+        assertThat(count("SELECT count(*) FROM telegram_update")).isZero();
+        assertThat(count("SELECT count(*) FROM telegram_gap")).isZero();
         assertThat(count("SELECT next_offset FROM telegram_checkpoint WHERE bot_id = 7")).isZero();
     }
 
