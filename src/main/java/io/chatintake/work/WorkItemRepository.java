@@ -287,12 +287,12 @@ final class WorkItemRepository {
      * @return the items released
      */
     static int releaseClaimsOfSilentProcesses(Connection c, String self, Duration silence) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement("""
+        // Planned with this process's name: a kept generic plan reads every running claim's index entry.
+        try (PreparedStatement ps = PlannedEachTime.prepare(c, """
                 UPDATE work_item w SET state = 'pending', next_attempt_at = now(), claimed_by = NULL, claim_token = NULL,
                        claim_expires_at = NULL, last_error = 'claim released: ' || w.claimed_by || ' stopped beating', updated_at = now()
                  WHERE w.state = 'running' AND""" + " " + RunnerHeartbeat.claimedBySilentProcess("w"))) {
-            ps.setString(1, self);
-            setSeconds(ps, 2, silence);
+            RunnerHeartbeat.bindSilence(ps, 1, self, silence);
             return ps.executeUpdate();
         }
     }

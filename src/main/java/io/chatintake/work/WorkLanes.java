@@ -91,8 +91,7 @@ final class WorkLanes {
                 UPDATE work_lane SET due_at = now(), claimed_by = NULL, claim_token = NULL
                  WHERE (kind, chat_key) IN (SELECT kind, chat_key FROM work_lane l
                          WHERE l.claimed_by IS NOT NULL AND""" + " " + RunnerHeartbeat.claimedBySilentProcess("l") + " FOR UPDATE SKIP LOCKED)")) {
-            ps.setString(1, self);
-            setSeconds(ps, 2, silence);
+            RunnerHeartbeat.bindSilence(ps, 1, self, silence);
             ps.executeUpdate();
         }
     }

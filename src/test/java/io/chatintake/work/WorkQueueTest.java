@@ -157,6 +157,22 @@ class WorkQueueTest {
     }
 
     @Test
+    void claimsOfSilentProcessesNamedEitherSideOfThisOneAreReleasedItsOwnAreNot() throws Exception {
+        schedule("chat-work", "c1", 1);
+        schedule("chat-work", "c2", 2);
+        schedule("chat-work", "c3", 3);
+        for (String process : List.of("process-a", "process-m", "process-z")) {
+            assertThat(queue.claimLane(process, CLAIM, 100, ORDERED, KINDS)).isNotNull();
+        }
+
+        assertThat(queue.releaseClaimsOfDeadProcesses("process-m", Duration.ofSeconds(8))).isEqualTo(2);
+        assertThat(Sql.string(dataSource, "SELECT string_agg(claimed_by, ',') FROM work_item WHERE state = 'running'"))
+                .isEqualTo("process-m");
+        assertThat(Sql.string(dataSource, "SELECT string_agg(claimed_by, ',') FROM work_lane WHERE claimed_by IS NOT NULL"))
+                .isEqualTo("process-m");
+    }
+
+    @Test
     void aProcessThatBeatsKeepsItsClaims() throws Exception {
         schedule("chat-work", "c1", 1);
         new RunnerHeartbeat(dataSource, "process-a").beat();
