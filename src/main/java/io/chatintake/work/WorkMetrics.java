@@ -9,7 +9,6 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Duration;
-import java.time.Instant;
 import java.util.Map;
 import java.util.Queue;
 import java.util.concurrent.ConcurrentHashMap;
@@ -30,6 +29,8 @@ import org.slf4j.LoggerFactory;
 final class WorkMetrics {
     private static final Logger LOG = LoggerFactory.getLogger(WorkMetrics.class);
     private static final Duration DEPTH_REFRESH = Duration.ofSeconds(5);
+    /** A count that takes longer (a backlog of many thousand items) is taken less often: at most about 1 % of the time. */
+    private static final int DEPTH_COST_SHARE = 100;
 
     /**
      * Depth by kind and state of unfinished work (pending, running, failed, parked), for the
@@ -45,7 +46,8 @@ final class WorkMetrics {
     private final Queue<Gauge> gauges = new ConcurrentLinkedQueue<>();
     private final Map<String, Timer> handlerTimers = new ConcurrentHashMap<>();
     private final Map<String, Counter> counters = new ConcurrentHashMap<>();
-    private Instant lastDepthRefresh = Instant.EPOCH;
+    /** System.nanoTime() from which the depth may be counted again. */
+    private long depthDueAt = System.nanoTime();
 
     WorkMetrics(DataSource dataSource) {
         this.dataSource = dataSource;
@@ -93,14 +95,19 @@ final class WorkMetrics {
     }
 
     void refreshDepth() {
+        long started = System.nanoTime();
         synchronized (depth) {
-            if (Duration.between(lastDepthRefresh, Instant.now()).compareTo(DEPTH_REFRESH) < 0) {
+            if (started - depthDueAt < 0) {
                 return;
             }
-            lastDepthRefresh = Instant.now();
+            depthDueAt = started + DEPTH_REFRESH.toNanos();
         }
         try (Connection c = dataSource.getConnection(); PreparedStatement ps = c.prepareStatement(DEPTH);
              ResultSet rs = ps.executeQuery()) {
+            long took = System.nanoTime() - started;
+            synchronized (depth) {
+                depthDueAt = started + Math.max(DEPTH_REFRESH.toNanos(), took * DEPTH_COST_SHARE);
+            }
             depth.values().forEach(v -> v.set(0));
             while (rs.next()) {
                 String kind = rs.getString(1);
