@@ -233,8 +233,7 @@ public final class TelegramInbox {
      */
     public List<StoredUpdate> storePushed(long botId, BotApiClient.RawUpdate update) throws SQLException {
         return inTransaction(dataSource, c -> {
-            List<StoredUpdate> stored = storeUpdates(c, botId, List.of(update),
-                    Collections.singletonList(JsonbText.refusal(update.json()).orElse(null)), true);
+            List<StoredUpdate> stored = storePushedUpdate(c, botId, update);
             try (PreparedStatement ps = c.prepareStatement(COUNT_PUSHED)) {
                 ps.setLong(1, stored.size());
                 ps.setLong(2, 1 - stored.size());
@@ -251,9 +250,9 @@ public final class TelegramInbox {
              WHERE bot_id = ?""";
 
     /** A pushed update, its work item, its media-group child and the child's listeners, in the caller's transaction. */
-    private List<StoredUpdate> storeUpdates(Connection c, long botId, List<BotApiClient.RawUpdate> batch, List<String> rawReasons,
-                                            boolean scheduled) throws SQLException {
-        Columns columns = Columns.of(batch, rawReasons);
+    private List<StoredUpdate> storePushedUpdate(Connection c, long botId, BotApiClient.RawUpdate update) throws SQLException {
+        List<BotApiClient.RawUpdate> batch = List.of(update);
+        Columns columns = Columns.of(batch, Collections.singletonList(JsonbText.refusal(update.json()).orElse(null)));
         List<Inserted> inserted = new ArrayList<>(batch.size());
         try (PreparedStatement ps = c.prepareStatement(INSERT_BATCH)) {
             columns.bind(c, ps, 1, botId);
@@ -264,9 +263,7 @@ public final class TelegramInbox {
             }
         }
         List<StoredUpdate> stored = stored(botId, batch, inserted);
-        if (scheduled) {
-            WorkQueue.schedule(c, stored.stream().map(u -> u.work(botId)).toList());
-        }
+        WorkQueue.schedule(c, stored.stream().map(u -> u.work(botId)).toList());
         storeChildren(c, stored);
         return stored;
     }
