@@ -21,8 +21,10 @@ import java.util.Deque;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Queue;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -175,7 +177,8 @@ public final class BotApiSimulator implements AutoCloseable {
         return t;
     });
     private final Map<String, Bot> botsByToken = new ConcurrentHashMap<>();
-    private final List<Request> requests = new CopyOnWriteArrayList<>();
+    /** Appended on every request: a copy-on-write list would copy the whole log each time, quadratic over a long run. */
+    private final Queue<Request> requests = new ConcurrentLinkedQueue<>();
     private final List<String> violations = new CopyOnWriteArrayList<>();
     private final AtomicInteger messageIds = new AtomicInteger(1);
     private volatile Clock clock = Clock.systemUTC();
@@ -379,8 +382,9 @@ public final class BotApiSimulator implements AutoCloseable {
 
     // ---- what a test reads ----
 
+    /** Every request so far, oldest first, as of this call. */
     public List<Request> requests() {
-        return Collections.unmodifiableList(requests);
+        return List.copyOf(requests);
     }
 
     public List<String> violations() {

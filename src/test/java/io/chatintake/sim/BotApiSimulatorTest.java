@@ -34,4 +34,22 @@ class BotApiSimulatorTest {
             assertThat(simulator.sentMessages(token)).hasSize(7);
         }
     }
+
+    @Test
+    void theRequestLogKeepsArrivalOrderAndAReadDoesNotChangeAfterwards() throws Exception {
+        try (BotApiSimulator simulator = BotApiSimulator.start()) {
+            String token = simulator.addBot(8, "FAKE-simulator-log-test", "simulator_log_bot");
+            HttpClient client = HttpClient.newHttpClient();
+            for (String method : List.of("getMe", "getWebhookInfo")) {
+                client.send(HttpRequest.newBuilder(URI.create(simulator.url() + "/bot" + token + "/" + method)).build(),
+                        HttpResponse.BodyHandlers.ofString());
+            }
+            List<BotApiSimulator.Request> firstRead = simulator.requests();
+            client.send(HttpRequest.newBuilder(URI.create(simulator.url() + "/botUNKNOWN/getMe")).build(), HttpResponse.BodyHandlers.ofString());
+
+            assertThat(firstRead).extracting(BotApiSimulator.Request::method).containsExactly("getMe", "getWebhookInfo");
+            assertThat(simulator.requests()).extracting(BotApiSimulator.Request::method).containsExactly("getMe", "getWebhookInfo", "getMe");
+            assertThat(simulator.requests()).extracting(BotApiSimulator.Request::botId).containsExactly(8L, 8L, -1L);
+        }
+    }
 }
