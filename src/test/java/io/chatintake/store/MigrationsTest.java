@@ -49,6 +49,12 @@ class MigrationsTest {
     }
 
     @Test
+    void theAppendOnlyInboxOfUpdatesIsVacuumedAtAGentlerPaceThanTheDefault(DataSource dataSource) throws Exception {
+        assertThat(Sql.string(dataSource, "SELECT array_to_string(reloptions, ',') FROM pg_class WHERE oid = 'telegram_update'::regclass"))
+                .isEqualTo("autovacuum_vacuum_cost_delay=10");
+    }
+
+    @Test
     void urlsAreShownWithoutCredentials() {
         assertThat(Database.redactUrl("jdbc:postgresql://db:5432/x?user=a&password=hunter2&ssl=true"))
                 .isEqualTo("jdbc:postgresql://db:5432/x?user=a&password=[redacted]&ssl=true");
