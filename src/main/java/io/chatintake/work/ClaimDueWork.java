@@ -15,6 +15,8 @@ import java.util.concurrent.locks.ReentrantLock;
 final class ClaimDueWork {
     /** Lanes one claim takes at most: a burst over many chats costs a few claims and commits, not one per chat. */
     static final int LANES_PER_CLAIM = 32;
+    /** How often a worker waiting out intake's pace looks again whether intake has caught up. */
+    private static final Duration PACE_LOOK = Duration.ofMillis(50);
 
     private final WorkQueue queue;
     private final String worker;
@@ -79,12 +81,13 @@ final class ClaimDueWork {
 
     /** Waits as long as {@link Gathering} said after the previous lane claim, and as intake's pace says. */
     private void gather() {
-        long wait = pacing.nextLaneClaim(gatheredUntil, laneClaimedAt) - System.nanoTime();
-        if (wait > 0) {
+        long wait;
+        while ((wait = pacing.nextLaneClaim(gatheredUntil, laneClaimedAt) - System.nanoTime()) > 0) {
             try {
-                TimeUnit.NANOSECONDS.sleep(wait);
+                TimeUnit.NANOSECONDS.sleep(Math.min(wait, PACE_LOOK.toNanos()));
             } catch (InterruptedException e) {
                 // as in the idle wait: a stray interrupt does not end the worker
+                return;
             }
         }
     }

@@ -46,7 +46,8 @@ public final class WorkDispatcher {
 
     public record Options(int concurrency, int maxAttempts, Duration backoffBase, Duration backoffCap, Duration claim,
                           Duration pollInterval, Set<String> orderedKinds, Duration heartbeat, int deadAfterHeartbeats, int runSize,
-                          Duration gather, Duration gatherMax, int concurrencyWhileIntakeBehind, Duration gatherWhileIntakeBehind) {
+                          Duration gather, Duration gatherMax, int concurrencyWhileIntakeBehind, Duration gatherWhileIntakeBehind,
+                          Duration gatherWhileBacklogAtSource) {
         /**
          * With the default heartbeat (2 s, dead after 4 missed), runs of up to 500 items, a gathering
          * wait of 20 ms and every worker at work, as often as ever, while intake is behind.
@@ -54,7 +55,7 @@ public final class WorkDispatcher {
         public Options(int concurrency, int maxAttempts, Duration backoffBase, Duration backoffCap, Duration claim,
                        Duration pollInterval, Set<String> orderedKinds) {
             this(concurrency, maxAttempts, backoffBase, backoffCap, claim, pollInterval, orderedKinds, Duration.ofSeconds(2), 4, 500,
-                    Duration.ofMillis(20), Duration.ofMillis(20), concurrency, Duration.ZERO);
+                    Duration.ofMillis(20), Duration.ofMillis(20), concurrency, Duration.ZERO, Duration.ZERO);
         }
 
         public static Options from(Settings settings) {
@@ -74,7 +75,8 @@ public final class WorkDispatcher {
                     Duration.ofMillis(settings.getLong("work.gather-max-millis", 20)),
                     // At least one: handling that stopped while intake stays behind would never catch up.
                     Math.max(1, settings.getInt("work.concurrency-while-intake-behind", 1)),
-                    Duration.ofMillis(settings.getLong("work.gather-millis-while-intake-behind", 100)));
+                    Duration.ofMillis(settings.getLong("work.gather-millis-while-intake-behind", 100)),
+                    Duration.ofMillis(settings.getLong("work.gather-millis-while-backlog-at-source", 1000)));
         }
 
         /** How long a process may stay silent before its claims are released. */
@@ -112,7 +114,7 @@ public final class WorkDispatcher {
         this.metrics = new WorkMetrics(queue.dataSource());
         this.runs = new ClaimedRuns(wakeups, metrics);
         this.pacing = new IntakePacing(options.concurrency(), options.concurrencyWhileIntakeBehind(), options.gatherWhileIntakeBehind(),
-                options.pollInterval(), runs, wakeups, running);
+                options.gatherWhileBacklogAtSource(), options.pollInterval(), runs, wakeups, running);
         this.recorder = new RecordOutcomes(queue, effects, runs, running, options.claim());
         ItemOutcomes outcomes = new ItemOutcomes(options.maxAttempts(), new Backoff(options.backoffBase(), options.backoffCap()), effects, metrics);
         this.executing = new ExecutePicked(camel, queue.dataSource(), this.sources, outcomes, metrics, runs, recorder, running);
@@ -152,11 +154,13 @@ public final class WorkDispatcher {
         }
         LOG.info("work: {} dispatcher thread(s) for {}; at most {} attempts, then parked; claims last {} s, extended while"
                         + " handlers run; heartbeat every {} s, claims of a process silent for {} s are released; runs of up to {} item(s),"
-                        + " gathered for {} when they come in thin; {} while intake is behind its source, claiming at most every {} ms",
+                        + " gathered for {} when they come in thin; {} while intake is behind, claiming at most every {} ms, every {} ms"
+                        + " while its source holds a backlog",
                 options.concurrency(), kinds, options.maxAttempts(), options.claim().toSeconds(),
                 options.heartbeat().toSeconds(), options.silence().toSeconds(), options.runSize(), gathering,
                 options.concurrencyWhileIntakeBehind() >= options.concurrency() ? "all of them"
-                        : "at most " + options.concurrencyWhileIntakeBehind(), options.gatherWhileIntakeBehind().toMillis());
+                        : "at most " + options.concurrencyWhileIntakeBehind(), options.gatherWhileIntakeBehind().toMillis(),
+                options.gatherWhileBacklogAtSource().toMillis());
     }
 
     /** Lets running handlers finish; their outcomes are recorded before this returns. */
@@ -218,12 +222,21 @@ public final class WorkDispatcher {
     }
 
     /**
-     * Intake's source holds more than intake just took (a Telegram poll came back full): for
+     * Intake is short of time (webhook deliveries queue for a transaction): for
      * {@link #INTAKE_BEHIND} from now, fewer workers run ({@link IntakePacing}). A hint like
      * {@link #nudge}; it never waits.
      */
     public void intakeBehind() {
         pacing.intakeBehind();
+    }
+
+    /**
+     * Intake's source holds more than intake just took (a Telegram poll came back full), and only
+     * intake drains it: as {@link #intakeBehind}, with lane claims paced by
+     * {@code work.gather-millis-while-backlog-at-source}. A hint; it never waits.
+     */
+    public void backlogAtSource() {
+        pacing.backlogAtSource();
     }
 
     /** Whether this process runs work of this kind (a handler is configured or registered here). */

@@ -412,9 +412,14 @@ class WorkDispatcherTest {
         private final Thread thread;
 
         IntakeBehind(WorkDispatcher dispatcher) {
+            this(dispatcher::intakeBehind);
+        }
+
+        /** Says {@code hint} every 20 ms until closed, as intake does while it stays behind. */
+        IntakeBehind(Runnable hint) {
             thread = new Thread(() -> {
                 while (!Thread.currentThread().isInterrupted()) {
-                    dispatcher.intakeBehind();
+                    hint.run();
                     try {
                         Thread.sleep(20);
                     } catch (InterruptedException e) {
@@ -463,6 +468,35 @@ class WorkDispatcherTest {
         }
         Thread.sleep(WorkDispatcher.INTAKE_BEHIND.toMillis());
         assertThat(handlingApartForTwoChatsStoredOneAfterTheOther(3)).as("once intake caught up").isLessThan(Duration.ofMillis(500));
+    }
+
+    @Test
+    void whileTheSourceHoldsABacklogClaimsArePacedHarderThanWhileIntakeIsOnlyBehind() throws Exception {
+        startDispatcher(3, "work.gather-millis-while-intake-behind", "100", "work.gather-millis-while-backlog-at-source", "1500");
+        WorkDispatcher dispatcher = WorkDispatcher.of(camel);
+        try (IntakeBehind backlog = new IntakeBehind(dispatcher::backlogAtSource)) {
+            assertThat(handlingApartForTwoChatsStoredOneAfterTheOther(1)).as("paced by work.gather-millis-while-backlog-at-source")
+                    .isGreaterThanOrEqualTo(Duration.ofMillis(1200));
+        }
+        Thread.sleep(WorkDispatcher.INTAKE_BEHIND.toMillis());
+        try (IntakeBehind behind = new IntakeBehind(dispatcher::intakeBehind)) {
+            assertThat(handlingApartForTwoChatsStoredOneAfterTheOther(3)).as("paced by work.gather-millis-while-intake-behind alone")
+                    .isLessThan(Duration.ofMillis(1000));
+        }
+    }
+
+    @Test
+    void aWorkerWaitingOutTheBacklogsPaceClaimsSoonAfterIntakeHasCaughtUp() throws Exception {
+        startDispatcher(3, "work.gather-millis-while-backlog-at-source", "5000");
+        try (IntakeBehind backlog = new IntakeBehind(WorkDispatcher.of(camel)::backlogAtSource)) {
+            store(1, 1);
+            Await.until("the first chat handled", WAIT, () -> handled.contains(BOT + ":1"));
+            store(2, 2);
+        }
+        Instant caughtUp = Instant.now();
+        Await.until("the second chat handled", WAIT, () -> handled.contains(BOT + ":2"));
+        // The pace alone would hold the second claim until 5 s after the first.
+        assertThat(Duration.between(caughtUp, attemptTimes.get(1))).isLessThan(Duration.ofMillis(2500));
     }
 
     /** Stores one chat's update, waits until it is handled, stores another chat's: the time between the two handlings. */

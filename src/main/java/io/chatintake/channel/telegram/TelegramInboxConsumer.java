@@ -130,7 +130,7 @@ public class TelegramInboxConsumer extends DefaultConsumer implements BotPoller.
         if (dispatcher != null && dispatcher.handles(TelegramWorkSource.KIND)) {
             if (fullBatch) {
                 // Telegram holds more for this bot: taking it in comes before handling what is stored.
-                dispatcher.intakeBehind();
+                dispatcher.backlogAtSource();
             }
             return;
         }
