@@ -35,6 +35,9 @@ final class BenchRunner implements AutoCloseable {
     private static final double SETTLED = 0.05;
     /** The histogram's last line: {@code Total <instances> <bytes>}. */
     private static final Pattern HISTOGRAM_TOTAL = Pattern.compile("(?m)^Total\\s+\\d+\\s+(\\d+)");
+    /** A heap count that fell by less than this since the previous one has settled. */
+    private static final long HEAP_SETTLED_BYTES = 1 << 20;
+    private static final int MAX_HEAP_ROUNDS = 5;
 
     private final Process process;
     private final Path log;
@@ -183,21 +186,30 @@ final class BenchRunner implements AutoCloseable {
      * collections, so they read high by the size of a young generation on some runs.
      * A collection and a finalization run go first: what a finalizable object holds outlives the
      * first collection that finds it unreachable (javac leaves the zip file system over the
-     * runner's jar that way after compiling {@code routes/*.java}).
+     * runner's jar that way after compiling {@code routes/*.java}). The finalization run may come
+     * before the collected objects are queued for it, so the three are repeated until the count
+     * no longer falls.
      */
     static long heapLeftByCollection(MBeanServerConnection server) throws IOException {
         try {
             ObjectName diagnostics = new ObjectName("com.sun.management:type=DiagnosticCommand");
             Object[] noArguments = {new String[0]};
             String[] signature = {String[].class.getName()};
-            server.invoke(diagnostics, "gcRun", noArguments, signature);
-            server.invoke(diagnostics, "gcRunFinalization", noArguments, signature);
-            String histogram = (String) server.invoke(diagnostics, "gcClassHistogram", noArguments, signature);
-            Matcher total = HISTOGRAM_TOTAL.matcher(histogram);
-            if (!total.find()) {
-                throw new IOException("the class histogram has no total line");
+            long last = Long.MAX_VALUE;
+            for (int round = 0; ; round++) {
+                server.invoke(diagnostics, "gcRun", noArguments, signature);
+                server.invoke(diagnostics, "gcRunFinalization", noArguments, signature);
+                String histogram = (String) server.invoke(diagnostics, "gcClassHistogram", noArguments, signature);
+                Matcher total = HISTOGRAM_TOTAL.matcher(histogram);
+                if (!total.find()) {
+                    throw new IOException("the class histogram has no total line");
+                }
+                long now = Long.parseLong(total.group(1));
+                if (last - now < HEAP_SETTLED_BYTES || round == MAX_HEAP_ROUNDS) {
+                    return now;
+                }
+                last = now;
             }
-            return Long.parseLong(total.group(1));
         } catch (JMException e) {
             throw new IOException("class histogram not taken: " + e.getMessage(), e);
         }
