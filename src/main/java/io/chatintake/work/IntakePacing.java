@@ -6,10 +6,10 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * The workers' limit while intake is behind (webhook deliveries queue for a transaction) or its
- * source holds a backlog (a Telegram poll came back full): for {@link #INTAKE_BEHIND} after intake
- * last said so, at most {@code work.concurrency-while-intake-behind} workers claim or handle, and
- * lane claims are paced by {@code work.gather-millis-while-intake-behind}, or by
+ * The workers' limit while intake is behind (webhook deliveries queue for a transaction, a poll's
+ * answer for a thread) or its source holds a backlog (a Telegram poll came back full): for
+ * {@link #INTAKE_BEHIND} after intake last said so, at most {@code work.concurrency-while-intake-behind}
+ * workers claim or handle, and lane claims are paced by {@code work.gather-millis-while-intake-behind}, or by
  * {@code work.gather-millis-while-backlog-at-source} while a source holds a backlog: storing and
  * confirming get the cores first, and the work they store waits in the database, where it is
  * safe, until intake has caught up. A backlog at the source is paced harder because what it holds

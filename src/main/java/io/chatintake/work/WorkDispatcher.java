@@ -222,7 +222,7 @@ public final class WorkDispatcher {
     }
 
     /**
-     * Intake is short of time (webhook deliveries queue for a transaction): for
+     * Intake is short of time (webhook deliveries queue for a transaction, a poll's answer for a thread): for
      * {@link #INTAKE_BEHIND} from now, fewer workers run ({@link IntakePacing}). A hint like
      * {@link #nudge}; it never waits.
      */

@@ -37,14 +37,19 @@ import org.slf4j.LoggerFactory;
  */
 final class BotPoller {
     private static final Logger LOG = LoggerFactory.getLogger(BotPoller.class);
+    /** An answer that waited this long for a thread of the shared pool: the process is short of cores for intake. */
+    static final Duration ANSWER_QUEUED = Duration.ofMillis(50);
 
     /** Where stored updates go on from: told after each commit, and when a lease is taken. */
     interface StoredUpdatesListener {
         /** The lease was just taken: what an earlier holder stored and did not hand on comes first. */
         void leaseTaken(PollLease.Held lease);
 
-        /** @param fullBatch Telegram answered with a full batch, so it likely holds more */
-        void stored(BotApiClient.BotIdentity identity, TelegramInbox.StoredBatch batch, boolean fullBatch);
+        /**
+         * @param fullBatch Telegram answered with a full batch, so it likely holds more
+         * @param answerQueued the answer waited at least {@link #ANSWER_QUEUED} for a thread to store it
+         */
+        void stored(BotApiClient.BotIdentity identity, TelegramInbox.StoredBatch batch, boolean fullBatch, boolean answerQueued);
     }
 
     /** What a poller is built from; one per bot. */
@@ -187,10 +192,11 @@ final class BotPoller {
                 inFlight = parts.client().getUpdatesAsync(offset, endpoint.getLimit(), endpoint.getTimeout(), endpoint.allowedUpdateList());
                 // The answer arrives on the HTTP client's selector thread, which must never wait for a commit.
                 inFlight.whenComplete((batch, failure) -> {
+                    long answered = System.nanoTime();
                     try {
-                        pool.execute(() -> afterPoll(batch, failure, started));
+                        pool.execute(() -> afterPoll(batch, failure, started, answered));
                     } catch (RejectedExecutionException e) {
-                        afterPoll(batch, failure, started);
+                        afterPoll(batch, failure, started, answered);
                     }
                 });
                 return;
@@ -199,7 +205,8 @@ final class BotPoller {
         finish();
     }
 
-    private void afterPoll(List<BotApiClient.RawUpdate> batch, Throwable failure, long started) {
+    private void afterPoll(List<BotApiClient.RawUpdate> batch, Throwable failure, long started, long answered) {
+        boolean answerQueued = System.nanoTime() - answered >= ANSWER_QUEUED.toNanos();
         Duration wait;
         try {
             if (failure != null) {
@@ -211,7 +218,7 @@ final class BotPoller {
                 }
                 throw failure instanceof Exception e ? e : new IllegalStateException(failure);
             }
-            wait = confirm(batch);
+            wait = confirm(batch, answerQueued);
         } catch (Exception e) {
             wait = failed(e);
         }
@@ -224,12 +231,12 @@ final class BotPoller {
      *
      * @return how long to wait before the next step: zero while polling, a standby interval after handing the lease over
      */
-    private Duration confirm(List<BotApiClient.RawUpdate> batch) throws Exception {
+    private Duration confirm(List<BotApiClient.RawUpdate> batch, boolean answerQueued) throws Exception {
         CrashPoint.reach(CrashPoint.TELEGRAM_AFTER_RECEIVE);
         if (batch.isEmpty()) {
             parts.checkpoints().recordEmptyPoll(identity.id());
         } else {
-            store(batch);
+            store(batch, answerQueued);
         }
         lastSuccess = parts.clock().instant();
         parts.metrics().polled(offset, lastSuccess.toEpochMilli());
@@ -319,7 +326,7 @@ final class BotPoller {
     }
 
     /** The batch and the next offset in one transaction; only then is the offset this poller's. */
-    private void store(List<BotApiClient.RawUpdate> batch) throws SQLException, TelegramInbox.LeaseLostException {
+    private void store(List<BotApiClient.RawUpdate> batch, boolean answerQueued) throws SQLException, TelegramInbox.LeaseLostException {
         TelegramInbox.StoredBatch result = parts.inbox().store(lease, leaseDuration, batch);
         leaseRenewedAt = System.nanoTime();
         CrashPoint.reach(CrashPoint.TELEGRAM_AFTER_COMMIT);
@@ -337,7 +344,7 @@ final class BotPoller {
         offset = result.nextOffset();
         parts.metrics().stored(result.stored().size(), result.duplicates());
         reportRaw(result.stored());
-        sink.stored(identity, result, batch.size() >= endpoint.getLimit());
+        sink.stored(identity, result, batch.size() >= endpoint.getLimit(), answerQueued);
     }
 
     /** Updates stored raw are confirmed and handed on like the others; a person may want to know they came. */

@@ -31,7 +31,7 @@ public class TelegramInboxComponent extends HealthCheckComponent {
      * Steps of all bots at once: each is a few short transactions (and a getMe or getWebhookInfo
      * when taking a lease), so a few threads keep the commits of many bots going.
      */
-    private static final int POLLING_THREADS = 8;
+    static final int POLLING_THREADS = 8;
     /** Route runs without a work dispatcher (the component on its own): a few at a time across all bots. */
     private static final int HANDOFF_THREADS = 4;
     private DataSource dataSource;

@@ -122,7 +122,7 @@ public class TelegramInboxConsumer extends DefaultConsumer implements BotPoller.
     }
 
     @Override
-    public void stored(BotApiClient.BotIdentity identity, TelegramInbox.StoredBatch batch, boolean fullBatch) {
+    public void stored(BotApiClient.BotIdentity identity, TelegramInbox.StoredBatch batch, boolean fullBatch, boolean answerQueued) {
         if (batch.lastRowId() > 0) {
             scheduler.follow(batch);
         }
@@ -131,6 +131,9 @@ public class TelegramInboxConsumer extends DefaultConsumer implements BotPoller.
             if (fullBatch) {
                 // Telegram holds more for this bot: taking it in comes before handling what is stored.
                 dispatcher.backlogAtSource();
+            } else if (answerQueued) {
+                // Answers queue for threads to store them, as webhook deliveries queue for a transaction.
+                dispatcher.intakeBehind();
             }
             return;
         }

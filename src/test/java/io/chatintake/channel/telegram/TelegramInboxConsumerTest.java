@@ -22,6 +22,8 @@ import java.sql.Statement;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.Collectors;
 import org.junit.jupiter.api.AfterEach;
@@ -92,6 +94,36 @@ class TelegramInboxConsumerTest {
             await("both workers allowed once intake caught up", WAIT, () -> allowed.value() == 2);
             await("every update handled", WAIT, () -> handled.get() == 1_000);
             assertThat(intake.received).as("handled as work, not on the consumer's thread").isEmpty();
+        }
+        assertThat(simulator.violations()).isEmpty();
+    }
+
+    @Test
+    void anAnswerThatQueuedForAThreadToStoreItHoldsTheHandlersBackForAMoment() throws Exception {
+        AtomicInteger handled = new AtomicInteger();
+        try (TelegramIntake intake = new TelegramIntake(simulator).property("telegram.bot-token", token)
+                .workHandler(exchange -> handled.incrementAndGet()).route("main", FAST, false).start()) {
+            Gauge allowed = intake.meters.get("chat_intake_work_workers_allowed").gauge();
+            await("polling", WAIT, () -> simulator.requests().stream().anyMatch(r -> r.method().equals("getUpdates")));
+            ScheduledExecutorService steps = intake.camel.getComponent("telegram-inbox", TelegramInboxComponent.class).polling();
+            CountDownLatch release = new CountDownLatch(1);
+            for (int i = 0; i < TelegramInboxComponent.POLLING_THREADS; i++) {
+                steps.execute(() -> {
+                    try {
+                        release.await();
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                });
+            }
+            simulator.enqueueText(token, 3000, "while every step thread is busy");
+            // The long poll answers at once; its answer waits behind the busy threads.
+            Thread.sleep(BotPoller.ANSWER_QUEUED.multipliedBy(4).toMillis());
+            assertThat(allowed.value()).as("nothing stored yet").isEqualTo(2);
+            release.countDown();
+            await("one worker allowed once the queued answer is stored", WAIT, () -> allowed.value() == 1);
+            await("both workers again half a second later", WAIT, () -> allowed.value() == 2);
+            await("the update handled", WAIT, () -> handled.get() == 1);
         }
         assertThat(simulator.violations()).isEmpty();
     }
