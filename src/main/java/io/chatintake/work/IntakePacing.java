@@ -1,6 +1,7 @@
 package io.chatintake.work;
 
 import java.time.Duration;
+import java.time.Instant;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -35,6 +36,8 @@ final class IntakePacing {
     private volatile long behindUntil = System.nanoTime();
     /** System.nanoTime() until which intake's source holds a backlog. */
     private volatile long backlogUntil = System.nanoTime();
+    /** When the current spell of holding handlers back began (wall clock, for people). */
+    private volatile Instant heldBackSince;
 
     IntakePacing(int concurrency, int concurrencyWhileBehind, Duration gatherWhileBehind, Duration gatherWhileBacklog,
                  Duration pollInterval, ClaimedRuns runs, WorkerWakeups wakeups, AtomicBoolean running) {
@@ -50,14 +53,30 @@ final class IntakePacing {
 
     /** A hint, like a nudge; it never waits. */
     void intakeBehind() {
-        behindUntil = System.nanoTime() + INTAKE_BEHIND.toNanos();
+        long now = System.nanoTime();
+        noteHeldBack(now);
+        behindUntil = now + INTAKE_BEHIND.toNanos();
     }
 
     /** A hint, like a nudge; it never waits. A backlog at the source means intake is behind as well. */
     void backlogAtSource() {
-        long until = System.nanoTime() + INTAKE_BEHIND.toNanos();
+        long now = System.nanoTime();
+        noteHeldBack(now);
+        long until = now + INTAKE_BEHIND.toNanos();
         backlogUntil = until;
         behindUntil = until;
+    }
+
+    /** A signal after intake had caught up starts a new spell of holding handlers back. */
+    private void noteHeldBack(long now) {
+        if (behindUntil - now <= 0) {
+            heldBackSince = Instant.now();
+        }
+    }
+
+    /** Since when handling is being held back for intake, without a break; null while it is not. */
+    Instant heldBackSince() {
+        return behind() ? heldBackSince : null;
     }
 
     private boolean behind() {

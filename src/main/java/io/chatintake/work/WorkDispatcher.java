@@ -4,6 +4,7 @@ import io.chatintake.config.Settings;
 import io.chatintake.support.MeterRegistryLookup;
 import io.chatintake.support.ProcessIdentity;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Set;
@@ -237,6 +238,11 @@ public final class WorkDispatcher {
      */
     public void backlogAtSource() {
         pacing.backlogAtSource();
+    }
+
+    /** Since when this process holds its handlers back for intake, without a break; null while it does not. */
+    public Instant handlingHeldBackSince() {
+        return pacing.heldBackSince();
     }
 
     /** Whether this process runs work of this kind (a handler is configured or registered here). */
