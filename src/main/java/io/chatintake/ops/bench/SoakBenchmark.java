@@ -7,6 +7,7 @@ import io.chatintake.sim.SignedDeliverySender;
 import io.chatintake.sim.SignedDeliverySender.TimestampForm;
 import java.io.IOException;
 import java.io.PrintStream;
+import java.lang.management.ManagementFactory;
 import java.net.URI;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -30,6 +31,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Supplier;
 
 /**
  * {@code bench soak [SECONDS]} (default 300): one runner (child process, shipped routes, echo
@@ -96,7 +98,8 @@ public final class SoakBenchmark {
                  WebhookSenders webhooks = new WebhookSenders(URI.create("http://127.0.0.1:" + runner.httpPort() + "/webhooks/unifyport"));
                  Connection connection = database.dataSource().getConnection();
                  PreparedStatement sample = connection.prepareStatement(SAMPLE)) {
-                return new Run(runner, simulator, token, webhooks, sample, load).go(length);
+                return new Run(runner, () -> CpuUse.now(runner.handle(), database.server()), simulator, token, webhooks, sample, load)
+                        .go(length);
             }
         }
     }
@@ -108,6 +111,8 @@ public final class SoakBenchmark {
     /** One run: the load offered on a timer, the database looked at every {@link #SAMPLE_EVERY} from this thread. */
     private final class Run {
         private final BenchRunner runner;
+        /** Where the cores went: a handled rate that falls short on a busy machine is not the same finding as on an idle one. */
+        private final Supplier<CpuUse> cpu;
         private final BotApiSimulator simulator;
         private final String token;
         private final WebhookSenders webhooks;
@@ -120,9 +125,12 @@ public final class SoakBenchmark {
         private long albums;
         private double worstOldestInPeriod;
         private double worstOldestAfterFirstMinute;
+        private CpuUse cpuReported;
 
-        Run(BenchRunner runner, BotApiSimulator simulator, String token, WebhookSenders webhooks, PreparedStatement sample, SoakLoad load) {
+        Run(BenchRunner runner, Supplier<CpuUse> cpu, BotApiSimulator simulator, String token, WebhookSenders webhooks,
+            PreparedStatement sample, SoakLoad load) {
             this.runner = runner;
+            this.cpu = cpu;
             this.simulator = simulator;
             this.token = token;
             this.webhooks = webhooks;
@@ -131,6 +139,7 @@ public final class SoakBenchmark {
         }
 
         SoakVerdict go(Duration length) throws Exception {
+            cpuReported = cpu.get();
             Sample first = sample();
             long start = first.nanos();
             Sample reported = first;
@@ -149,7 +158,7 @@ public final class SoakBenchmark {
                 offering.shutdownNow();
                 offering.awaitTermination(10, TimeUnit.SECONDS);
             }
-            if (atEnd.nanos() - reported.nanos() >= SAMPLE_EVERY.toNanos() * 2) {
+            if (reportable(reported, atEnd)) {
                 report(start, reported, atEnd);
             }
             out.printf("load ended: %d Telegram updates and %d UnifyPort deliveries offered (%d children of %d albums), %d refused"
@@ -165,7 +174,7 @@ public final class SoakBenchmark {
                 }
                 last = sampleNext(last, start);
             }
-            if (last != atEnd) {
+            if (reportable(atEnd, last)) {
                 report(start, atEnd, last);
             }
             out.printf("after the load: %s%n", doneAfterLoad != null
@@ -173,6 +182,8 @@ public final class SoakBenchmark {
                     : "%d items not done (%d running, %d parked), the oldest %.0f s old; %d updates not yet confirmed at the simulator,"
                             .formatted(last.unfinished(), last.running(), last.parked(), last.oldestPending(), simulator.queued(token))
                             + " %d deliveries not yet acknowledged".formatted(webhooks.waiting()));
+            // Not judged: a reply per text, once, is what the other benches and the tests check.
+            out.printf("echo replies sent: %d for %d texts%n", simulator.sends(token).size(), updatesOffered);
             SoakVerdict verdict = new SoakVerdict(Duration.ofNanos(atEnd.nanos() - start), atEnd.created() - first.created(),
                     atEnd.done() - first.done(), worstOldestAfterFirstMinute, doneAfterLoad, runner.logLinesContaining(CLAIM_LOST));
             if (!verdict.met()) {
@@ -227,16 +238,27 @@ public final class SoakBenchmark {
                             + Instant.now() + "\"," + messageFields + "}}"));
         }
 
+        /** Whether the period is long enough for its rates to say something. */
+        private static boolean reportable(Sample from, Sample to) {
+            return to.nanos() - from.nanos() >= SAMPLE_EVERY.toNanos() * 4;
+        }
+
         /** The period from {@code from} to {@code to}; the worst oldest pending is that of every look in it. */
         private void report(long start, Sample from, Sample to) throws IOException {
             double seconds = (to.nanos() - from.nanos()) / 1e9;
             long resident = runner.residentBytes();
+            CpuUse cpuNow = cpu.get();
+            CpuUse used = cpuNow.since(cpuReported);
+            cpuReported = cpuNow;
             out.printf("%4d s: in %.1f/s, handled %.1f/s; not done %d (%d running), oldest pending %.1f s (worst %.1f s);"
-                            + " runner %sheap in use %d MB; \"%s\" lines %d%n",
+                            + " runner %sheap in use %d MB; \"%s\" lines %d; cores busy: runner %.2f, PostgreSQL %.2f, bench %.2f,"
+                            + " load average %.1f%n",
                     Math.round((to.nanos() - start) / 1e9), (to.created() - from.created()) / seconds, (to.done() - from.done()) / seconds,
                     to.unfinished(), to.running(), to.oldestPending(), worstOldestInPeriod,
                     resident < 0 ? "" : "RSS %d MB, ".formatted(resident >> 20), runner.heapInUse() >> 20,
-                    CLAIM_LOST, runner.logLinesContaining(CLAIM_LOST));
+                    CLAIM_LOST, runner.logLinesContaining(CLAIM_LOST), used.runnerNanos() / 1e9 / seconds,
+                    used.databaseNanos() / 1e9 / seconds, used.benchNanos() / 1e9 / seconds,
+                    ManagementFactory.getOperatingSystemMXBean().getSystemLoadAverage());
             worstOldestInPeriod = 0;
         }
 
