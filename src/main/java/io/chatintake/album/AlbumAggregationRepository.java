@@ -120,7 +120,11 @@ public final class AlbumAggregationRepository extends org.apache.camel.processor
 
     private final DataSource dataSource;
     private final AlbumAggregateController controller;
-    /** The group whose removal by count this thread just lost (see {@link #get}). */
+    /**
+     * The group whose removal by count this thread just lost (see {@link #get}): the Aggregator
+     * retries at once on the same thread (the retry policy of routes/albums.yaml), so its next
+     * read is that retry's.
+     */
     private final ThreadLocal<String> lostRemoval = new ThreadLocal<>();
     /** The groups {@link #removeOverdue} removed, while this thread completes them through the aggregator. */
     private final ThreadLocal<Map<String, Exchange>> removedHere = new ThreadLocal<>();

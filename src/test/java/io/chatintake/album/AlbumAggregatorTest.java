@@ -64,8 +64,12 @@ class AlbumAggregatorTest {
     }
 
     private void child(String conversation, String messageId, String albumId, int index) throws Exception {
+        child(conversation, messageId, albumId, index, null);
+    }
+
+    private void child(String conversation, String messageId, String albumId, int index, Integer total) throws Exception {
         String data = "{\"conversation\":{\"id\":\"" + conversation + "\"},\"message\":{\"id\":\"" + messageId + "\",\"type\":\"image\","
-                + "\"album\":{\"id\":\"" + albumId + "\",\"index\":" + index + "}}}";
+                + "\"album\":{\"id\":\"" + albumId + "\",\"index\":" + index + (total == null ? "" : ",\"total\":" + total) + "}}}";
         String eventId = "evt_" + (++events);
         store.store(RouteFile.unifyPortEvents(SignedDeliverySender.envelope(eventId, "message.received", "whatsapp", "acc_1",
                 Instant.now(), data), "dlv_" + eventId));
@@ -129,6 +133,32 @@ class AlbumAggregatorTest {
                 + " AND completed_by = 'timeout'")).isEqualTo(albums);
         assertThat(Sql.count(db, "SELECT count(*) FROM album_aggregation")).isZero();
         System.out.printf("forced together on %d groups: %d completions, %d lost the versioned removal%n", albums, completed, refused);
+    }
+
+    /**
+     * Albums whose children are all stored before their work runs: each child after the one that
+     * completes its album finds the group removed and loses the removal, on every worker of both
+     * products at once. A lost race retried off the worker's thread lost its callback, and the
+     * workers waited for it for good.
+     */
+    @Test
+    void childrenLosingTheRemovalOfTheirAlbumOnEveryWorkerAtOnceNeverHoldAWorker() throws Exception {
+        int albums = 40;
+        int children = 4;
+        for (int album = 0; album < albums; album++) {
+            for (int index = 1; index <= children; index++) {
+                child("busy-" + album, "b" + album + "-" + index, "busy", index, children);
+            }
+        }
+        Await.until("every child aggregated", WAIT, () -> Sql.count(db, "SELECT count(*) FROM work_item"
+                + " WHERE kind = 'album-child' AND state <> 'done'") == 0);
+        Await.until("every album decided once", WAIT, () -> Sql.count(db, "SELECT count(*) FROM album_decision") >= albums
+                && Sql.count(db, "SELECT count(*) FROM album_aggregation_completed") == 0);
+        assertThat(Sql.count(db, "SELECT count(*) FROM album_decision")).isEqualTo(albums);
+        assertThat(Sql.count(db, "SELECT count(*) FROM album_decision WHERE kind = 'complete' AND jsonb_array_length(child_ids) = 4"))
+                .isEqualTo(albums);
+        assertThat(Sql.count(db, "SELECT count(*) FROM work_item WHERE kind = 'album-child' AND attempts > 1"))
+                .as("no child's work failed for a lost race").isZero();
     }
 
     @Test

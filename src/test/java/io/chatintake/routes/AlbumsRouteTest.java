@@ -1,6 +1,7 @@
 package io.chatintake.routes;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.chatintake.album.AlbumAggregateController;
 import io.chatintake.album.AlbumAggregation;
@@ -10,11 +11,14 @@ import io.chatintake.album.AlbumDecisions;
 import io.chatintake.config.Settings;
 import io.chatintake.testkit.Await;
 import io.chatintake.testkit.Sql;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Map;
 import org.apache.camel.builder.AdviceWith;
 import org.apache.camel.spi.Registry;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * routes/albums.yaml: the Aggregator completes an album when its children agree on a total and
@@ -68,6 +72,15 @@ class AlbumsRouteTest extends RouteTestSupport {
             return Sql.count(db, "SELECT count(*) FROM album_decision") > 0;
         });
         assertThat(Sql.string(db, "SELECT kind || ' ' || jsonb_array_length(child_ids) FROM album_decision")).isEqualTo("provisional 1");
+    }
+
+    @Test
+    void anAggregatorThatWouldRetryALostRaceOnAnotherThreadIsRefusedAtStartWithWhatToWrite(@TempDir Path dir) throws Exception {
+        Path edited = dir.resolve("albums.yaml");
+        Files.writeString(edited, Files.readString(Path.of("routes/albums.yaml")).replace("retryDelay: 0", "retryDelay: 50"));
+        loadRoutes(edited.toString());
+
+        assertThatThrownBy(() -> context.start()).hasStackTraceContaining("retryDelay: 0 and exponentialBackOff: false");
     }
 
     /** Child {@code index} of a two-picture album, stored as a channel would; its channel_message id. */
