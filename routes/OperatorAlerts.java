@@ -95,14 +95,15 @@ public class OperatorAlerts extends RouteBuilder {
 
     @Override
     public void configure() {
-        String chat = getContext().getPropertiesComponent().resolveProperty("operator-alerts.telegram-chat-id").orElse("").trim();
+        String chat = property("operator-alerts.telegram-chat-id", "");
         if (chat.isEmpty()) {
             LOG.info("operator alerts: OFF: no operator chat configured; set OPERATOR_ALERTS_TELEGRAM_CHAT_ID (operator-alerts.telegram-chat-id)");
             return;
         }
         LOG.info("operator alerts: new findings are sent to Telegram chat {} every minute", chat);
         // As the work dispatcher counts a process dead: its last word on holding handlers back is then stale.
-        deadAfterSeconds = Double.parseDouble(property("work.heartbeat-seconds", "2")) * Double.parseDouble(property("work.dead-after-heartbeats", "4"));
+        deadAfterSeconds = Double.parseDouble(property("work.heartbeat-seconds", "2"))
+                * Double.parseDouble(property("work.dead-after-heartbeats", "4"));
         maxPendingAgeSeconds = Double.parseDouble(property("operator-alerts.max-pending-age-seconds", "60"));
 
         // A send that failed may still have arrived: the guard keeps it from being repeated, and
