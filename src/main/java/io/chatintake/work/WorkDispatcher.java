@@ -124,8 +124,8 @@ public final class WorkDispatcher {
         ItemOutcomes outcomes = new ItemOutcomes(options.maxAttempts(), new Backoff(options.backoffBase(), options.backoffCap()), effects, metrics);
         this.executing = new ExecutePicked(camel, queue.dataSource(), this.sources, outcomes, metrics, runs, recorder, running,
                 options.claim());
-        this.keeper = new ClaimKeeper(queue, new RunnerHeartbeat(queue.dataSource(), process), process, runs, wakeups, options.claim(),
-                options.heartbeat(), options.silence());
+        this.keeper = new ClaimKeeper(queue, new RunnerHeartbeat(queue.dataSource(), process, this::handlingHeldBackSince), process,
+                runs, wakeups, options.claim(), options.heartbeat(), options.silence());
         this.gathering = new Gathering(options.gather(), options.gatherMax());
         ClaimDueWork claiming = new ClaimDueWork(queue, process, options.claim(), options.runSize(), options.orderedKinds(), this.sources,
                 runs, pacing, gathering);

@@ -1,6 +1,8 @@
 package io.chatintake.testkit;
 
+import com.zaxxer.hikari.HikariDataSource;
 import io.chatintake.config.Secret;
+import io.chatintake.config.Settings;
 import io.chatintake.store.Database;
 import io.chatintake.store.EmbeddedDatabase;
 import io.chatintake.store.Migrations;
@@ -12,6 +14,7 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.extension.BeforeEachCallback;
 import org.junit.jupiter.api.extension.ExtensionContext;
@@ -58,6 +61,13 @@ public final class TestDatabase implements BeforeEachCallback, ParameterResolver
         } catch (java.io.IOException e) {
             throw new IllegalStateException(e);
         }
+    }
+
+    /** The settings an operator command (work, albums, ...) needs to open this database as a runner would. */
+    public static Settings commandSettings() {
+        HikariDataSource pool = (HikariDataSource) dataSource();
+        return Settings.of(Map.of("chat-intake.db.url", pool.getJdbcUrl(), "chat-intake.db.user",
+                pool.getUsername() == null ? "" : pool.getUsername()));
     }
 
     /**

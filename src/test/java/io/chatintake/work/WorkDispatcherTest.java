@@ -43,6 +43,7 @@ import org.apache.camel.Exchange;
 import org.apache.camel.Message;
 import org.apache.camel.builder.RouteBuilder;
 import org.apache.camel.RoutesBuilder;
+import org.assertj.core.data.Offset;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -507,6 +508,24 @@ class WorkDispatcherTest {
         // Caught up: both workers again, as soon as the last hint is older than INTAKE_BEHIND.
         Thread.sleep(WorkDispatcher.INTAKE_BEHIND.toMillis());
         assertThat(mostHandlersAtOnceForTwoChats(3)).as("handlers at once once intake caught up").isEqualTo(2);
+    }
+
+    @Test
+    void whileIntakeIsBehindTheHeartbeatSaysSinceWhenHandlingIsHeldBackAndOnceCaughtUpItNoLongerDoes() throws Exception {
+        startDispatcher(3, "work.heartbeat-seconds", "1");
+        Instant before = Instant.now();
+        try (IntakeBehind behind = new IntakeBehind(WorkDispatcher.of(camel))) {
+            Await.until("a beat saying handling is held back", WAIT,
+                    () -> Sql.count(dataSource, "SELECT count(*) FROM runner_heartbeat WHERE held_back_since IS NOT NULL") == 1);
+            long sinceMillis = Sql.count(dataSource, "SELECT (extract(epoch FROM held_back_since) * 1000)::bigint FROM runner_heartbeat");
+            Await.until("a later beat", WAIT, () -> Sql.count(dataSource,
+                    "SELECT count(*) FROM runner_heartbeat WHERE beat_at > held_back_since + interval '1500 milliseconds'") == 1);
+            assertThat(Sql.count(dataSource, "SELECT (extract(epoch FROM held_back_since) * 1000)::bigint FROM runner_heartbeat"))
+                    .as("the same spell, as each beat tells it").isCloseTo(sinceMillis, Offset.offset(200L));
+            assertThat(WorkDispatcher.of(camel).handlingHeldBackSince()).isAfterOrEqualTo(before);
+        }
+        Await.until("a beat saying it no longer is", WAIT,
+                () -> Sql.count(dataSource, "SELECT count(*) FROM runner_heartbeat WHERE held_back_since IS NULL") == 1);
     }
 
     /** Two chats whose handlers take 300 ms, each with its own worker (no more runs than workers) unless intake is behind. */
