@@ -40,10 +40,10 @@ final class StartingHttpGate extends SimpleEventNotifierSupport {
                 gate = null;
             }
         } else if (event instanceof CamelEvent.CamelContextStoppingEvent) {
-            close(router());
+            close(RequestLimits.mainRouter(context));
         } else if (!context.isStarted()) {
             // Starting: the server is up with the context's services, found at the first event after it.
-            close(router());
+            close(RequestLimits.mainRouter(context));
         }
     }
 
@@ -54,11 +54,5 @@ final class StartingHttpGate extends SimpleEventNotifierSupport {
         // Last in order: every running route's own path is matched before this one.
         gate = router.route().order(Integer.MAX_VALUE).handler(request -> request.response().setStatusCode(503)
                 .putHeader("Retry-After", RETRY_AFTER_SECONDS).putHeader("Content-Type", "text/plain; charset=utf-8").end(ANSWER));
-    }
-
-    /** Bound under a name made of the port, which is the server's to choose: found by type. */
-    private VertxPlatformHttpRouter router() {
-        return context.getRegistry().findByType(VertxPlatformHttpRouter.class).stream()
-                .filter(VertxPlatformHttpRouter::isMainServer).findFirst().orElse(null);
     }
 }
