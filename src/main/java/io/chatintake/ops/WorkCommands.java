@@ -31,7 +31,11 @@ public final class WorkCommands {
     public int run(List<String> args) {
         String sub = args.isEmpty() ? "status" : args.get(0);
         try (Database database = Database.openForCommand(settings)) {
-            Migrations.apply(database.dataSource());
+            if (sub.equals("status")) {
+                Migrations.requireCurrent(database.dataSource());
+            } else {
+                Migrations.apply(database.dataSource());
+            }
             WorkQueue queue = new WorkQueue(database.dataSource());
             return switch (sub) {
                 case "status" -> status(database);

@@ -13,6 +13,7 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import javax.sql.DataSource;
@@ -65,9 +66,16 @@ public final class TestDatabase implements BeforeEachCallback, ParameterResolver
 
     /** The settings an operator command (work, albums, ...) needs to open this database as a runner would. */
     public static Settings commandSettings() {
+        return commandSettings(Map.of());
+    }
+
+    /** The same with these keys on top, e.g. another {@code chat-intake.db.schema}. */
+    public static Settings commandSettings(Map<String, String> more) {
         HikariDataSource pool = (HikariDataSource) dataSource();
-        return Settings.of(Map.of("chat-intake.db.url", pool.getJdbcUrl(), "chat-intake.db.user",
-                pool.getUsername() == null ? "" : pool.getUsername()));
+        Map<String, String> settings = new HashMap<>(more);
+        settings.put("chat-intake.db.url", pool.getJdbcUrl());
+        settings.put("chat-intake.db.user", pool.getUsername() == null ? "" : pool.getUsername());
+        return Settings.of(settings);
     }
 
     /**
