@@ -11,7 +11,6 @@ import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
-import java.util.concurrent.atomic.AtomicInteger;
 import javax.sql.DataSource;
 import org.apache.camel.Exchange;
 import org.apache.camel.Processor;
@@ -33,12 +32,10 @@ import org.slf4j.LoggerFactory;
 public class TelegramInboxConsumer extends DefaultConsumer implements BotPoller.StoredUpdatesListener {
     private static final Logger LOG = LoggerFactory.getLogger(TelegramInboxConsumer.class);
     private static final Duration STOP_WAIT = Duration.ofSeconds(60);
-    /** Full batches in a row that show a backlog at Telegram, not just a busy moment. */
-    static final int BACKLOG_BATCHES = 3;
 
     private final TelegramInboxEndpoint endpoint;
     private final String bot;
-    private final AtomicInteger fullBatchesInARow = new AtomicInteger();
+    private final BacklogAtTelegram backlog = new BacklogAtTelegram();
     private TelegramInboxConsumerHealthCheck health;
     private ScheduleCheckpoint scheduleCheckpoints;
     private UpdateScheduler scheduler;
@@ -132,12 +129,8 @@ public class TelegramInboxConsumer extends DefaultConsumer implements BotPoller.
         }
         WorkDispatcher dispatcher = WorkDispatcher.of(getEndpoint().getCamelContext());
         if (dispatcher != null && dispatcher.handles(TelegramWorkSource.KIND)) {
-            // One full batch is normal under steady traffic; several in a row mean Telegram holds a
-            // backlog for this bot, and taking it in comes before handling what is stored.
-            if (!fullBatch) {
-                fullBatchesInARow.set(0);
-            }
-            if (fullBatch && fullBatchesInARow.incrementAndGet() >= BACKLOG_BATCHES) {
+            if (backlog.afterPoll(fullBatch)) {
+                // Taking in what Telegram holds for this bot comes before handling what is stored.
                 dispatcher.backlogAtSource();
             } else if (answerQueued) {
                 // Answers queue for threads to store them, as webhook deliveries queue for a transaction.
