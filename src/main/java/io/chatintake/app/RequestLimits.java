@@ -16,7 +16,6 @@ import org.apache.camel.Route;
 import org.apache.camel.component.platform.http.PlatformHttpEndpoint;
 import org.apache.camel.component.platform.http.vertx.VertxPlatformHttpRouter;
 import org.apache.camel.spi.CamelEvent;
-import org.apache.camel.support.SimpleEventNotifierSupport;
 
 /**
  * {@link HttpLimits} on the server's router, ahead of every route: a request must arrive in full
@@ -26,38 +25,29 @@ import org.apache.camel.support.SimpleEventNotifierSupport;
  * it grows past the cap, not after the server-wide ceiling was buffered. A refusal sent while the
  * body still streams in closes the connection: the rest is never read.
  */
-final class RequestLimits extends SimpleEventNotifierSupport {
+final class RequestLimits extends RouterEventNotifier {
     /** First of all: the deadline and the connection's fate are set before any body is read. */
     private static final int GUARD_ORDER = Integer.MIN_VALUE;
     /** Then a webhook route's own cap: platform-http's body handler, later, sees the body read and skips. */
     private static final int BODY_ORDER = Integer.MIN_VALUE + 1;
     private static final Pattern PATH_PARAMETER = Pattern.compile("\\{([^/}]+)}");
 
-    private final CamelContext context;
     private final HttpLimits limits;
     private final Map<String, io.vertx.ext.web.Route> bodyCaps = new HashMap<>();
     private VertxPlatformHttpRouter guarded;
 
     RequestLimits(CamelContext context, HttpLimits limits) {
-        this.context = context;
+        super(context);
         this.limits = limits;
-        setIgnoreExchangeEvents(true);
-        setIgnoreStepEvents(true);
-    }
-
-    @Override
-    public boolean isEnabled(CamelEvent event) {
-        return event instanceof CamelEvent.CamelContextEvent || event instanceof CamelEvent.RouteEvent;
     }
 
     @Override
     public synchronized void notify(CamelEvent event) {
-        VertxPlatformHttpRouter router = mainRouter(context);
+        VertxPlatformHttpRouter router = mainRouter();
         if (router == null) {
             return;
         }
         if (guarded != router) {
-            // The server listens from the start of the context's services: found at the first event after it.
             router.route().order(GUARD_ORDER).handler(this::guard).failureHandler(this::tooLarge);
             guarded = router;
         }
@@ -153,11 +143,5 @@ final class RequestLimits extends SimpleEventNotifierSupport {
         }
         ctx.response().setStatusCode(status).putHeader(HttpHeaders.CONTENT_TYPE, "application/json")
                 .putHeader(HttpHeaders.CONNECTION, HttpHeaders.CLOSE).end("{\"error\":\"" + error + "\"}");
-    }
-
-    /** Bound under a name made of the port, which is the server's to choose: found by type. */
-    static VertxPlatformHttpRouter mainRouter(CamelContext context) {
-        return context.getRegistry().findByType(VertxPlatformHttpRouter.class).stream()
-                .filter(VertxPlatformHttpRouter::isMainServer).findFirst().orElse(null);
     }
 }
