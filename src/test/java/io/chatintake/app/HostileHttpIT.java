@@ -77,10 +77,13 @@ class HostileHttpIT {
             for (int i = 0; i < 50; i++) {
                 // Half say their length up front, half stream it chunked: 16 KB every 100 ms each.
                 boolean chunked = i % 2 == 0;
-                attacks.add(attackers.submit(() -> slowPost(port, "application/json", chunked, EIGHT_MB)));
+                attacks.add(attackers.submit(() -> slowPost(port, "application/json", chunked, EIGHT_MB, "", "")));
             }
             for (int i = 0; i < 20; i++) {
-                attacks.add(attackers.submit(() -> slowPost(port, "multipart/form-data; boundary=xyz", false, EIGHT_MB)));
+                // A well-formed upload of one file: what a server that takes uploads spools to its temporary directory.
+                attacks.add(attackers.submit(() -> slowPost(port, "multipart/form-data; boundary=xyz", false, EIGHT_MB,
+                        "--xyz\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.bin\"\r\n"
+                                + "Content-Type: application/octet-stream\r\n\r\n", "\r\n--xyz--\r\n")));
             }
             List<Future<Outcome>> trickles = new ArrayList<>();
             for (int i = 0; i < 5; i++) {
@@ -175,20 +178,27 @@ class HostileHttpIT {
         return took;
     }
 
-    /** An unsigned POST whose body goes out 16 KB every 100 ms, until the server answers or closes. */
-    private static Outcome slowPost(int port, String contentType, boolean chunked, long total) throws IOException {
+    /**
+     * An unsigned POST of {@code total} bytes (opening, filler, closing) that goes out 16 KB every
+     * 100 ms, until the server answers or closes.
+     */
+    private static Outcome slowPost(int port, String contentType, boolean chunked, long total, String opening, String closing)
+            throws IOException {
         try (Socket socket = new Socket("127.0.0.1", port)) {
             socket.setSoTimeout(10_000);
             OutputStream out = socket.getOutputStream();
             InputStream in = socket.getInputStream();
             out.write(("POST " + WEBHOOK + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: " + contentType + "\r\n"
                     + (chunked ? "Transfer-Encoding: chunked" : "Content-Length: " + total) + "\r\n\r\n").getBytes(StandardCharsets.US_ASCII));
-            byte[] piece = new byte[16 * 1024];
-            Arrays.fill(piece, (byte) 'a');
+            byte[] filler = new byte[16 * 1024];
+            Arrays.fill(filler, (byte) 'a');
+            byte[] first = opening.getBytes(StandardCharsets.US_ASCII);
+            byte[] last = closing.getBytes(StandardCharsets.US_ASCII);
             long sent = 0;
             try {
                 while (sent < total && in.available() == 0) {
-                    int n = (int) Math.min(piece.length, total - sent);
+                    byte[] piece = sent < first.length ? first : total - sent <= last.length ? last : filler;
+                    int n = piece == filler ? (int) Math.min(filler.length, total - sent - last.length) : piece.length;
                     if (chunked) {
                         out.write((Integer.toHexString(n) + "\r\n").getBytes(StandardCharsets.US_ASCII));
                     }
