@@ -40,7 +40,8 @@ record HttpLimits(long maxBodyBytes, Duration requestTimeout, Duration idleTimeo
     private static long positive(Settings settings, String key, long defaultValue) {
         long value = settings.getLong(key, defaultValue);
         if (value <= 0 || value > Integer.MAX_VALUE) {
-            throw new ConfigurationException(Settings.envName(key) + " (" + key + ") must be a whole number above 0, got " + value);
+            throw new ConfigurationException(Settings.envName(key) + " (" + key + ") must be a whole number from 1 to "
+                    + Integer.MAX_VALUE + ", got " + value);
         }
         return value;
     }
