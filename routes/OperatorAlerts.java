@@ -7,8 +7,11 @@
 //     answering 401, a webhook set on the bot, ...; telegram status)
 //   - possible loss windows recorded for a bot
 //   - updates confirmed outside this store (a forgotten poller or a manual getUpdates)
+//   - work of a kind due for longer than operator-alerts.max-pending-age-seconds while intake is
+//     healthy (no bot's polling stopped): its handlers are starved or stalled, not waiting for intake
 // A finding is new while no alert for it is recorded in outbound_effect; the key names the
-// finding and its occurrence (a work item parked again is a new finding).
+// finding and its occurrence (a work item parked again is a new finding; work still waiting is
+// a new finding each hour).
 // Off while operator-alerts.telegram-chat-id (OPERATOR_ALERTS_TELEGRAM_CHAT_ID) is empty.
 
 import java.sql.Connection;
@@ -28,7 +31,14 @@ public class OperatorAlerts extends RouteBuilder {
     private static final int MAX_PER_CHECK = 20;
 
     // Every finding as (key, text); those already alerted (an outbound_effect row) are left out.
+    // Parameters: the silence after which a process is dead, the longest a due item may wait, the limit.
     private static final String NEW_FINDINGS = """
+            WITH polling_stopped AS (
+                SELECT bot_id, bot_name, last_poll_at, updated_at FROM telegram_checkpoint
+                 WHERE coalesce(last_poll_at, updated_at) < now() - interval '5 minutes'),
+            held_back AS (
+                SELECT min(held_back_since) AS since FROM runner_heartbeat
+                 WHERE held_back_since IS NOT NULL AND beat_at >= now() - make_interval(secs => ?))
             SELECT finding, text FROM (
                 SELECT 'work-parked:' || id || ':' || (extract(epoch FROM updated_at) * 1000)::bigint AS finding,
                        'chat-intake: work item ' || id || ' (' || kind || ' ' || source_key || ') parked after '
@@ -48,7 +58,7 @@ public class OperatorAlerts extends RouteBuilder {
                            || coalesce(to_char(last_poll_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'it was first seen')
                            || ' (token revoked? webhook set?). java -jar chat-intake.jar telegram status',
                        coalesce(last_poll_at, updated_at)
-                  FROM telegram_checkpoint WHERE coalesce(last_poll_at, updated_at) < now() - interval '5 minutes'
+                  FROM polling_stopped
                 UNION ALL
                 SELECT 'telegram-loss-window:' || id,
                        'chat-intake: telegram bot ' || bot_id || ' may have lost updates between '
@@ -62,6 +72,16 @@ public class OperatorAlerts extends RouteBuilder {
                            || ' were confirmed outside this store (another getUpdates caller: find and stop it)',
                        detected_at
                   FROM telegram_gap
+                UNION ALL
+                SELECT 'work-waiting:' || w.kind || ':' || to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24'),
+                       'chat-intake: ' || w.kind || ' work is not handled: its oldest due item has waited '
+                           || extract(epoch FROM now() - w.due_since)::bigint || ' s while intake is healthy; handling is '
+                           || coalesce('held back for intake since ' || to_char(h.since AT TIME ZONE 'UTC', 'HH24:MI:SS') || ' UTC',
+                                       'not held back (handlers stalled?)') || '. java -jar chat-intake.jar work status',
+                       w.due_since
+                  FROM (SELECT kind, min(next_attempt_at) AS due_since FROM work_item
+                         WHERE state IN ('pending', 'failed') AND next_attempt_at <= now() GROUP BY kind) w, held_back h
+                 WHERE w.due_since < now() - make_interval(secs => ?) AND NOT EXISTS (SELECT 1 FROM polling_stopped)
             ) f
              WHERE NOT EXISTS (SELECT 1 FROM outbound_effect e WHERE e.effect_key = f.finding || ':operator-alert')
              ORDER BY seen_at
@@ -70,14 +90,21 @@ public class OperatorAlerts extends RouteBuilder {
     public record Finding(String key, String text) {
     }
 
+    private double deadAfterSeconds;
+    private double maxPendingAgeSeconds;
+
     @Override
     public void configure() {
-        String chat = getContext().getPropertiesComponent().resolveProperty("operator-alerts.telegram-chat-id").orElse("").trim();
+        String chat = property("operator-alerts.telegram-chat-id", "");
         if (chat.isEmpty()) {
             LOG.info("operator alerts: OFF: no operator chat configured; set OPERATOR_ALERTS_TELEGRAM_CHAT_ID (operator-alerts.telegram-chat-id)");
             return;
         }
         LOG.info("operator alerts: new findings are sent to Telegram chat {} every minute", chat);
+        // As the work dispatcher counts a process dead: its last word on holding handlers back is then stale.
+        deadAfterSeconds = Double.parseDouble(property("work.heartbeat-seconds", "2"))
+                * Double.parseDouble(property("work.dead-after-heartbeats", "4"));
+        maxPendingAgeSeconds = Double.parseDouble(property("operator-alerts.max-pending-age-seconds", "60"));
 
         // A send that failed may still have arrived: the guard keeps it from being repeated, and
         // the exception's text is not logged (a Bot API error can quote the token in its URL).
@@ -94,11 +121,17 @@ public class OperatorAlerts extends RouteBuilder {
                 .end();
     }
 
+    private String property(String key, String otherwise) {
+        return getContext().getPropertiesComponent().resolveProperty(key).orElse(otherwise).trim();
+    }
+
     private void findNew(Exchange exchange) throws Exception {
         DataSource dataSource = exchange.getContext().getRegistry().lookupByNameAndType("dataSource", DataSource.class);
         List<Finding> findings = new ArrayList<>();
         try (Connection c = dataSource.getConnection(); PreparedStatement ps = c.prepareStatement(NEW_FINDINGS)) {
-            ps.setInt(1, MAX_PER_CHECK);
+            ps.setDouble(1, deadAfterSeconds);
+            ps.setDouble(2, maxPendingAgeSeconds);
+            ps.setInt(3, MAX_PER_CHECK);
             try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {
                     findings.add(new Finding(rs.getString(1), rs.getString(2)));

@@ -69,7 +69,6 @@ public class CamelConfiguration implements org.apache.camel.CamelConfiguration, 
 
     public static final String ROUTES_DIR = "chat-intake.routes-dir";
     public static final String HTTP_PORT = "chat-intake.http.port";
-    public static final String HTTP_MAX_BODY_BYTES = "chat-intake.http.max-body-bytes";
     public static final String ROUTES_RELOAD = "chat-intake.routes-reload";
     /** {@code work.handlers.<kind>=direct:...}: the handler route of each work kind this process runs. */
     public static final String WORK_HANDLERS = "work.handlers.";
@@ -214,8 +213,14 @@ public class CamelConfiguration implements org.apache.camel.CamelConfiguration, 
         context.addService(new StatusHistory(settings(), dataSource()));
         // GET /status (off until chat-intake.status.token is set), where this process serves HTTP.
         if (settings().getBoolean("camel.server.enabled", true)) {
+            HttpLimits limits = HttpLimits.from(settings());
+            // Bound before the server starts: platform-http takes the Vert.x it finds in the registry.
+            HttpServerVertx vertx = new HttpServerVertx(limits);
+            context.getRegistry().bind("vertx", vertx);
+            context.getManagementStrategy().addEventNotifier(new HttpServerVertx.Closing(vertx));
             context.addRoutes(StatusPage.route(settings(), dataSource()));
             context.getManagementStrategy().addEventNotifier(new StartingHttpGate(context));
+            context.getManagementStrategy().addEventNotifier(new RequestLimits(context, limits));
         }
         // camel-telegram in users' own routes gets the bot main's token and server from the
         // configuration, so that the token never has to be written into a route's URI.
@@ -260,7 +265,7 @@ public class CamelConfiguration implements org.apache.camel.CamelConfiguration, 
      */
     static void checkHttpSettings(Settings settings) {
         settings.getInt(HTTP_PORT, 8080);
-        settings.getLong(HTTP_MAX_BODY_BYTES, 8L * 1024 * 1024);
+        HttpLimits.from(settings);
         settings.getBoolean(ROUTES_RELOAD, true);
     }
 

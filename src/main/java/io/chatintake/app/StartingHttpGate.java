@@ -4,7 +4,6 @@ import io.vertx.ext.web.Route;
 import org.apache.camel.CamelContext;
 import org.apache.camel.component.platform.http.vertx.VertxPlatformHttpRouter;
 import org.apache.camel.spi.CamelEvent;
-import org.apache.camel.support.SimpleEventNotifierSupport;
 
 /**
  * While the runner starts or stops, a request that no running route takes is answered 503 with
@@ -14,22 +13,14 @@ import org.apache.camel.support.SimpleEventNotifierSupport;
  * delivery. While the runner runs the gate is not on the router at all, so an unknown path is a
  * 404 and a known path with another method a 405, as Vert.x answers them.
  */
-final class StartingHttpGate extends SimpleEventNotifierSupport {
+final class StartingHttpGate extends RouterEventNotifier {
     static final String RETRY_AFTER_SECONDS = "5";
     static final String ANSWER = "chat-intake is starting or stopping: nothing was stored, retry later\n";
 
-    private final CamelContext context;
     private Route gate;
 
     StartingHttpGate(CamelContext context) {
-        this.context = context;
-        setIgnoreExchangeEvents(true);
-        setIgnoreStepEvents(true);
-    }
-
-    @Override
-    public boolean isEnabled(CamelEvent event) {
-        return event instanceof CamelEvent.CamelContextEvent || event instanceof CamelEvent.RouteEvent;
+        super(context);
     }
 
     @Override
@@ -40,10 +31,10 @@ final class StartingHttpGate extends SimpleEventNotifierSupport {
                 gate = null;
             }
         } else if (event instanceof CamelEvent.CamelContextStoppingEvent) {
-            close(router());
+            close(mainRouter());
         } else if (!context.isStarted()) {
             // Starting: the server is up with the context's services, found at the first event after it.
-            close(router());
+            close(mainRouter());
         }
     }
 
@@ -54,11 +45,5 @@ final class StartingHttpGate extends SimpleEventNotifierSupport {
         // Last in order: every running route's own path is matched before this one.
         gate = router.route().order(Integer.MAX_VALUE).handler(request -> request.response().setStatusCode(503)
                 .putHeader("Retry-After", RETRY_AFTER_SECONDS).putHeader("Content-Type", "text/plain; charset=utf-8").end(ANSWER));
-    }
-
-    /** Bound under a name made of the port, which is the server's to choose: found by type. */
-    private VertxPlatformHttpRouter router() {
-        return context.getRegistry().findByType(VertxPlatformHttpRouter.class).stream()
-                .filter(VertxPlatformHttpRouter::isMainServer).findFirst().orElse(null);
     }
 }

@@ -7,6 +7,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.LinkedHashSet;
+import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
@@ -15,6 +16,8 @@ import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.function.Consumer;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 /**
  * The effective configuration: {@code config/application.properties}, where every key can be
@@ -25,6 +28,9 @@ import java.util.function.Consumer;
 public final class Settings {
     /** Keys whose values are secrets: shown redacted, never logged. */
     private static final Set<String> SECRET_KEY_WORDS = Set.of("password", "token", "secret");
+    /** A password in a URL, under any key: {@code //user:password@host}, or {@code ?password=} (pgjdbc's too). */
+    private static final List<Pattern> URL_PASSWORDS = List.of(Pattern.compile("(//[^/@:\\s]*:)([^/@\\s]+)(@)"),
+            Pattern.compile("(?i)([?&;](?:password|sslpassword|sslkey)=)([^&;\\s]+)()"));
 
     private final Path source;
     private final Map<String, String> values;
@@ -116,16 +122,26 @@ public final class Settings {
         return result;
     }
 
-    /** Every key and its effective value, secrets redacted: safe to print. */
+    /** Every key and its effective value, secrets redacted (passwords in URLs too): safe to print. */
     public Map<String, String> describe() {
         Map<String, String> result = new TreeMap<>();
-        values.keySet().forEach(k -> result.put(k, isSecretKey(k) && get(k).isPresent() ? "[redacted]" : get(k).orElse("")));
+        values.keySet().forEach(k -> result.put(k, isSecretKey(k) && get(k).isPresent() ? "[redacted]" : redactUrl(get(k).orElse(""))));
         return result;
+    }
+
+    /** A value as it may be shown: any password a URL in it carries replaced. */
+    public static String redactUrl(String value) {
+        String shown = value;
+        for (Pattern password : URL_PASSWORDS) {
+            shown = password.matcher(shown).replaceAll("$1[redacted]$3");
+        }
+        return shown;
     }
 
     /**
      * Every secret value this configuration holds, for the redactor: values of secret keys (each
-     * part of a comma-separated list too, e.g. signing secrets while rotating), and of environment
+     * part of a comma-separated list too, e.g. signing secrets while rotating), passwords in URLs
+     * (a database URL's), and of environment
      * variables named like secrets, which covers keys set only from the environment
      * ({@code TELEGRAM_BOTS_SALES_TOKEN}).
      */
@@ -136,6 +152,12 @@ public final class Settings {
             Arrays.stream(value.split(",")).map(String::trim).filter(v -> !v.isEmpty()).forEach(result::add);
         };
         values.keySet().stream().filter(Settings::isSecretKey).forEach(k -> get(k).ifPresent(add));
+        values.keySet().forEach(k -> get(k).ifPresent(value -> URL_PASSWORDS.forEach(password -> {
+            Matcher found = password.matcher(value);
+            while (found.find()) {
+                result.add(found.group(2));
+            }
+        })));
         env.forEach((name, value) -> {
             if (isSecretKey(name) && value != null && !value.isBlank()) {
                 add.accept(value);

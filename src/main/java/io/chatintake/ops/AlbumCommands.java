@@ -25,7 +25,7 @@ public final class AlbumCommands {
     }
 
     public int status() {
-        try (Database database = Database.openForCommand(settings); Connection c = openMigrated(database)) {
+        try (Database database = Database.openForCommand(settings); Connection c = openCurrent(database)) {
             try (PreparedStatement ps = c.prepareStatement("SELECT count(*), extract(epoch FROM now() - min(first_child_at))::bigint"
                     + " FROM album WHERE " + AlbumMetrics.OPEN); ResultSet rs = ps.executeQuery()) {
                 rs.next();
@@ -66,8 +66,8 @@ public final class AlbumCommands {
         }
     }
 
-    private static Connection openMigrated(Database database) throws SQLException {
-        Migrations.apply(database.dataSource());
+    private static Connection openCurrent(Database database) throws SQLException {
+        Migrations.requireCurrent(database.dataSource());
         return database.dataSource().getConnection();
     }
 }

@@ -29,7 +29,11 @@ public final class PurgeCommand {
             throw new ConfigurationException("usage: purge [--dry-run]");
         }
         try (Database database = Database.openForCommand(settings)) {
-            Migrations.apply(database.dataSource());
+            if (dryRun) {
+                Migrations.requireCurrent(database.dataSource());
+            } else {
+                Migrations.apply(database.dataSource());
+            }
             Retention retention = Retention.from(settings, database.dataSource());
             List<Retention.Outcome> outcomes = dryRun ? retention.dryRun() : retention.purge();
             out.println(dryRun ? "purge --dry-run: would remove (nothing changed):" : "purge: removed:");

@@ -94,7 +94,7 @@ final class StatusReport {
 
     /** Processes sharing the database, from their heartbeats (V11's runner_heartbeat): the live first. */
     private static final String PROCESSES = """
-            SELECT process_id, host, pid, started_at, beat_at, beat_at < now() - make_interval(secs => ?) AS dead
+            SELECT process_id, host, pid, started_at, beat_at, beat_at < now() - make_interval(secs => ?) AS dead, held_back_since
               FROM runner_heartbeat ORDER BY beat_at DESC LIMIT\s""" + LIST_LIMIT;
 
     private static final Pattern URL_QUERY = Pattern.compile("(https?://[^\\s?#\"']+)\\?[^\\s\"']*");
@@ -381,8 +381,10 @@ final class StatusReport {
                         attention.add("process " + rs.getString(1) + " on " + rs.getString(2) + " is dead (no heartbeat since "
                                 + TIME.format(beat.truncatedTo(ChronoUnit.SECONDS)) + ")");
                     }
+                    String heldBack = heldBack(instant(rs, 7), now);
                     html.row("process-" + rs.getString(1), rs.getString(1), rs.getString(2), rs.getString(3), when(instant(rs, 4), now),
-                            when(beat, now), dead ? "dead since " + TIME.format(beat.truncatedTo(ChronoUnit.SECONDS)) : "alive");
+                            when(beat, now), dead ? "dead since " + TIME.format(beat.truncatedTo(ChronoUnit.SECONDS))
+                                    : heldBack == null ? "alive" : "alive, " + heldBack);
                 }
             }
         }
@@ -498,7 +500,7 @@ final class StatusReport {
         return t == null ? null : t.toInstant();
     }
 
-    private static Instant instant(ResultSet rs, int column) throws SQLException {
+    static Instant instant(ResultSet rs, int column) throws SQLException {
         Timestamp t = rs.getTimestamp(column);
         return t == null ? null : t.toInstant();
     }
@@ -509,6 +511,15 @@ final class StatusReport {
         }
         Duration age = Duration.between(at, now);
         return TIME.format(at.truncatedTo(ChronoUnit.SECONDS)) + " (" + (age.isNegative() ? "in " + seconds(age.negated()) : seconds(age) + " ago") + ")";
+    }
+
+    /**
+     * What a live process's last heartbeat says of its handlers, e.g. "handling held back for
+     * intake since 2026-12-07 12:01:03 UTC (40 s)"; null while they are not held back.
+     */
+    static String heldBack(Instant since, Instant now) {
+        return since == null ? null : "handling held back for intake since " + TIME.format(since.truncatedTo(ChronoUnit.SECONDS)) + " ("
+                + seconds(Duration.between(since, now)) + ")";
     }
 
     private static String seconds(Duration d) {

@@ -50,7 +50,7 @@ public final class TelegramCommands {
 
     private int status() {
         try (Database database = Database.openForCommand(settings)) {
-            Migrations.apply(database.dataSource());
+            Migrations.requireCurrent(database.dataSource());
             OffsetCheckpoint checkpoints = new OffsetCheckpoint(database.dataSource());
             PollLease leases = new PollLease(database.dataSource());
             LossWindow lossWindows = new LossWindow(database.dataSource());

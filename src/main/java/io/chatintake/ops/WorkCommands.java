@@ -31,7 +31,11 @@ public final class WorkCommands {
     public int run(List<String> args) {
         String sub = args.isEmpty() ? "status" : args.get(0);
         try (Database database = Database.openForCommand(settings)) {
-            Migrations.apply(database.dataSource());
+            if (sub.equals("status")) {
+                Migrations.requireCurrent(database.dataSource());
+            } else {
+                Migrations.apply(database.dataSource());
+            }
             WorkQueue queue = new WorkQueue(database.dataSource());
             return switch (sub) {
                 case "status" -> status(database);
@@ -77,6 +81,13 @@ public final class WorkCommands {
                     rs -> out.printf("  %-18s %-8s %d%n", rs.getString(1), rs.getString(2), rs.getLong(3)));
             query(c, "SELECT min(next_attempt_at) FROM work_item WHERE state IN ('pending', 'failed')",
                     rs -> out.printf("oldest due item: %s%n", rs.getTimestamp(1) == null ? "none" : rs.getTimestamp(1).toInstant()));
+            out.println("live processes (heartbeats):");
+            query(c, """
+                    SELECT process_id, host, pid, held_back_since, now() FROM runner_heartbeat
+                     WHERE beat_at >= now() - make_interval(secs => ?) ORDER BY process_id""", rs -> {
+                String heldBack = StatusReport.heldBack(StatusReport.instant(rs, 4), rs.getTimestamp(5).toInstant());
+                out.printf("  %s on %s, pid %d%s%n", rs.getString(1), rs.getString(2), rs.getLong(3), heldBack == null ? "" : ": " + heldBack);
+            }, StatusHistory.deadAfter(settings).toMillis() / 1000.0);
             // Normally none: a runner's scheduler makes items of them right after intake commits, every runner's within a second.
             query(c, "SELECT count(*), min(staged_at) FROM work_staged",
                     rs -> out.printf("staged, not yet work items: %d%s%n", rs.getLong(1),
@@ -101,10 +112,15 @@ public final class WorkCommands {
         void print(ResultSet rs) throws SQLException;
     }
 
-    private static void query(Connection c, String sql, Row row) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement(sql); ResultSet rs = ps.executeQuery()) {
-            while (rs.next()) {
-                row.print(rs);
+    private static void query(Connection c, String sql, Row row, Object... parameters) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(sql)) {
+            for (int i = 0; i < parameters.length; i++) {
+                ps.setObject(i + 1, parameters[i]);
+            }
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    row.print(rs);
+                }
             }
         }
     }

@@ -51,7 +51,7 @@ public final class Database implements AutoCloseable {
         if (url.isPresent()) {
             String user = settings.get(USER, "");
             Secret password = settings.secret(PASSWORD).orElse(Secret.of(""));
-            String shown = redactUrl(url.get());
+            String shown = Settings.redactUrl(url.get());
             if (!url.get().startsWith("jdbc:postgresql:")) {
                 throw new ConfigurationException(Settings.envName(URL) + " must be a PostgreSQL JDBC URL (jdbc:postgresql://host:port/database), got " + shown);
             }
@@ -116,8 +116,8 @@ public final class Database implements AutoCloseable {
 
     /** A pool over a database someone else runs (tests: the shared test database), in the default schema. */
     public static Database external(String url, String user, Secret password, int poolSize) {
-        return new Database(pool(url, user, password, poolSize, 10, 10_000, DatabaseSchema.DEFAULT, "database", redactUrl(url)), null,
-                redactUrl(url));
+        return new Database(pool(url, user, password, poolSize, 10, 10_000, DatabaseSchema.DEFAULT, "database", Settings.redactUrl(url)), null,
+                Settings.redactUrl(url));
     }
 
     /**
@@ -171,12 +171,6 @@ public final class Database implements AutoCloseable {
             throw new ConfigurationException(settingName + ": cannot connect to " + shownUrl
                     + (user.isEmpty() ? "" : " as user " + user) + ": " + EmbeddedDatabase.rootMessage(e), e);
         }
-    }
-
-    /** A JDBC URL as it may be shown: without credentials given as parameters. */
-    static String redactUrl(String url) {
-        return url.replaceAll("(?i)([?&](password|sslpassword|sslkey)=)[^&]*", "$1[redacted]")
-                .replaceAll("//[^/@]*@", "//[redacted]@");
     }
 
     public DataSource dataSource() {

@@ -64,6 +64,7 @@ final class ClaimDueWork {
                 gatheredUntil = System.nanoTime() + gathering.after(lanes.items(), lanes.runs().size(), lanes.lanesLooked() >= LANES_PER_CLAIM);
             }
             laneClaimedAt = System.nanoTime();
+            pacing.workWaited(lanes.longestDue());
             runs.add(lanes.runs());
             return !lanes.runs().isEmpty();
         } finally {

@@ -12,7 +12,6 @@ import javax.sql.DataSource;
 import org.apache.camel.CamelContext;
 import org.apache.camel.Exchange;
 import org.apache.camel.Message;
-import org.apache.camel.ProducerTemplate;
 import org.apache.camel.support.DefaultExchange;
 
 /**
@@ -38,10 +37,10 @@ final class ExecutePicked {
     private final ClaimedRuns runs;
     private final RecordOutcomes recorder;
     private final AtomicBoolean running;
-    private volatile ProducerTemplate producer;
+    private final HandlerCall handlers;
 
     ExecutePicked(CamelContext camel, DataSource dataSource, HandlerSources sources, ItemOutcomes outcomes, WorkMetrics metrics,
-                  ClaimedRuns runs, RecordOutcomes recorder, AtomicBoolean running) {
+                  ClaimedRuns runs, RecordOutcomes recorder, AtomicBoolean running, Duration handlerLimit) {
         this.camel = camel;
         this.dataSource = dataSource;
         this.sources = sources;
@@ -50,11 +49,12 @@ final class ExecutePicked {
         this.runs = runs;
         this.recorder = recorder;
         this.running = running;
+        this.handlers = new HandlerCall(camel, handlerLimit);
     }
 
-    /** Before the first slice: the template is made once the context runs. */
+    /** Before the first slice: the handlers' producers start once the context runs. */
     void start() {
-        producer = camel.createProducerTemplate();
+        handlers.start();
     }
 
     void execute(Slice slice) {
@@ -76,9 +76,13 @@ final class ExecutePicked {
                 List<Outcome> done = new ArrayList<>();
                 int next = 0;
                 while (next < runItems.size() && running.get() && !run.lost.get()) {
-                    Exchange exchange = items.exchange(run.run, next);
+                    WorkItem item = runItems.get(next);
+                    Exchange loaded = items.exchange(run.run, next);
                     slice.handlerStarted();
-                    Outcome outcome = runItem(runItems.get(next), exchange);
+                    long start = System.nanoTime();
+                    Exchange exchange = runItem(item, loaded);
+                    Outcome outcome = outcomes.of(item, exchange);
+                    metrics.handled(item, outcome, System.nanoTime() - start);
                     settlements.addAll(EffectGuard.unrecorded(exchange));
                     slice.handlerEnded();
                     next++;
@@ -117,18 +121,9 @@ final class ExecutePicked {
         }
     }
 
-    private Outcome runItem(WorkItem item, Exchange exchange) {
-        long start = System.nanoTime();
-        if (exchange.getException() == null) {
-            try {
-                producer.send(sources.source(item.kind()).endpointUri(), exchange);
-            } catch (RuntimeException e) {
-                exchange.setException(e);
-            }
-        }
-        Outcome outcome = outcomes.of(item, exchange);
-        metrics.handled(item, outcome, System.nanoTime() - start);
-        return outcome;
+    /** @return the exchange the item's outcome is read from */
+    private Exchange runItem(WorkItem item, Exchange exchange) {
+        return exchange.getException() == null ? handlers.send(sources.source(item.kind()).endpointUri(), exchange) : exchange;
     }
 
     /**

@@ -24,7 +24,7 @@ import javax.sql.DataSource;
  */
 final class LaneClaims {
     private static final String DUE_LANES = """
-            SELECT kind, chat_key, head_id FROM work_lane
+            SELECT kind, chat_key, head_id, (extract(epoch FROM now() - due_at) * 1000)::bigint FROM work_lane
              WHERE due_at <= now() AND kind = ANY (?::text[]) ORDER BY due_at LIMIT ? FOR UPDATE SKIP LOCKED""";
     // Each lane's first unfinished items from its head, in id order (the partial index on unfinished
     // items of a chat serves each lane): for an ordered kind all of them, so the first one not due
@@ -72,7 +72,7 @@ final class LaneClaims {
      */
     Claimed claim(String worker, Duration claim, int runSize, int maxLanes, Collection<String> orderedKinds,
                   Collection<String> kinds) throws SQLException {
-        Claimed claimed = new Claimed(List.of(), 0);
+        Claimed claimed = new Claimed(List.of(), 0, Duration.ZERO);
         for (int attempt = 0; attempt < 16 && claimed.runs().isEmpty(); attempt++) {
             claimed = claimOnce(worker, claim, runSize, maxLanes, orderedKinds, kinds);
             if (claimed.lanesLooked() == 0) {
@@ -115,24 +115,26 @@ final class LaneClaims {
                 finishing.finish(List.of(FinishedRun.givenBack(run)));
             }
         }
-        return new Claimed(held, lanes.lanesLooked());
+        return new Claimed(held, lanes.lanesLooked(), lanes.longestDue());
     }
 
     private static Claimed claimLanes(Connection c, String worker, Duration claim, int runSize, int maxLanes,
                                       Collection<String> orderedKinds, Collection<String> kinds) throws SQLException {
         List<DueLane> lanes = new ArrayList<>();
+        long longestDueMillis = 0;
         try (PreparedStatement ps = c.prepareStatement(DUE_LANES)) {
             ps.setArray(1, c.createArrayOf("text", kinds.toArray()));
             ps.setInt(2, maxLanes);
             try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {
                     String kind = rs.getString(1);
+                    longestDueMillis = Math.max(longestDueMillis, rs.getLong(4));
                     lanes.add(new DueLane(kind, rs.getString(2), rs.getLong(3), orderedKinds.contains(kind), new ArrayList<>()));
                 }
             }
         }
         if (lanes.isEmpty()) {
-            return new Claimed(List.of(), 0);
+            return new Claimed(List.of(), 0, Duration.ZERO);
         }
         readLaneItems(c, lanes, Math.max(1, (runSize + lanes.size() - 1) / lanes.size()));
         List<DueLane> withRun = new ArrayList<>();
@@ -141,7 +143,7 @@ final class LaneClaims {
             (lane.items().isEmpty() || !lane.items().get(0).due() ? aside : withRun).add(lane);
         }
         setAside(c, aside);
-        return new Claimed(claimWithRuns(c, worker, claim, withRun), lanes.size());
+        return new Claimed(claimWithRuns(c, worker, claim, withRun), lanes.size(), Duration.ofMillis(longestDueMillis));
     }
 
     private static void readLaneItems(Connection c, List<DueLane> lanes, int perLane) throws SQLException {

@@ -37,6 +37,7 @@ final class RecordOutcomes {
     /** These runs go back to the database as they were before their claim, in one commit, and are no longer this process's. */
     void giveBack(List<ActiveRun> given) {
         record(given.stream().map(run -> FinishedRun.givenBack(run.run)).toList(), List.of());
+        // Also when recording failed: their claims then expire.
         given.forEach(runs::forget);
     }
 
@@ -60,6 +61,13 @@ final class RecordOutcomes {
                     int dropped = finished.stream().filter(f -> f.run().token() == token).mapToInt(f -> f.outcomes().size()).sum();
                     if (run != null) {
                         runs.claimLost(run, dropped);
+                    }
+                }
+                // A run that ended is no longer this process's to extend, though its slice goes on.
+                for (FinishedRun f : finished) {
+                    ActiveRun run = f.ends() ? runs.get(f.run().token()) : null;
+                    if (run != null) {
+                        runs.forget(run);
                     }
                 }
                 if (attempt >= RECORD_ATTEMPTS) {

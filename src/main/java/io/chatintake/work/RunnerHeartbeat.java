@@ -4,15 +4,19 @@ import io.chatintake.support.ProcessIdentity;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
+import java.sql.Types;
 import java.time.Duration;
+import java.time.Instant;
+import java.util.function.Supplier;
 import javax.sql.DataSource;
 
 /**
  * This process's row in {@code runner_heartbeat} (the only writer of that table): beaten every
  * {@code work.heartbeat-seconds} while the dispatcher runs, removed on a clean stop. A row older
  * than a few intervals marks a process as dead: any live one releases its claims
- * ({@link WorkQueue#releaseClaimsOfDeadProcesses}). Times are the database's, so hosts with
- * skewed clocks agree.
+ * ({@link WorkQueue#releaseClaimsOfDeadProcesses}). Each beat also says since when the process
+ * holds its handlers back for intake, if it does, for {@code work status} and the status page.
+ * Times are the database's, so hosts with skewed clocks agree.
  */
 public final class RunnerHeartbeat {
     /** Rows of processes gone this long are deleted; until then a status page can show them as dead. */
@@ -20,10 +24,13 @@ public final class RunnerHeartbeat {
 
     private final DataSource dataSource;
     private final String processId;
+    private final Supplier<Instant> heldBackSince;
 
-    public RunnerHeartbeat(DataSource dataSource, String processId) {
+    /** @param heldBackSince since when handlers are held back for intake (this host's clock), null while they are not */
+    public RunnerHeartbeat(DataSource dataSource, String processId, Supplier<Instant> heldBackSince) {
         this.dataSource = dataSource;
         this.processId = processId;
+        this.heldBackSince = heldBackSince;
     }
 
     /**
@@ -47,12 +54,19 @@ public final class RunnerHeartbeat {
     }
 
     public void beat() throws SQLException {
+        Instant since = heldBackSince.get();
         try (Connection c = dataSource.getConnection(); PreparedStatement ps = c.prepareStatement("""
-                INSERT INTO runner_heartbeat (process_id, host, pid) VALUES (?, ?, ?)
-                ON CONFLICT (process_id) DO UPDATE SET beat_at = now()""")) {
+                INSERT INTO runner_heartbeat (process_id, host, pid, held_back_since) VALUES (?, ?, ?, now() - make_interval(secs => ?))
+                ON CONFLICT (process_id) DO UPDATE SET beat_at = now(), held_back_since = EXCLUDED.held_back_since""")) {
             ps.setString(1, processId);
             ps.setString(2, ProcessIdentity.host());
             ps.setLong(3, ProcessHandle.current().pid());
+            // Sent as a time held back, not as this host's instant: the row keeps the database's time.
+            if (since == null) {
+                ps.setNull(4, Types.DOUBLE);
+            } else {
+                WorkSql.setSeconds(ps, 4, Duration.between(since, Instant.now()));
+            }
             ps.executeUpdate();
         }
     }

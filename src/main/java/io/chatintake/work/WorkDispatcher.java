@@ -48,7 +48,7 @@ public final class WorkDispatcher {
     public record Options(int concurrency, int maxAttempts, Duration backoffBase, Duration backoffCap, Duration claim,
                           Duration pollInterval, Set<String> orderedKinds, Duration heartbeat, int deadAfterHeartbeats, int runSize,
                           Duration gather, Duration gatherMax, int concurrencyWhileIntakeBehind, Duration gatherWhileIntakeBehind,
-                          Duration gatherWhileBacklogAtSource) {
+                          Duration gatherWhileBacklogAtSource, Duration intakeFirst, Duration maxDeferral) {
         /**
          * With the default heartbeat (2 s, dead after 4 missed), runs of up to 500 items, a gathering
          * wait of 20 ms and every worker at work, as often as ever, while intake is behind.
@@ -56,7 +56,8 @@ public final class WorkDispatcher {
         public Options(int concurrency, int maxAttempts, Duration backoffBase, Duration backoffCap, Duration claim,
                        Duration pollInterval, Set<String> orderedKinds) {
             this(concurrency, maxAttempts, backoffBase, backoffCap, claim, pollInterval, orderedKinds, Duration.ofSeconds(2), 4, 500,
-                    Duration.ofMillis(20), Duration.ofMillis(20), concurrency, Duration.ZERO, Duration.ZERO);
+                    Duration.ofMillis(20), Duration.ofMillis(20), concurrency, Duration.ZERO, Duration.ZERO, Duration.ofSeconds(5),
+                    Duration.ofSeconds(30));
         }
 
         public static Options from(Settings settings) {
@@ -77,7 +78,9 @@ public final class WorkDispatcher {
                     // At least one: handling that stopped while intake stays behind would never catch up.
                     Math.max(1, settings.getInt("work.concurrency-while-intake-behind", 1)),
                     Duration.ofMillis(settings.getLong("work.gather-millis-while-intake-behind", 100)),
-                    Duration.ofMillis(settings.getLong("work.gather-millis-while-backlog-at-source", 1000)));
+                    Duration.ofMillis(settings.getLong("work.gather-millis-while-backlog-at-source", 1000)),
+                    Duration.ofSeconds(settings.getLong("work.intake-first-seconds", 5)),
+                    Duration.ofSeconds(settings.getLong("work.max-deferral-seconds", 30)));
         }
 
         /** How long a process may stay silent before its claims are released. */
@@ -115,12 +118,14 @@ public final class WorkDispatcher {
         this.metrics = new WorkMetrics(queue.dataSource());
         this.runs = new ClaimedRuns(wakeups, metrics);
         this.pacing = new IntakePacing(options.concurrency(), options.concurrencyWhileIntakeBehind(), options.gatherWhileIntakeBehind(),
-                options.gatherWhileBacklogAtSource(), options.pollInterval(), runs, wakeups, running);
+                options.gatherWhileBacklogAtSource(), options.intakeFirst(), options.maxDeferral(), options.pollInterval(), runs, wakeups,
+                running);
         this.recorder = new RecordOutcomes(queue, effects, runs, running, options.claim());
         ItemOutcomes outcomes = new ItemOutcomes(options.maxAttempts(), new Backoff(options.backoffBase(), options.backoffCap()), effects, metrics);
-        this.executing = new ExecutePicked(camel, queue.dataSource(), this.sources, outcomes, metrics, runs, recorder, running);
-        this.keeper = new ClaimKeeper(queue, new RunnerHeartbeat(queue.dataSource(), process), process, runs, wakeups, options.claim(),
-                options.heartbeat(), options.silence());
+        this.executing = new ExecutePicked(camel, queue.dataSource(), this.sources, outcomes, metrics, runs, recorder, running,
+                options.claim());
+        this.keeper = new ClaimKeeper(queue, new RunnerHeartbeat(queue.dataSource(), process, this::handlingHeldBackSince), process,
+                runs, wakeups, options.claim(), options.heartbeat(), options.silence());
         this.gathering = new Gathering(options.gather(), options.gatherMax());
         ClaimDueWork claiming = new ClaimDueWork(queue, process, options.claim(), options.runSize(), options.orderedKinds(), this.sources,
                 runs, pacing, gathering);
@@ -156,12 +161,13 @@ public final class WorkDispatcher {
         LOG.info("work: {} dispatcher thread(s) for {}; at most {} attempts, then parked; claims last {} s, extended while"
                         + " handlers run; heartbeat every {} s, claims of a process silent for {} s are released; runs of up to {} item(s),"
                         + " gathered for {} when they come in thin; {} while intake is behind, claiming at most every {} ms, every {} ms"
-                        + " while its source holds a backlog",
+                        + " while its source holds a backlog; yielding for {} s at a stretch, then every other second, and not"
+                        + " once work waited {} s",
                 options.concurrency(), kinds, options.maxAttempts(), options.claim().toSeconds(),
                 options.heartbeat().toSeconds(), options.silence().toSeconds(), options.runSize(), gathering,
                 options.concurrencyWhileIntakeBehind() >= options.concurrency() ? "all of them"
                         : "at most " + options.concurrencyWhileIntakeBehind(), options.gatherWhileIntakeBehind().toMillis(),
-                options.gatherWhileBacklogAtSource().toMillis());
+                options.gatherWhileBacklogAtSource().toMillis(), options.intakeFirst().toSeconds(), options.maxDeferral().toSeconds());
     }
 
     /** Lets running handlers finish; their outcomes are recorded before this returns. */

@@ -55,6 +55,21 @@ class SettingsTest {
     }
 
     @Test
+    void passwordsInUrlsAreRedactedUnderAnyKeyAndRegisteredAsSecrets() throws Exception {
+        Settings settings = Settings.load(write("chat-intake.db.url=\nmedia.s3.endpoint=\nchat-intake.http.port=1\n"),
+                Map.of("CHAT_INTAKE_DB_URL", "jdbc:postgresql://intake:UrlPass-7f3@db:5432/chat?ssl=true&password=ParamPass-9c1",
+                        "MEDIA_S3_ENDPOINT", "http://minio:9000"));
+
+        assertThat(settings.describe())
+                .containsEntry("chat-intake.db.url", "jdbc:postgresql://intake:[redacted]@db:5432/chat?ssl=true&password=[redacted]")
+                .containsEntry("media.s3.endpoint", "http://minio:9000");
+        assertThat(settings.secretValues()).contains("UrlPass-7f3", "ParamPass-9c1");
+        assertThat(Settings.redactUrl("jdbc:postgresql://db/x?user=a&sslpassword=k3y&ssl=true"))
+                .isEqualTo("jdbc:postgresql://db/x?user=a&sslpassword=[redacted]&ssl=true");
+        assertThat(Settings.redactUrl("http://host:8080/path@x")).isEqualTo("http://host:8080/path@x");
+    }
+
+    @Test
     void aMalformedValueNamesTheKeyAndItsVariableButNeverASecret() throws Exception {
         Settings settings = Settings.load(write("chat-intake.http.port=eighty\n"), Map.of("SOME_TOKEN", "x"));
 

@@ -2,14 +2,11 @@ package io.chatintake.ops;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import com.zaxxer.hikari.HikariDataSource;
-import io.chatintake.config.Settings;
 import io.chatintake.testkit.Sql;
 import io.chatintake.testkit.TestDatabase;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
-import java.util.Map;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -24,9 +21,7 @@ class AlbumCommandsTest {
     void resolveClearsNeedsPersonAndRecordsWhoAndWhen(DataSource db) {
         Sql.execute(db, "INSERT INTO album (album_key, workspace, provider, account_id, conversation_id, album_id, decided_version,"
                 + " needs_person) VALUES ('w|p|a|c|al1', 'w', 'p', 'a', 'c', 'al1', 1, true)");
-        HikariDataSource pool = (HikariDataSource) db;
-        AlbumCommands albums = new AlbumCommands(Settings.of(Map.of("chat-intake.db.url", pool.getJdbcUrl(),
-                "chat-intake.db.user", pool.getUsername() == null ? "" : pool.getUsername())), out);
+        AlbumCommands albums = new AlbumCommands(TestDatabase.commandSettings(), out);
 
         assertThat(albums.status()).isZero();
         assertThat(printed.toString(StandardCharsets.UTF_8))

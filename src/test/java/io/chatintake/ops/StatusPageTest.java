@@ -104,6 +104,9 @@ class StatusPageTest {
         assertThat(cells(dom, "attachments-pending")).containsExactly("pending", "4", "4");
         assertThat(cells(dom, "attachments-stored")).containsExactly("stored", "-", "5");
         assertThat(cells(dom, "attachments-failed")).containsExactly("failed", "1", "1");
+        assertThat(cells(dom, "process-host-c:44:ab12")).last().as("not held back: nothing said").isEqualTo("alive");
+        assertThat(cells(dom, "process-host-d:45:cd34")).last().asString()
+                .matches("alive, handling held back for intake since \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d UTC \\(4[0-4] s\\)");
         assertThat(dom).contains("host-c").contains("3 work item(s) parked").contains("1 album(s) need a person")
                 .contains("<meta http-equiv=\"refresh\" content=\"10\">");
         SECRETS.values().forEach(secret -> assertThat(dom).doesNotContain(secret));
@@ -209,9 +212,10 @@ class StatusPageTest {
                        'url', CASE WHEN i <= 4 THEN 'pending' WHEN i <= 9 THEN 'stored' WHEN i = 10 THEN 'failed' ELSE 'expired' END
                   FROM generate_series(1, 12) i;
                 INSERT INTO runner_start (host, pid, version) VALUES ('host-c', 44, 'dev'), ('host-d', 45, 'dev');
-                INSERT INTO runner_heartbeat (process_id, host, pid, beat_at) VALUES ('host-c:44:ab12', 'host-c', 44, now()),
-                                                                          ('host-a', 'host-a', 42, now() + interval '1 hour'),
-                                                                          ('host-d:45:cd34', 'host-d', 45, now());
+                INSERT INTO runner_heartbeat (process_id, host, pid, beat_at, held_back_since)
+                VALUES ('host-c:44:ab12', 'host-c', 44, now(), NULL),
+                       ('host-a', 'host-a', 42, now() + interval '1 hour', NULL),
+                       ('host-d:45:cd34', 'host-d', 45, now(), now() - interval '40 seconds');
                 """);
     }
 }

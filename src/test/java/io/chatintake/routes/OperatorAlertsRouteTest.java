@@ -7,8 +7,9 @@ import org.apache.camel.component.mock.MockEndpoint;
 import org.junit.jupiter.api.Test;
 
 /**
- * routes/OperatorAlerts.java (Java DSL): each check sends every new finding (here a parked work
- * item) to direct:operator-alert-send (a mock here), keyed by the finding.
+ * routes/OperatorAlerts.java (Java DSL): each check sends every new finding (a parked work item,
+ * work left waiting while intake is healthy) to direct:operator-alert-send (a mock here), keyed by
+ * the finding.
  */
 class OperatorAlertsRouteTest extends RouteTestSupport {
 
@@ -21,12 +22,7 @@ class OperatorAlertsRouteTest extends RouteTestSupport {
     void aCheckSendsEachNewFinding() throws Exception {
         long id = Sql.count(db, "INSERT INTO work_item (kind, source_key, source_id, state, attempts, last_error)"
                 + " VALUES ('telegram-update', '1:5', 5, 'parked', 8, 'handler down') RETURNING id");
-        loadRoutes("routes/OperatorAlerts.java");
-        AdviceWith.adviceWith(context, "operator-alerts", r -> {
-            r.replaceFromWith("direct:check");
-            r.mockEndpointsAndSkip("direct:operator-alert-send");
-        });
-        MockEndpoint send = getMockEndpoint("mock:direct:operator-alert-send");
+        MockEndpoint send = checking();
         send.expectedMessageCount(1);
         send.message(0).header("IdempotencyKey").startsWith("work-parked:" + id + ":");
         send.message(0).body().contains("parked after 8 attempt(s): handler down");
@@ -35,5 +31,69 @@ class OperatorAlertsRouteTest extends RouteTestSupport {
         template.sendBody("direct:check", null);
 
         send.assertIsSatisfied();
+    }
+
+    @Test
+    void workDueLongerThanTheLimitWhileIntakeIsHealthyIsAnAlertNamingItsKindItsWaitAndTheHoldingBack() throws Exception {
+        pending("telegram-update", "75 seconds");
+        pending("unifyport-event", "30 seconds");
+        Sql.execute(db, "INSERT INTO telegram_checkpoint (bot_id, bot_name, last_poll_at) VALUES (1, 'main', now())");
+        Sql.execute(db, "INSERT INTO runner_heartbeat (process_id, host, pid, held_back_since) VALUES ('p1', 'h', 1, now() - interval '80 seconds')");
+        MockEndpoint send = checking();
+        send.expectedMessageCount(1);
+        send.message(0).header("IdempotencyKey").startsWith("work-waiting:telegram-update:");
+        send.message(0).body().regex("chat-intake: telegram-update work is not handled: its oldest due item has waited 7[5-9] s while"
+                + " intake is healthy; handling is held back for intake since \\d\\d:\\d\\d:\\d\\d UTC\\. .*work status");
+        context.start();
+
+        template.sendBody("direct:check", null);
+
+        send.assertIsSatisfied();
+    }
+
+    @Test
+    void workDueLongerThanTheLimitWithoutHoldingBackSaysHandlingIsNotHeldBack() throws Exception {
+        pending("album-child", "2 minutes");
+        Sql.execute(db, "INSERT INTO runner_heartbeat (process_id, host, pid, beat_at, held_back_since)"
+                + " VALUES ('dead', 'h', 1, now() - interval '1 hour', now() - interval '1 hour')");
+        MockEndpoint send = checking();
+        send.expectedMessageCount(1);
+        send.message(0).body().contains("album-child work is not handled");
+        send.message(0).body().contains("handling is not held back (handlers stalled?)");
+        context.start();
+
+        template.sendBody("direct:check", null);
+
+        send.assertIsSatisfied();
+    }
+
+    @Test
+    void workDueLongerThanTheLimitWhileABotsPollingHasStoppedIsNotAnAlertOfItsOwn() throws Exception {
+        pending("telegram-update", "10 minutes");
+        Sql.execute(db, "INSERT INTO telegram_checkpoint (bot_id, bot_name, last_poll_at) VALUES (1, 'main', now() - interval '10 minutes')");
+        MockEndpoint send = checking();
+        send.expectedMessageCount(1);
+        send.message(0).header("IdempotencyKey").startsWith("bot-polling-stopped:1:");
+        context.start();
+
+        template.sendBody("direct:check", null);
+
+        send.assertIsSatisfied();
+    }
+
+    /** One item of {@code kind}, due since {@code ago}. */
+    private void pending(String kind, String ago) {
+        Sql.execute(db, "INSERT INTO work_item (kind, source_key, source_id, next_attempt_at) VALUES ('" + kind + "', '" + kind
+                + ":1', 1, now() - interval '" + ago + "')");
+    }
+
+    /** The route, checking when a test sends to direct:check; what it would send goes to the mock returned. */
+    private MockEndpoint checking() throws Exception {
+        loadRoutes("routes/OperatorAlerts.java");
+        AdviceWith.adviceWith(context, "operator-alerts", r -> {
+            r.replaceFromWith("direct:check");
+            r.mockEndpointsAndSkip("direct:operator-alert-send");
+        });
+        return getMockEndpoint("mock:direct:operator-alert-send");
     }
 }

@@ -1,6 +1,8 @@
 package io.chatintake.testkit;
 
+import com.zaxxer.hikari.HikariDataSource;
 import io.chatintake.config.Secret;
+import io.chatintake.config.Settings;
 import io.chatintake.store.Database;
 import io.chatintake.store.EmbeddedDatabase;
 import io.chatintake.store.Migrations;
@@ -11,7 +13,9 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.extension.BeforeEachCallback;
 import org.junit.jupiter.api.extension.ExtensionContext;
@@ -58,6 +62,20 @@ public final class TestDatabase implements BeforeEachCallback, ParameterResolver
         } catch (java.io.IOException e) {
             throw new IllegalStateException(e);
         }
+    }
+
+    /** The settings an operator command (work, albums, ...) needs to open this database as a runner would. */
+    public static Settings commandSettings() {
+        return commandSettings(Map.of());
+    }
+
+    /** The same with these keys on top, e.g. another {@code chat-intake.db.schema}. */
+    public static Settings commandSettings(Map<String, String> more) {
+        HikariDataSource pool = (HikariDataSource) dataSource();
+        Map<String, String> settings = new HashMap<>(more);
+        settings.put("chat-intake.db.url", pool.getJdbcUrl());
+        settings.put("chat-intake.db.user", pool.getUsername() == null ? "" : pool.getUsername());
+        return Settings.of(settings);
     }
 
     /**

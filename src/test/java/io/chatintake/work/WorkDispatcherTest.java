@@ -9,6 +9,7 @@ import io.chatintake.channel.telegram.PollLease;
 import io.chatintake.channel.telegram.ScheduleCheckpoint;
 import io.chatintake.channel.telegram.TelegramInbox;
 import io.chatintake.testkit.Await;
+import io.chatintake.testkit.LogCapture;
 import io.chatintake.testkit.Sql;
 import io.chatintake.testkit.TestDatabase;
 import io.chatintake.testkit.WebhookServer;
@@ -28,16 +29,21 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.stream.Collectors;
 import javax.sql.DataSource;
+import org.apache.camel.AsyncCallback;
+import org.apache.camel.AsyncProcessor;
 import org.apache.camel.CamelContext;
+import org.apache.camel.Exchange;
 import org.apache.camel.Message;
 import org.apache.camel.builder.RouteBuilder;
 import org.apache.camel.RoutesBuilder;
+import org.assertj.core.data.Offset;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -58,6 +64,8 @@ class WorkDispatcherTest {
     private final List<WebhookServer> products = new ArrayList<>();
     private final Set<String> slow = ConcurrentHashMap.newKeySet();
     private final Set<String> interrupting = ConcurrentHashMap.newKeySet();
+    /** Keys whose handler goes asynchronous at step never-answers and is never completed (a lost callback), once each. */
+    private final Set<String> unanswered = ConcurrentHashMap.newKeySet();
     /** Keys whose handler takes this many milliseconds, and how many handlers ran at once at most meanwhile. */
     private final Map<String, Integer> paced = new ConcurrentHashMap<>();
     private final AtomicInteger handlingNow = new AtomicInteger();
@@ -83,11 +91,7 @@ class WorkDispatcherTest {
 
     /** @param settings more settings, as key, value, key, value, ... */
     private WebhookServer startProduct(int maxAttempts, String telegramHandler, String... settings) {
-        WebhookServer.Builder builder = WebhookServer.builder(dataSource).withoutHttp().routes(handlerRoutes());
-        for (int i = 0; i + 1 < settings.length; i += 2) {
-            builder.setting(settings[i], settings[i + 1]);
-        }
-        WebhookServer product = builder
+        WebhookServer.Builder builder = WebhookServer.builder(dataSource).withoutHttp().routes(handlerRoutes())
                 .setting("work.concurrency", "2")
                 .setting("work.max-attempts", Integer.toString(maxAttempts))
                 .setting("work.backoff-base-millis", "200")
@@ -95,8 +99,11 @@ class WorkDispatcherTest {
                 .setting("work.claim-seconds", "30")
                 .setting("work.poll-interval-millis", "50")
                 .setting("work.ordered-kinds", "telegram-update")
-                .setting("work.handlers.telegram-update", telegramHandler)
-                .start();
+                .setting("work.handlers.telegram-update", telegramHandler);
+        for (int i = 0; i + 1 < settings.length; i += 2) {
+            builder.setting(settings[i], settings[i + 1]);
+        }
+        WebhookServer product = builder.start();
         products.add(product);
         return product;
     }
@@ -105,7 +112,26 @@ class WorkDispatcherTest {
         return new RouteBuilder() {
             @Override
             public void configure() {
-                from("direct:telegram-update").process(exchange -> {
+                from("direct:telegram-update").routeId("telegram-update-test").process(new AsyncProcessor() {
+                    @Override
+                    public boolean process(Exchange exchange, AsyncCallback callback) {
+                        if (unanswered.remove(exchange.getMessage().getHeader(WorkDispatcher.IDEMPOTENCY_KEY, String.class))) {
+                            return false;
+                        }
+                        callback.done(true);
+                        return true;
+                    }
+
+                    @Override
+                    public CompletableFuture<Exchange> processAsync(Exchange exchange) {
+                        throw new UnsupportedOperationException();
+                    }
+
+                    @Override
+                    public void process(Exchange exchange) {
+                        throw new UnsupportedOperationException();
+                    }
+                }).id("never-answers").process(exchange -> {
                     String key = exchange.getMessage().getHeader(WorkDispatcher.IDEMPOTENCY_KEY, String.class);
                     attemptTimes.add(Instant.now());
                     if (slow.contains(key)) {
@@ -387,6 +413,42 @@ class WorkDispatcherTest {
     }
 
     @Test
+    void aHandlerWhoseCallbackNeverComesIsGivenUpOnAfterTheClaimTimeAndItsWorkerGoesOn() throws Exception {
+        unanswered.add(BOT + ":1");
+        unanswered.add(BOT + ":2");
+        store(1, 1, 3);
+        store(2, 2);
+        try (LogCapture log = new LogCapture()) {
+            startDispatcher(5, "work.claim-seconds", "2");
+
+            Await.until("both chats handled after their first attempts were given up on", WAIT,
+                    () -> handled.containsAll(List.of(BOT + ":1", BOT + ":2", BOT + ":3")));
+            assertThat(handled).as("each once, the first chat in order").containsSubsequence(BOT + ":1", BOT + ":3").hasSize(3);
+            assertThat(Sql.count(dataSource, "SELECT count(*) FROM work_item WHERE attempts = 2")).as("the given-up attempts counted").isEqualTo(2);
+            assertThat(log.lines()).filteredOn(line -> line.contains("no answer from the handler within 2 s"))
+                    .as("one line each, naming the route and the step").hasSize(2)
+                    .allSatisfy(line -> assertThat(line).contains("route telegram-update-test, step never-answers"));
+        }
+    }
+
+    @Test
+    void aRunRecordedWhileItsSliceGoesOnIsNoLongerExtendedSoItsRunnerNeverSeesItsOwnClaimLost() throws Exception {
+        paced.put(BOT + ":1", 300);
+        slow.add(BOT + ":2");
+        store(1, 1);
+        store(2, 2);
+        try (LogCapture log = new LogCapture()) {
+            // One worker takes both chats in one slice: the first is recorded while the second's handler runs on,
+            // across several extensions of a 1 s claim.
+            startDispatcher(3, "work.concurrency", "1", "work.claim-seconds", "1", "work.heartbeat-seconds", "1");
+
+            Await.until("both chats done", WAIT, () -> Sql.count(dataSource, "SELECT count(*) FROM work_item WHERE state = 'done'") == 2);
+            assertThat(Sql.count(dataSource, "SELECT max(attempts) FROM work_item")).isEqualTo(1);
+            assertThat(log.lines()).noneMatch(line -> line.contains("released or taken over"));
+        }
+    }
+
+    @Test
     void chatsClaimedWithASlowChatAreHandledByOtherWorkersWhileItsHandlerRuns() throws Exception {
         slow.add(BOT + ":1");
         store(1, 1);
@@ -448,6 +510,24 @@ class WorkDispatcherTest {
         assertThat(mostHandlersAtOnceForTwoChats(3)).as("handlers at once once intake caught up").isEqualTo(2);
     }
 
+    @Test
+    void whileIntakeIsBehindTheHeartbeatSaysSinceWhenHandlingIsHeldBackAndOnceCaughtUpItNoLongerDoes() throws Exception {
+        startDispatcher(3, "work.heartbeat-seconds", "1");
+        Instant before = Instant.now();
+        try (IntakeBehind behind = new IntakeBehind(WorkDispatcher.of(camel))) {
+            Await.until("a beat saying handling is held back", WAIT,
+                    () -> Sql.count(dataSource, "SELECT count(*) FROM runner_heartbeat WHERE held_back_since IS NOT NULL") == 1);
+            long sinceMillis = Sql.count(dataSource, "SELECT (extract(epoch FROM held_back_since) * 1000)::bigint FROM runner_heartbeat");
+            Await.until("a later beat", WAIT, () -> Sql.count(dataSource,
+                    "SELECT count(*) FROM runner_heartbeat WHERE beat_at > held_back_since + interval '1500 milliseconds'") == 1);
+            assertThat(Sql.count(dataSource, "SELECT (extract(epoch FROM held_back_since) * 1000)::bigint FROM runner_heartbeat"))
+                    .as("the same spell, as each beat tells it").isCloseTo(sinceMillis, Offset.offset(200L));
+            assertThat(WorkDispatcher.of(camel).handlingHeldBackSince()).isAfterOrEqualTo(before);
+        }
+        Await.until("a beat saying it no longer is", WAIT,
+                () -> Sql.count(dataSource, "SELECT count(*) FROM runner_heartbeat WHERE held_back_since IS NULL") == 1);
+    }
+
     /** Two chats whose handlers take 300 ms, each with its own worker (no more runs than workers) unless intake is behind. */
     private int mostHandlersAtOnceForTwoChats(long firstUpdate) throws Exception {
         mostAtOnce.set(0);
@@ -497,6 +577,56 @@ class WorkDispatcherTest {
         Await.until("the second chat handled", WAIT, () -> handled.contains(BOT + ":2"));
         // The pace alone would hold the second claim until 5 s after the first.
         assertThat(Duration.between(caughtUp, attemptTimes.get(1))).isLessThan(Duration.ofMillis(2500));
+    }
+
+    @Test
+    void aRunClaimedWhileThePacingHoldsItBackHasItsClaimExtendedNeverExpired() throws Exception {
+        startDispatcher(3, "work.claim-seconds", "2", "work.heartbeat-seconds", "1");
+        // One claim takes both chats; the pacing lets one worker work, so the second chat's run waits
+        // queued, claimed, for longer than its 2 s claim while the first chat's ten 300 ms handlers run.
+        for (long update = 1; update <= 10; update++) {
+            paced.put(BOT + ":" + update, 300);
+        }
+        try (LogCapture log = new LogCapture(); IntakeBehind behind = new IntakeBehind(WorkDispatcher.of(camel))) {
+            List<Long> expiredSeen = new CopyOnWriteArrayList<>();
+            store(1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10);
+            store(2, 11);
+            Await.until("both chats done", WAIT, () -> {
+                expiredSeen.add(Sql.count(dataSource, "SELECT count(*) FROM work_item WHERE state = 'running' AND claim_expires_at < now()"));
+                return Sql.count(dataSource, "SELECT count(*) FROM work_item WHERE state = 'done'") == 11;
+            });
+            assertThat(mostAtOnce.get()).as("one worker at a time while the pacing holds").isEqualTo(1);
+            assertThat(expiredSeen).as("no claim seen expired").containsOnly(0L);
+            assertThat(Sql.count(dataSource, "SELECT max(attempts) FROM work_item")).isEqualTo(1);
+            assertThat(log.lines()).noneMatch(line -> line.contains("released or taken over"));
+        }
+    }
+
+    @Test
+    void aSourceThatReportsABacklogWithoutEndStillGetsItsWorkHandledWithinTheMaximumDeferral() throws Exception {
+        startDispatcher(3, "work.intake-first-seconds", "2", "work.max-deferral-seconds", "4",
+                "work.gather-millis-while-backlog-at-source", "60000");
+        Duration load = Duration.ofSeconds(20);
+        List<Duration> waits = new CopyOnWriteArrayList<>();
+        try (IntakeBehind backlog = new IntakeBehind(WorkDispatcher.of(camel)::backlogAtSource)) {
+            Instant end = Instant.now().plus(load);
+            long update = 0;
+            while (Instant.now().isBefore(end)) {
+                // 20 updates a second over 10 chats, while the source says it holds more.
+                for (int chat = 0; chat < 10; chat++) {
+                    update++;
+                    store(100 + chat, update);
+                }
+                Thread.sleep(500);
+                waits.add(Duration.ofMillis(Sql.count(dataSource, "SELECT coalesce((extract(epoch FROM now() - min(created_at)) * 1000)::bigint, 0)"
+                        + " FROM work_item WHERE state <> 'done'")));
+            }
+            long stored = update;
+            long handledDuringLoad = Sql.count(dataSource, "SELECT count(*) FROM work_item WHERE state = 'done'");
+            assertThat(handledDuringLoad).as("a fixed share handled while the source never caught up").isGreaterThanOrEqualTo(stored / 2);
+        }
+        assertThat(waits.stream().max(Duration::compareTo).orElseThrow()).as("oldest waiting, under max-deferral + 10 s")
+                .isLessThan(Duration.ofSeconds(4 + 10));
     }
 
     /** Stores one chat's update, waits until it is handled, stores another chat's: the time between the two handlings. */

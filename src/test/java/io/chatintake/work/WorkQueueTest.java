@@ -175,7 +175,7 @@ class WorkQueueTest {
     @Test
     void aProcessThatBeatsKeepsItsClaims() throws Exception {
         schedule("chat-work", "c1", 1);
-        new RunnerHeartbeat(dataSource, "process-a").beat();
+        new RunnerHeartbeat(dataSource, "process-a", () -> null).beat();
         WorkRun run = queue.claimLane("process-a", CLAIM, 100, ORDERED, KINDS);
 
         assertThat(queue.releaseClaimsOfDeadProcesses("process-b", Duration.ofSeconds(8))).isZero();

@@ -35,6 +35,7 @@ public class TelegramInboxConsumer extends DefaultConsumer implements BotPoller.
 
     private final TelegramInboxEndpoint endpoint;
     private final String bot;
+    private final BacklogAtTelegram backlog = new BacklogAtTelegram();
     private TelegramInboxConsumerHealthCheck health;
     private ScheduleCheckpoint scheduleCheckpoints;
     private UpdateScheduler scheduler;
@@ -128,8 +129,8 @@ public class TelegramInboxConsumer extends DefaultConsumer implements BotPoller.
         }
         WorkDispatcher dispatcher = WorkDispatcher.of(getEndpoint().getCamelContext());
         if (dispatcher != null && dispatcher.handles(TelegramWorkSource.KIND)) {
-            if (fullBatch) {
-                // Telegram holds more for this bot: taking it in comes before handling what is stored.
+            if (backlog.afterPoll(fullBatch)) {
+                // Taking in what Telegram holds for this bot comes before handling what is stored.
                 dispatcher.backlogAtSource();
             } else if (answerQueued) {
                 // Answers queue for threads to store them, as webhook deliveries queue for a transaction.

@@ -29,6 +29,8 @@ import org.slf4j.LoggerFactory;
 public final class WebhookInboxProducer extends DefaultProducer {
     private static final Logger LOG = LoggerFactory.getLogger(WebhookInboxProducer.class);
     static final String METRIC = "chat.intake.webhook.deliveries";
+    /** Characters of an unsigned header value a log line shows. */
+    static final int UNSIGNED_SHOWN = 64;
 
     private final WebhookInboxEndpoint endpoint;
     private final Clock clock = Clock.systemUTC();
@@ -71,7 +73,7 @@ public final class WebhookInboxProducer extends DefaultProducer {
             if (!verification.verified()) {
                 String reason = verification.reason().code();
                 LOG.warn("{} webhook: delivery {} rejected ({}); nothing stored, 401 returned", endpoint.getChannel(),
-                        deliveryId == null ? "(no delivery id)" : deliveryId, reason);
+                        deliveryId == null ? "(no delivery id)" : unsigned(deliveryId), reason);
                 reply(exchange, 401, "{\"error\":\"" + reason + "\"}", reason);
                 return;
             }
@@ -197,6 +199,16 @@ public final class WebhookInboxProducer extends DefaultProducer {
         } catch (NoSuchAlgorithmException e) {
             throw new IllegalStateException(e);
         }
+    }
+
+    /**
+     * An unsigned header value as it may be logged: whoever reaches the port chooses it (up to the
+     * server's 8 KB of headers), so it is cut and its control characters replaced.
+     */
+    static String unsigned(String value) {
+        String printable = value.replaceAll("\\p{Cntrl}", "?");
+        return printable.length() <= UNSIGNED_SHOWN ? printable
+                : printable.substring(0, UNSIGNED_SHOWN) + "... (" + value.length() + " characters)";
     }
 
     private static String firstLine(String message) {

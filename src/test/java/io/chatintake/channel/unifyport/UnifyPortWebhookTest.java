@@ -9,6 +9,7 @@ import io.chatintake.sim.SignedDeliverySender.Delivery;
 import io.chatintake.sim.SignedDeliverySender.Response;
 import io.chatintake.sim.SignedDeliverySender.TimestampForm;
 import io.chatintake.testkit.Await;
+import io.chatintake.testkit.LogCapture;
 import io.chatintake.testkit.TestDatabase;
 import io.chatintake.testkit.WebhookServer;
 import java.net.http.HttpClient;
@@ -365,6 +366,18 @@ class UnifyPortWebhookTest {
                 + (text == null ? "" : ",\"text\":\"" + text + "\"")
                 + ",\"direction\":\"in\",\"sent_at\":\"2026-07-01T09:14:59Z\""
                 + (extraMessageFields == null ? "" : extraMessageFields) + "}}";
+    }
+
+    @Test
+    void anUnsignedDeliveryIdIsLoggedCutTo64CharactersOnEachRejection() {
+        Delivery signed = sender.sign("evt_long_id", message("evt_long_id", "m1", "hi"), TimestampForm.RFC3339);
+        Delivery forged = new Delivery(signed.eventId(), "d".repeat(4000), signed.timestamp(), "0".repeat(64), signed.body());
+        try (LogCapture log = new LogCapture()) {
+            assertRejected(sender.post(forged), "bad_signature");
+            assertThat(log.lines()).anySatisfy(line -> assertThat(line)
+                    .contains("unifyport webhook: delivery " + "d".repeat(64) + "... (4000 characters) rejected (bad_signature)"));
+            assertThat(log.lines()).noneMatch(line -> line.contains("d".repeat(65)));
+        }
     }
 
     private static void assertRejected(Response response, String reason) {

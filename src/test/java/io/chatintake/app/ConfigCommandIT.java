@@ -1,0 +1,28 @@
+package io.chatintake.app;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.chatintake.testkit.RunnerProcess;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** {@code java -jar chat-intake.jar config}, as an operator pastes its output into a ticket. */
+class ConfigCommandIT {
+    @TempDir
+    Path work;
+
+    @Test
+    void aPasswordInTheDatabaseUrlIsNotPrinted() {
+        Map<String, String> env = RunnerProcess.baseEnv(work);
+        env.put("CHAT_INTAKE_DB_URL", "jdbc:postgresql://intake:UrlPass-7f3@db.example:5432/chat?sslmode=require&password=ParamPass-9c1");
+        try (RunnerProcess config = RunnerProcess.start(work, env, "config")) {
+            assertThat(config.awaitExit(Duration.ofSeconds(60))).as(config.output()).isZero();
+            assertThat(config.output())
+                    .contains("chat-intake.db.url=jdbc:postgresql://intake:[redacted]@db.example:5432/chat?sslmode=require&password=[redacted]")
+                    .doesNotContain("UrlPass-7f3", "ParamPass-9c1");
+        }
+    }
+}
