@@ -40,9 +40,10 @@ import java.util.function.Supplier;
  * over HTTP, some of them the children of albums, an album's children posted at once by several
  * senders. Every {@link #REPORT_EVERY} and at the end it prints the work items created and done a
  * second, the work not done and how old its oldest item is (read from the database), the runner's
- * memory and its "released or taken over" log lines. After the load it waits up to 30 s for
- * everything to be done. The targets are {@link SoakVerdict}'s; there is no contender: handling
- * must keep up with what intake takes in, on any machine that takes it in.
+ * memory, its "released or taken over" log lines and the cores each process kept busy (handling
+ * that falls short on a machine busy with other work is another finding). After the load it waits
+ * up to 30 s for everything to be done. The targets are {@link SoakVerdict}'s; there is no
+ * contender: handling must keep up with what intake takes in, on any machine that takes it in.
  */
 public final class SoakBenchmark {
     /** What the runner logs when a claim it held was lost (ClaimedRuns); with a single runner it lost it to itself. */
@@ -111,7 +112,6 @@ public final class SoakBenchmark {
     /** One run: the load offered on a timer, the database looked at every {@link #SAMPLE_EVERY} from this thread. */
     private final class Run {
         private final BenchRunner runner;
-        /** Where the cores went: a handled rate that falls short on a busy machine is not the same finding as on an idle one. */
         private final Supplier<CpuUse> cpu;
         private final BotApiSimulator simulator;
         private final String token;
