@@ -19,6 +19,8 @@ final class ActiveRun {
 
     final WorkRun run;
     final AtomicBoolean lost = new AtomicBoolean();
+    /** Its end is being recorded: from the commit on its items are no longer running, though it is still held here. */
+    volatile boolean ending;
     private final AtomicReference<State> state = new AtomicReference<>(State.QUEUED);
 
     ActiveRun(WorkRun run) {

@@ -115,7 +115,7 @@ final class ClaimKeeper implements Runnable {
         }
     }
 
-    private void extendClaims() throws SQLException {
+    void extendClaims() throws SQLException {
         List<Long> tokens = runs.tokens();
         if (tokens.isEmpty()) {
             return;
@@ -123,7 +123,8 @@ final class ClaimKeeper implements Runnable {
         Set<Long> held = Set.copyOf(queue.extend(worker, tokens, claim));
         for (Long token : tokens) {
             ActiveRun run = runs.get(token);
-            if (!held.contains(token) && run != null) {
+            // A run whose end was just committed is not held any more, and is not lost either.
+            if (!held.contains(token) && run != null && !run.ending) {
                 runs.claimLost(run, 0);
             }
         }

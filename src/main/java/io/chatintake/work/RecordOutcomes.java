@@ -48,6 +48,12 @@ final class RecordOutcomes {
         }
         boolean settled = settlements.isEmpty();
         int items = finished.stream().mapToInt(f -> f.outcomes().size()).sum();
+        for (FinishedRun f : finished) {
+            ActiveRun run = f.ends() ? runs.get(f.run().token()) : null;
+            if (run != null) {
+                run.ending = true;
+            }
+        }
         long giveUpAt = System.nanoTime() + claim.toNanos();
         for (int attempt = 1; ; attempt++) {
             try {
