@@ -191,6 +191,7 @@ public final class Database implements AutoCloseable {
         return new HikariDataSource(config);
     }
 
+    /** Every value a string: the driver reads its properties with {@code getProperty}, which skips other types. */
     private static void configure(HikariConfig config, Target target, Timeouts timeouts) {
         config.setJdbcUrl(target.url());
         if (!target.user().isEmpty()) {
@@ -199,8 +200,8 @@ public final class Database implements AutoCloseable {
         if (!target.password().isEmpty()) {
             config.setPassword(target.password().reveal());
         }
-        config.addDataSourceProperty("connectTimeout", target.connectTimeoutSeconds());
-        config.addDataSourceProperty("socketTimeout", timeouts.socket().toSeconds());
+        config.addDataSourceProperty("connectTimeout", Integer.toString(target.connectTimeoutSeconds()));
+        config.addDataSourceProperty("socketTimeout", Long.toString(timeouts.socket().toSeconds()));
         config.addDataSourceProperty("options", "-c statement_timeout=" + timeouts.statement().toMillis());
         config.addDataSourceProperty("ApplicationName", "chat-intake");
         config.addDataSourceProperty("currentSchema", target.schema());
