@@ -216,7 +216,9 @@ public final class Database implements AutoCloseable {
             HikariConfig config = new HikariConfig();
             config.setPoolName("chat-intake-migrations");
             config.setMaximumPoolSize(2);
+            // Used once per start: no connection kept once the migrations are done.
             config.setMinimumIdle(0);
+            config.setIdleTimeout(10_000);
             config.setConnectionTimeout(target.connectTimeoutSeconds() * 1000L);
             config.setInitializationFailTimeout(-1);
             configure(config, target, new Timeouts(target.migrationTimeout(), target.migrationTimeout().plusSeconds(15)));

@@ -80,9 +80,17 @@ class DatabaseRestartUnderLoadIT {
                 webhooks.join();
 
                 int sent = texts[0];
-                Await.until("every text answered", WAIT, () -> simulator.sentMessages(token).size() >= sent);
-                Await.until("every item done", WAIT, () -> Sql.count(db,
-                        "SELECT count(*) FROM work_item WHERE state NOT IN ('done', 'parked')") == 0);
+                try {
+                    Await.until("every item done", WAIT, () -> Sql.count(db,
+                            "SELECT count(*) FROM work_item WHERE state NOT IN ('done', 'parked')") == 0);
+                    Await.until("every text answered", WAIT, () -> simulator.sentMessages(token).size() >= sent);
+                } catch (AssertionError e) {
+                    throw new AssertionError(sent + " texts, " + simulator.sentMessages(token).size() + " answers, "
+                            + Sql.count(db, "SELECT count(*) FROM telegram_update") + " updates stored; items by state: "
+                            + Sql.rows(db, "SELECT kind, state, count(*), max(last_error) FROM work_item GROUP BY 1, 2")
+                            + "; effects: " + Sql.rows(db, "SELECT state, count(*) FROM outbound_effect GROUP BY 1") + "\n"
+                            + first.output() + "\n----\n" + second.output(), e);
+                }
                 assertThat(first.isAlive() && second.isAlive()).as("no runner exits:\n%s\n%s", first.output(), second.output()).isTrue();
                 assertThat(Sql.count(db, "SELECT count(*) FROM work_item WHERE state = 'parked'")).as("none parked").isZero();
                 assertThat(Sql.count(db, "SELECT count(*) FROM work_item WHERE last_error LIKE 'claim released:%'"))
