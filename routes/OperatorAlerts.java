@@ -4,11 +4,14 @@
 //   - work items parked after their last attempt (work status / work retry)
 //   - albums waiting for a person (albums status)
 //   - Telegram bots whose polling stopped: no successful poll for 5 minutes (a revoked token
-//     answering 401, a webhook set on the bot, ...; telegram status)
+//     answering 401, a webhook set on the bot, ...; telegram status), unless an operator paused them
+//   - a bot paused for 20 h: Telegram keeps updates 24 h, so the oldest it holds begin to expire
+//     4 h later (telegram resume --bot NAME)
 //   - possible loss windows recorded for a bot
 //   - updates confirmed outside this store (a forgotten poller or a manual getUpdates)
 //   - work of a kind due for longer than operator-alerts.max-pending-age-seconds while intake is
 //     healthy (no bot's polling stopped): its handlers are starved or stalled, not waiting for intake
+//     (a kind an operator paused waits on purpose)
 // A finding is new while no alert for it is recorded in outbound_effect; the key names the
 // finding and its occurrence (a work item parked again is a new finding; work still waiting is
 // a new finding each hour).
@@ -35,7 +38,8 @@ public class OperatorAlerts extends RouteBuilder {
     private static final String NEW_FINDINGS = """
             WITH polling_stopped AS (
                 SELECT bot_id, bot_name, last_poll_at, updated_at FROM telegram_checkpoint
-                 WHERE coalesce(last_poll_at, updated_at) < now() - interval '5 minutes'),
+                 WHERE coalesce(last_poll_at, updated_at) < now() - interval '5 minutes'
+                   AND bot_name NOT IN (SELECT name FROM operator_pause WHERE subject = 'telegram-bot')),
             held_back AS (
                 SELECT min(held_back_since) AS since FROM runner_heartbeat
                  WHERE held_back_since IS NOT NULL AND beat_at >= now() - make_interval(secs => ?))
@@ -73,6 +77,15 @@ public class OperatorAlerts extends RouteBuilder {
                        detected_at
                   FROM telegram_gap
                 UNION ALL
+                SELECT 'telegram-paused-20h:' || name || ':' || (extract(epoch FROM paused_at) * 1000)::bigint,
+                       'chat-intake: telegram bot ''' || name || ''' has been paused since '
+                           || to_char(paused_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC by ' || paused_by
+                           || '. Telegram keeps updates only 24 h: those it received right after the pause expire unseen from '
+                           || to_char((paused_at + interval '24 hours') AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS')
+                           || ' UTC. java -jar chat-intake.jar telegram resume --bot ' || name,
+                       paused_at + interval '20 hours'
+                  FROM operator_pause WHERE subject = 'telegram-bot' AND paused_at <= now() - interval '20 hours'
+                UNION ALL
                 SELECT 'work-waiting:' || w.kind || ':' || to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24'),
                        'chat-intake: ' || w.kind || ' work is not handled: its oldest due item has waited '
                            || extract(epoch FROM now() - w.due_since)::bigint || ' s while intake is healthy; handling is '
@@ -82,6 +95,7 @@ public class OperatorAlerts extends RouteBuilder {
                   FROM (SELECT kind, min(next_attempt_at) AS due_since FROM work_item
                          WHERE state IN ('pending', 'failed') AND next_attempt_at <= now() GROUP BY kind) w, held_back h
                  WHERE w.due_since < now() - make_interval(secs => ?) AND NOT EXISTS (SELECT 1 FROM polling_stopped)
+                   AND w.kind NOT IN (SELECT name FROM operator_pause WHERE subject = 'work-kind')
             ) f
              WHERE NOT EXISTS (SELECT 1 FROM outbound_effect e WHERE e.effect_key = f.finding || ':operator-alert')
              ORDER BY seen_at

@@ -5,6 +5,7 @@ import io.chatintake.ops.bench.DispatchBenchmark;
 import io.chatintake.ops.bench.ManyBotsBenchmark;
 import io.chatintake.ops.bench.MemoryBenchmark;
 import io.chatintake.ops.bench.ReplyBenchmark;
+import io.chatintake.ops.bench.SoakBenchmark;
 import io.chatintake.ops.bench.StartBenchmark;
 import io.chatintake.ops.bench.TelegramIntakeBenchmark;
 import io.chatintake.ops.bench.WebhookIntakeBenchmark;
@@ -107,8 +108,9 @@ public final class Main {
                             case "start" -> new StartBenchmark(out).run();
                             case "latency" -> new DispatchBenchmark(out).latency(given ? n : 20);
                             case "replies" -> new ReplyBenchmark(out).run(given ? n : 600);
+                            case "soak" -> new SoakBenchmark(out).run(given ? n : 300, args.subList(2, args.size()));
                             default -> throw new ConfigurationException(
-                                    "usage: bench telegram [--cold]|bots|dispatch|albums|webhook|memory|start|latency|replies [N]");
+                                    "usage: bench telegram [--cold]|bots|dispatch|albums|webhook|memory|start|latency|replies|soak [N]");
                         };
                     } catch (ConfigurationException e) {
                         throw e;
@@ -192,12 +194,16 @@ public final class Main {
                 "  telegram status                          per bot: next offset, last poll, counts, lease, pending, loss windows",
                 "  telegram switch-to-polling --bot NAME    deleteWebhook keeping queued updates, then confirm",
                 "  telegram set-webhook --bot NAME --url U  webhook mode: record the bot, setWebhook (secret, every type, queue kept)",
+                "  telegram pause --bot NAME [--by NAME]    no getUpdates for the bot within 2 s, after its current batch; offset kept",
+                "  telegram resume --bot NAME [--by NAME]   polling again from the saved offset (both recorded in operator_action)",
                 "  work status                              stored work by kind and state, parked items, effects to reconcile,",
                 "                                           live processes and since when they hold handling back for intake",
                 "  work retry --id N | --all-parked         put parked work back to pending",
                 "  work replay --kind K --since T           run done work of kind K created since T again (explicit only)",
                 "  work resolve-effect KEY --performed|--not-performed [--by NAME]",
                 "                                           settle an effect parked for reconciliation; its item runs again",
+                "  work pause --kind K [--by NAME]          no item of kind K is claimed within 2 s; new ones are stored, none parked",
+                "  work resume --kind K [--by NAME]         kind K is claimed again, in order per chat (both recorded in operator_action)",
                 "  albums status                            open albums, oldest open age, recent decisions, conflicts",
                 "  albums resolve ALBUM_KEY [--by NAME]     a person settled the album: clears needs_person, records who",
                 "  demo [--exit]                            a one-minute story on a fresh embedded database with the simulators;",
@@ -221,6 +227,10 @@ public final class Main {
                 "  bench albums [N]                         album decision latency with N albums open (default 20,000), heap flat",
                 "  bench replies [N]                        echo replies at Telegram's limits (simulator, 429 above them) as ratios to the bot's limit",
                 "  bench dispatch [N]                       ordered work handled as a ratio to the intake rate; claim cost vs backlog",
+                "  bench soak [SECONDS] [--FLAG=VALUE ...]   one runner under a steady mixed load for SECONDS (default 300): handling",
+                "                                           keeps up, oldest pending, drained in 30 s, no claim lost to itself; flags",
+                "                                           --telegram-per-second=150 --chats=500 --webhook-per-second=38",
+                "                                           --album-share=0.25 (share of deliveries that are album children) --album-size=3",
                 "  config    print the effective configuration, secrets redacted",
                 "  help      this text",
                 "configuration: config/application.properties (or $" + CONFIG_FILE_ENV + "), each key overridable by",

@@ -2,6 +2,7 @@ package io.chatintake.ops;
 
 import io.chatintake.config.Secret;
 import io.chatintake.config.Settings;
+import io.chatintake.store.OperatorPause;
 import io.chatintake.support.MeterRegistryLookup;
 import io.chatintake.support.ProcessIdentity;
 import io.vertx.core.MultiMap;
@@ -12,6 +13,7 @@ import java.security.NoSuchAlgorithmException;
 import java.sql.SQLException;
 import java.time.Clock;
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.Optional;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -50,12 +52,30 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
 
     /** The page's actions: {@code POST /status/<name>}. */
     enum Action {
-        OPERATOR("operator"), RETRY("retry"), RETRY_KIND("retry-kind"), SETTLE_EFFECT("settle-effect"), RESOLVE_ALBUM("resolve-album");
+        OPERATOR("operator"), RETRY("retry"), RETRY_KIND("retry-kind"), SETTLE_EFFECT("settle-effect"), RESOLVE_ALBUM("resolve-album"),
+        PAUSE_BOT(OperatorPause.Subject.TELEGRAM_BOT, true), RESUME_BOT(OperatorPause.Subject.TELEGRAM_BOT, false),
+        PAUSE_KIND(OperatorPause.Subject.WORK_KIND, true), RESUME_KIND(OperatorPause.Subject.WORK_KIND, false);
 
         final String path;
+        /** What a pause or resume action is about (its form's field is named after it: bot, kind); null for the others. */
+        final OperatorPause.Subject subject;
+        final boolean pause;
 
         Action(String path) {
             this.path = path;
+            this.subject = null;
+            this.pause = false;
+        }
+
+        /** Recorded as the CLI records it: pause-bot, resume-kind, ... */
+        Action(OperatorPause.Subject subject, boolean pause) {
+            this.path = (pause ? "pause-" : "resume-") + subject.word;
+            this.subject = subject;
+            this.pause = pause;
+        }
+
+        static Action pausing(OperatorPause.Subject subject, boolean pause) {
+            return Arrays.stream(values()).filter(a -> a.subject == subject && a.pause == pause).findFirst().orElseThrow();
         }
     }
 
@@ -227,7 +247,9 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
                 answer(message, 400, TEXT, "The form lacks what " + action.path + " needs. Nothing changed.\n");
                 return;
             }
-            actions.record(by, action.path, performed.target(), performed.outcome().sentence());
+            if (!performed.recorded()) {
+                actions.record(by, action.path, performed.target(), performed.outcome().sentence());
+            }
             LOG.info("status page: {} {} by {}: {}", action.path, performed.target(), by, performed.outcome().sentence());
             redirect(message, "../" + PATH.substring(1) + "#actions", performed.outcome().sentence() + "\n");
         } catch (SQLException e) {
@@ -236,7 +258,11 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
         }
     }
 
-    private record Performed(String target, OperatorActions.Outcome outcome) {
+    /** @param recorded whether the action kept its own operator_action row (a pause or resume: in its transaction) */
+    private record Performed(String target, OperatorActions.Outcome outcome, boolean recorded) {
+        Performed(String target, OperatorActions.Outcome outcome) {
+            this(target, outcome, false);
+        }
     }
 
     /** The action the form asks for, or null when a field it needs is missing or malformed. */
@@ -261,6 +287,14 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
             case RESOLVE_ALBUM -> {
                 String key = form.get("album");
                 return key == null || key.isBlank() ? null : new Performed("album " + key, actions.resolveAlbum(key, by));
+            }
+            case PAUSE_BOT, RESUME_BOT, PAUSE_KIND, RESUME_KIND -> {
+                String name = form.get(action.subject.word);
+                if (name == null || name.isBlank()) {
+                    return null;
+                }
+                return new Performed(action.subject.label + " " + name,
+                        action.pause ? actions.pause(action.subject, name, by) : actions.resume(action.subject, name, by), true);
             }
             default -> throw new IllegalArgumentException(action.path);
         }

@@ -4,6 +4,7 @@ import io.chatintake.album.AlbumMetrics;
 
 import io.chatintake.channel.telegram.TelegramBots;
 import io.chatintake.config.Settings;
+import io.chatintake.store.OperatorPause;
 import io.chatintake.support.Redactor;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -34,6 +35,7 @@ import javax.sql.DataSource;
 final class StatusReport {
     private static final DateTimeFormatter TIME = DateTimeFormatter.ofPattern("yyyy-MM-dd HH:mm:ss 'UTC'").withZone(ZoneOffset.UTC);
     private static final int LIST_LIMIT = 20;
+    private static final String HANDLERS = "work.handlers.";
 
     private static final String BOTS = """
             SELECT c.bot_id, c.bot_name, c.next_offset, c.last_poll_at, c.last_batch_at, c.stored_count,
@@ -132,9 +134,13 @@ final class StatusReport {
         try (Connection c = dataSource.getConnection()) {
             c.setReadOnly(true);
             Instant now = dbNow(c);
-            bots(c, body, attention, now);
+            Map<String, OperatorPause.Paused> pausedBots = OperatorPause.list(c, OperatorPause.Subject.TELEGRAM_BOT);
+            Set<String> bots = bots(c, body, attention, now, pausedBots);
             channels(c, body, refusals, attention, now);
-            work(c, body, attention, now, viewer);
+            Set<String> kinds = work(c, body, attention, now, viewer);
+            kinds.addAll(handlerKinds());
+            pauses(body, attention, now, viewer, OperatorPause.Subject.TELEGRAM_BOT, bots, pausedBots);
+            pauses(body, attention, now, viewer, OperatorPause.Subject.WORK_KIND, kinds, OperatorPause.list(c, OperatorPause.Subject.WORK_KIND));
             effects(c, body, attention, now, viewer);
             albums(c, body, attention, now, viewer);
             attachments(c, body, attention);
@@ -155,7 +161,9 @@ final class StatusReport {
         }
     }
 
-    private void bots(Connection c, Html html, Attention attention, Instant now) throws SQLException {
+    /** @return the bots listed */
+    private Set<String> bots(Connection c, Html html, Attention attention, Instant now, Map<String, OperatorPause.Paused> paused)
+            throws SQLException {
         html.section("bots", "Telegram bots (polling)");
         Set<String> configured = configuredBots();
         Set<String> seen = new TreeSet<>();
@@ -168,8 +176,9 @@ final class StatusReport {
                 boolean polling = rs.getBoolean("lease_active");
                 String holder = rs.getString("holder");
                 Instant lastPoll = instant(rs, "last_poll_at");
-                String state = polling ? "polling" : configured.contains(name) ? "no active poller" : "off (no token here)";
-                if (!polling && configured.contains(name)) {
+                String state = paused.containsKey(name) ? "paused" : polling ? "polling"
+                        : configured.contains(name) ? "no active poller" : "off (no token here)";
+                if (!polling && configured.contains(name) && !paused.containsKey(name)) {
                     attention.add("bot " + name + " has no active poller");
                 }
                 long lossWindows = rs.getLong("loss_windows");
@@ -197,6 +206,8 @@ final class StatusReport {
             }
         }
         html.endTable();
+        seen.addAll(configured);
+        return seen;
     }
 
     private void channels(Connection c, Html html, Map<RecentRefusals.Refusal, Long> refusals, Attention attention,
@@ -232,9 +243,11 @@ final class StatusReport {
         html.endTable();
     }
 
-    private void work(Connection c, Html html, Attention attention, Instant now, Viewer viewer) throws SQLException {
+    /** @return the kinds listed */
+    private Set<String> work(Connection c, Html html, Attention attention, Instant now, Viewer viewer) throws SQLException {
         html.section("work", "Work (stored, not done)");
         html.header("kind", "state", "items", "oldest due since");
+        Set<String> kinds = new TreeSet<>();
         long parked = 0;
         Map<String, Long> parkedByKind = new TreeMap<>();
         try (PreparedStatement ps = c.prepareStatement(WORK); ResultSet rs = ps.executeQuery()) {
@@ -243,6 +256,7 @@ final class StatusReport {
                 any = true;
                 String kind = rs.getString(1);
                 String state = rs.getString(2);
+                kinds.add(kind);
                 if (state.equals("parked")) {
                     parked += rs.getLong(3);
                     parkedByKind.put(kind, rs.getLong(3));
@@ -284,6 +298,35 @@ final class StatusReport {
                 html.raw("</p>");
             }
         }
+        return kinds;
+    }
+
+    /**
+     * What an operator paused, with since when and by whom, and a button to pause or resume each
+     * bot or kind there is: {@code names} and the paused ones.
+     */
+    private static void pauses(Html html, Attention attention, Instant now, Viewer viewer, OperatorPause.Subject subject,
+                               Set<String> names, Map<String, OperatorPause.Paused> paused) {
+        boolean bots = subject == OperatorPause.Subject.TELEGRAM_BOT;
+        html.section("pause-" + subject.word, bots ? "Pause polling (no getUpdates while paused; every process obeys within 2 s)"
+                : "Pause work (no item of the kind is claimed while paused; new ones are stored; every process obeys within 2 s)");
+        html.header(subject.word, "state", "paused since", "paused by", "");
+        Set<String> all = new TreeSet<>(names);
+        all.addAll(paused.keySet());
+        for (String name : all) {
+            OperatorPause.Paused pause = paused.get(name);
+            if (pause != null) {
+                attention.add(subject.label + " " + name + " paused by " + pause.by() + " since " + when(pause.since(), now)
+                        + (bots ? ": Telegram keeps updates 24 h" : ""));
+            }
+            html.rowStart(subject.word + "-pause-" + name).cells(name, pause == null ? "not paused" : "paused",
+                    pause == null ? "-" : when(pause.since(), now), pause == null ? "-" : pause.by());
+            html.raw("<td>");
+            button(html, viewer, StatusPage.Action.pausing(subject, pause == null), (pause == null ? "pause-" : "resume-") + subject.word
+                    + "-" + name, pause == null ? "pause" : "resume", subject.word, name);
+            html.raw("</td></tr>");
+        }
+        html.endTable();
     }
 
     private void effects(Connection c, Html html, Attention attention, Instant now, Viewer viewer) throws SQLException {
@@ -460,6 +503,17 @@ final class StatusReport {
             }
         }
         return shorten(URL_QUERY.matcher(result).replaceAll("$1?" + Redactor.MASK));
+    }
+
+    /** The kinds this configuration has a handler route for ({@code work.handlers.<kind>}, not empty). */
+    private Set<String> handlerKinds() {
+        Set<String> kinds = new TreeSet<>();
+        settings.withPrefix(HANDLERS).forEach((key, route) -> {
+            if (!route.isBlank()) {
+                kinds.add(key.substring(HANDLERS.length()));
+            }
+        });
+        return kinds;
     }
 
     /** Bots with a token in this process's configuration: those of telegram.bots, then any other with a token key. */

@@ -4,6 +4,7 @@ import io.chatintake.config.ConfigurationException;
 import io.chatintake.config.Settings;
 import io.chatintake.store.Database;
 import io.chatintake.store.Migrations;
+import io.chatintake.store.OperatorPause;
 import io.chatintake.channel.telegram.BotApiClient;
 import io.chatintake.channel.telegram.BotApiException;
 import io.chatintake.channel.telegram.LossWindow;
@@ -20,13 +21,15 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 
 /**
- * {@code telegram status}, {@code telegram switch-to-polling --bot NAME} and
- * {@code telegram set-webhook --bot NAME --url URL}. None ever calls getUpdates: only the poller may
- * confirm updates, so troubleshooting cannot advance production progress.
+ * {@code telegram status}, {@code telegram switch-to-polling --bot NAME},
+ * {@code telegram set-webhook --bot NAME --url URL} and {@code telegram pause|resume --bot NAME}
+ * ({@link PauseCommand}). None ever calls getUpdates: only the poller may confirm updates, so
+ * troubleshooting cannot advance production progress.
  */
 public final class TelegramCommands {
     private final Settings settings;
@@ -43,8 +46,9 @@ public final class TelegramCommands {
             case "status" -> status();
             case "switch-to-polling" -> switchToPolling(botArgument(args));
             case "set-webhook" -> setWebhook(botArgument(args), argument(args, "--url"));
+            case "pause", "resume" -> PauseCommand.run(settings, out, OperatorPause.Subject.TELEGRAM_BOT, args);
             default -> throw new ConfigurationException("unknown telegram command '" + sub
-                    + "' (status, switch-to-polling --bot NAME, set-webhook --bot NAME --url URL)");
+                    + "' (status, switch-to-polling --bot NAME, set-webhook --bot NAME --url URL, pause|resume --bot NAME)");
         };
     }
 
@@ -57,6 +61,10 @@ public final class TelegramCommands {
             UpdateGap updateGaps = new UpdateGap(database.dataSource());
             ScheduleCheckpoint schedule = new ScheduleCheckpoint(database.dataSource());
             List<Long> bots = botIds(database);
+            Map<String, OperatorPause.Paused> paused;
+            try (Connection c = database.dataSource().getConnection()) {
+                paused = OperatorPause.list(c, OperatorPause.Subject.TELEGRAM_BOT);
+            }
             Set<String> notPolledYet = TelegramBots.configured(settings::get, settings.withPrefix("telegram.bots.").keySet());
             if (bots.isEmpty() && notPolledYet.isEmpty()) {
                 out.println("no Telegram bot has polled this database yet");
@@ -69,6 +77,9 @@ public final class TelegramCommands {
                 out.printf("  last successful poll: %s%n", saved.lastSuccessfulPoll().map(Object::toString).orElse("never"));
                 out.printf("  updates stored:       %d (duplicates received again: %d)%n", saved.storedCount(), saved.duplicateCount());
                 out.printf("  not yet scheduled:    %d stored update(s) waiting to become work%n", schedule.unscheduled(botId));
+                OperatorPause.Paused pause = paused.get(saved.botName());
+                out.printf("  paused:               %s%n", pause == null ? "no"
+                        : "by " + pause.by() + " since " + pause.since() + " (telegram resume --bot " + saved.botName() + ")");
                 out.printf("  lease holder:         %s%n", leases.current(botId)
                         .map(h -> h.holder() + " (fencing token " + h.fencingToken() + (h.expired() ? ", expired" : ", active") + ")")
                         .orElse("none"));

@@ -4,6 +4,7 @@ import io.chatintake.config.ConfigurationException;
 import io.chatintake.config.Settings;
 import io.chatintake.store.Database;
 import io.chatintake.store.Migrations;
+import io.chatintake.store.OperatorPause;
 import io.chatintake.work.WorkQueue;
 import java.io.PrintStream;
 import java.sql.Connection;
@@ -16,8 +17,8 @@ import java.util.List;
 import java.util.Optional;
 
 /**
- * {@code work status}, {@code work retry}, {@code work replay}, {@code work resolve-effect}: the
- * stored work as an operator sees it.
+ * {@code work status}, {@code work retry}, {@code work replay}, {@code work resolve-effect},
+ * {@code work pause|resume --kind K} ({@link PauseCommand}): the stored work as an operator sees it.
  */
 public final class WorkCommands {
     private final Settings settings;
@@ -30,6 +31,9 @@ public final class WorkCommands {
 
     public int run(List<String> args) {
         String sub = args.isEmpty() ? "status" : args.get(0);
+        if (sub.equals("pause") || sub.equals("resume")) {
+            return PauseCommand.run(settings, out, OperatorPause.Subject.WORK_KIND, args);
+        }
         try (Database database = Database.openForCommand(settings)) {
             if (sub.equals("status")) {
                 Migrations.requireCurrent(database.dataSource());
@@ -55,7 +59,8 @@ public final class WorkCommands {
                     yield 0;
                 }
                 case "resolve-effect" -> resolveEffect(database, args);
-                default -> throw new ConfigurationException("unknown work command '" + sub + "' (status, retry, replay, resolve-effect)");
+                default -> throw new ConfigurationException("unknown work command '" + sub
+                        + "' (status, retry, replay, resolve-effect, pause, resume)");
             };
         } catch (SQLException e) {
             throw new ConfigurationException("cannot read the work tables: " + e.getMessage(), e);
@@ -68,8 +73,8 @@ public final class WorkCommands {
         if (args.size() < 2 || args.get(1).startsWith("--") || performed == args.contains("--not-performed")) {
             throw new ConfigurationException("work resolve-effect needs KEY and one of --performed | --not-performed [--by NAME]");
         }
-        String by = option(args, "--by").orElse(System.getProperty("user.name", "unknown"));
-        OperatorActions.Outcome settled = new OperatorActions(database.dataSource()).settleEffect(args.get(1), performed, by);
+        OperatorActions.Outcome settled = new OperatorActions(database.dataSource()).settleEffect(args.get(1), performed,
+                OperatorActions.by(args));
         out.println(settled.sentence());
         return settled.changed() ? 0 : 1;
     }
@@ -88,6 +93,9 @@ public final class WorkCommands {
                 String heldBack = StatusReport.heldBack(StatusReport.instant(rs, 4), rs.getTimestamp(5).toInstant());
                 out.printf("  %s on %s, pid %d%s%n", rs.getString(1), rs.getString(2), rs.getLong(3), heldBack == null ? "" : ": " + heldBack);
             }, StatusHistory.deadAfter(settings).toMillis() / 1000.0);
+            out.println("paused kinds (no item of them is claimed; work resume --kind K):");
+            OperatorPause.list(c, OperatorPause.Subject.WORK_KIND).values()
+                    .forEach(p -> out.printf("  %s, by %s since %s%n", p.name(), p.by(), p.since()));
             // Normally none: a runner's scheduler makes items of them right after intake commits, every runner's within a second.
             query(c, "SELECT count(*), min(staged_at) FROM work_staged",
                     rs -> out.printf("staged, not yet work items: %d%s%n", rs.getLong(1),

@@ -1,16 +1,18 @@
 package io.chatintake.work;
 
+import io.chatintake.store.OperatorPause;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.List;
 import java.util.Set;
+import java.util.TreeSet;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
  * Claims due work for this process and queues it here ({@link ClaimedRuns}): the runs of up to
  * {@link #LANES_PER_CLAIM} due lanes at once, gathered for a moment when they come in thin
- * ({@link Gathering}), or one item without a chat.
+ * ({@link Gathering}), or one item without a chat. Kinds an operator paused are not claimed.
  */
 final class ClaimDueWork {
     /** Lanes one claim takes at most: a burst over many chats costs a few claims and commits, not one per chat. */
@@ -27,6 +29,7 @@ final class ClaimDueWork {
     private final ClaimedRuns runs;
     private final IntakePacing pacing;
     private final Gathering gathering;
+    private final OperatorPause.Watch pausedKinds;
     private final ReentrantLock laneClaim = new ReentrantLock();
     /** System.nanoTime() before which the next lane claim gathers; guarded by laneClaim, as is gathering. */
     private long gatheredUntil = System.nanoTime();
@@ -34,7 +37,7 @@ final class ClaimDueWork {
     private long laneClaimedAt = System.nanoTime();
 
     ClaimDueWork(WorkQueue queue, String worker, Duration claim, int runSize, Set<String> orderedKinds, HandlerSources sources,
-                 ClaimedRuns runs, IntakePacing pacing, Gathering gathering) {
+                 ClaimedRuns runs, IntakePacing pacing, Gathering gathering, OperatorPause.Watch pausedKinds) {
         this.queue = queue;
         this.worker = worker;
         this.claim = claim;
@@ -44,6 +47,7 @@ final class ClaimDueWork {
         this.runs = runs;
         this.pacing = pacing;
         this.gathering = gathering;
+        this.pausedKinds = pausedKinds;
     }
 
     /**
@@ -58,7 +62,7 @@ final class ClaimDueWork {
         laneClaim.lock();
         try {
             gather();
-            Claimed lanes = queue.claimLanes(worker, claim, runSize, LANES_PER_CLAIM, orderedKinds, sources.kinds());
+            Claimed lanes = queue.claimLanes(worker, claim, runSize, LANES_PER_CLAIM, orderedKinds, claimable());
             // A claim that found nothing changes nothing: the worker waits for new work, and claims it as soon as allowed.
             if (lanes.items() > 0) {
                 gatheredUntil = System.nanoTime() + gathering.after(lanes.items(), lanes.runs().size(), lanes.lanesLooked() >= LANES_PER_CLAIM);
@@ -73,11 +77,21 @@ final class ClaimDueWork {
     }
 
     boolean claimUnlaned() throws SQLException {
-        WorkRun run = queue.claimUnlaned(worker, claim, sources.kinds());
+        WorkRun run = queue.claimUnlaned(worker, claim, claimable());
         if (run != null) {
             runs.add(List.of(run));
         }
         return run != null;
+    }
+
+    /**
+     * The kinds this process has a handler for, less those paused: their items stay as they are
+     * (pending, or failed awaiting a retry), spend no attempt, and their lanes keep their order.
+     */
+    private Set<String> claimable() throws SQLException {
+        Set<String> kinds = new TreeSet<>(sources.kinds());
+        kinds.removeAll(pausedKinds.paused().keySet());
+        return kinds;
     }
 
     /** Waits as long as {@link Gathering} said after the previous lane claim, and as intake's pace says. */

@@ -1,6 +1,7 @@
 package io.chatintake.work;
 
 import io.chatintake.config.Settings;
+import io.chatintake.store.OperatorPause;
 import io.chatintake.support.MeterRegistryLookup;
 import io.chatintake.support.ProcessIdentity;
 import java.time.Duration;
@@ -128,7 +129,7 @@ public final class WorkDispatcher {
                 runs, wakeups, options.claim(), options.heartbeat(), options.silence());
         this.gathering = new Gathering(options.gather(), options.gatherMax());
         ClaimDueWork claiming = new ClaimDueWork(queue, process, options.claim(), options.runSize(), options.orderedKinds(), this.sources,
-                runs, pacing, gathering);
+                runs, pacing, gathering, new OperatorPause.Watch(queue.dataSource(), OperatorPause.Subject.WORK_KIND));
         this.worker = new RunUntilShutdown(running, runs, pacing, claiming, executing, wakeups, metrics, options.concurrency(),
                 options.runSize(), options.pollInterval());
     }

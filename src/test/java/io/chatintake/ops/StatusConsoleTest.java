@@ -41,7 +41,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
 /**
  * The status page as an operator on call uses it, in a real headless Chromium, over two processes
  * sharing one database: the graphs after traffic through the signed-delivery sender, the buttons
- * (retry, settle an effect, resolve an album) doing what the CLI does and recording who, the
+ * (retry, settle an effect, resolve an album, pause and resume) doing what the CLI does and recording who, the
  * refusals of forged or cross-site posts, and no secret in anything served.
  */
 @ExtendWith(TestDatabase.class)
@@ -250,6 +250,24 @@ class StatusConsoleTest {
         assertThat(Sql.rows(db, "SELECT acted_by, action, target FROM operator_action"))
                 .containsExactly(List.of(OPERATOR, "resolve-album", "album ws:p:acc:c:alb1"));
         assertThat(served(browser.html())).doesNotContain("need a person");
+    }
+
+    @Test
+    void aBotIsPausedAndResumedByItsButtonsEachRecordedOnceWithTheName(DataSource db) throws Exception {
+        browser.clickAndWait("pause-bot-main");
+
+        assertThat(Sql.rows(db, "SELECT name, paused_by FROM operator_pause")).containsExactly(List.of("main", OPERATOR));
+        List<String> paused = StatusPageTest.cells(served(browser.html()), "bot-pause-main");
+        assertThat(paused.subList(0, 2)).containsExactly("main", "paused");
+        assertThat(paused.get(2)).endsWith(" s ago)");
+        assertThat(paused.get(3)).isEqualTo(OPERATOR);
+
+        browser.clickAndWait("resume-bot-main");
+
+        assertThat(Sql.count(db, "SELECT count(*) FROM operator_pause")).isZero();
+        assertThat(StatusPageTest.cells(served(browser.html()), "bot-pause-main").get(1)).isEqualTo("not paused");
+        assertThat(Sql.rows(db, "SELECT acted_by, action, target FROM operator_action ORDER BY id")).containsExactly(
+                List.of(OPERATOR, "pause-bot", "telegram bot main"), List.of(OPERATOR, "resume-bot", "telegram bot main"));
     }
 
     @Test

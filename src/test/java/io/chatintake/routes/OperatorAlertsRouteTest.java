@@ -81,6 +81,27 @@ class OperatorAlertsRouteTest extends RouteTestSupport {
         send.assertIsSatisfied();
     }
 
+    @Test
+    void aBotPausedFor20HoursIsOneAlertSayingTelegramKeepsUpdates24HoursAndWhatIsPausedOnPurposeIsNoOtherFinding() throws Exception {
+        Sql.execute(db, "INSERT INTO telegram_checkpoint (bot_id, bot_name, last_poll_at) VALUES (1, 'main', now() - interval '20 hours'),"
+                + " (2, 'sales', now() - interval '19 hours')");
+        Sql.execute(db, "INSERT INTO operator_pause (subject, name, paused_at, paused_by) VALUES"
+                + " ('telegram-bot', 'main', now() - interval '20 hours 1 minute', 'alice'),"
+                + " ('telegram-bot', 'sales', now() - interval '19 hours 59 minutes', 'bob'),"
+                + " ('work-kind', 'album-child', now() - interval '1 hour', 'carol')");
+        pending("album-child", "1 hour");
+        MockEndpoint send = checking();
+        send.expectedMessageCount(1);
+        send.message(0).header("IdempotencyKey").startsWith("telegram-paused-20h:main:");
+        send.message(0).body().regex("chat-intake: telegram bot 'main' has been paused since \\S+ \\S+ UTC by alice\\. Telegram keeps"
+                + " updates only 24 h: .* expire unseen from \\S+ \\S+ UTC\\. java -jar chat-intake.jar telegram resume --bot main");
+        context.start();
+
+        template.sendBody("direct:check", null);
+
+        send.assertIsSatisfied();
+    }
+
     /** One item of {@code kind}, due since {@code ago}. */
     private void pending(String kind, String ago) {
         Sql.execute(db, "INSERT INTO work_item (kind, source_key, source_id, next_attempt_at) VALUES ('" + kind + "', '" + kind

@@ -581,19 +581,19 @@ class WorkDispatcherTest {
 
     @Test
     void aRunClaimedWhileThePacingHoldsItBackHasItsClaimExtendedNeverExpired() throws Exception {
-        startDispatcher(3, "work.claim-seconds", "1", "work.heartbeat-seconds", "1");
+        startDispatcher(3, "work.claim-seconds", "2", "work.heartbeat-seconds", "1");
         // One claim takes both chats; the pacing lets one worker work, so the second chat's run waits
-        // queued, claimed, for longer than its 1 s claim while the first chat's five 300 ms handlers run.
-        for (long update = 1; update <= 5; update++) {
+        // queued, claimed, for longer than its 2 s claim while the first chat's ten 300 ms handlers run.
+        for (long update = 1; update <= 10; update++) {
             paced.put(BOT + ":" + update, 300);
         }
         try (LogCapture log = new LogCapture(); IntakeBehind behind = new IntakeBehind(WorkDispatcher.of(camel))) {
             List<Long> expiredSeen = new CopyOnWriteArrayList<>();
-            store(1, 1, 2, 3, 4, 5);
-            store(2, 6);
+            store(1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10);
+            store(2, 11);
             Await.until("both chats done", WAIT, () -> {
                 expiredSeen.add(Sql.count(dataSource, "SELECT count(*) FROM work_item WHERE state = 'running' AND claim_expires_at < now()"));
-                return Sql.count(dataSource, "SELECT count(*) FROM work_item WHERE state = 'done'") == 6;
+                return Sql.count(dataSource, "SELECT count(*) FROM work_item WHERE state = 'done'") == 11;
             });
             assertThat(mostAtOnce.get()).as("one worker at a time while the pacing holds").isEqualTo(1);
             assertThat(expiredSeen).as("no claim seen expired").containsOnly(0L);

@@ -1,6 +1,7 @@
 package io.chatintake.channel.telegram;
 
 import io.chatintake.channel.telegram.TelegramInboxConsumerHealthCheck.Phase;
+import io.chatintake.store.OperatorPause;
 import io.chatintake.support.CrashPoint;
 import io.chatintake.work.Backoff;
 import java.sql.SQLException;
@@ -32,6 +33,8 @@ import org.slf4j.LoggerFactory;
  * <li>only after the commit hands the stored rows on and returns, so the next poll confirms them.</li>
  * </ol>
  * A failed transaction never advances the offset: Telegram sends the unconfirmed batch again.
+ * While an operator has the bot paused ({@link OperatorPause}) a step only keeps the lease it holds:
+ * no getUpdates, so nothing more is confirmed, and polling goes on from the same offset on resume.
  * A last success older than 24 h is recorded as a possible {@link LossWindow} even while the
  * lease is held.
  */
@@ -55,7 +58,7 @@ final class BotPoller {
     /** What a poller is built from; one per bot. */
     record Parts(String bot, String tokenVariable, BotApiClient client, PollLease leases, LeaseShare share,
             OffsetCheckpoint checkpoints, TelegramInbox inbox, LossWindow lossWindows, TelegramMetrics metrics,
-            TelegramInboxConsumerHealthCheck health, Clock clock, String holder) {
+            TelegramInboxConsumerHealthCheck health, Clock clock, String holder, OperatorPause.Watch pauses) {
     }
 
     private final Parts parts;
@@ -168,6 +171,16 @@ final class BotPoller {
     private Duration beforePoll() throws Exception {
         if (lease != null) {
             watchForLoss(lease.botId());
+        }
+        Optional<OperatorPause.Paused> paused = Optional.ofNullable(parts.pauses().paused().get(parts.bot()));
+        if (paused.isPresent()) {
+            if (lease != null) {
+                // Kept, with the candidacy, so that the shares stay as they were and polling goes on at once on resume.
+                renewLeaseIfDue();
+                parts.share().candidate(lease.botId());
+            }
+            parts.health().enter(Phase.PAUSED, "by " + paused.get().by() + " since " + paused.get().since());
+            return OperatorPause.Watch.LOOK_EVERY;
         }
         if (identity == null) {
             identity = parts.client().getMe();

@@ -1,6 +1,7 @@
 package io.chatintake.channel.telegram;
 
 import io.chatintake.message.ChildMessageListener;
+import io.chatintake.store.OperatorPause;
 import java.net.http.HttpClient;
 import java.time.Clock;
 import java.time.Duration;
@@ -42,6 +43,7 @@ public class TelegramInboxComponent extends HealthCheckComponent {
     private ScheduledExecutorService scheduling;
     private ScheduledExecutorService polling;
     private ExecutorService handoff;
+    private OperatorPause.Watch pausedBots;
 
     @Override
     protected Endpoint createEndpoint(String uri, String remaining, Map<String, Object> parameters) throws Exception {
@@ -147,6 +149,14 @@ public class TelegramInboxComponent extends HealthCheckComponent {
             handoff = null;
         }
         super.doStop();
+    }
+
+    /** The bots an operator paused, looked up once a second for all of this process's pollers together. */
+    synchronized OperatorPause.Watch pausedBots() {
+        if (pausedBots == null) {
+            pausedBots = new OperatorPause.Watch(getDataSource(), OperatorPause.Subject.TELEGRAM_BOT);
+        }
+        return pausedBots;
     }
 
     /** One per process and lease duration, so that the bots' consumers count their leases together. */

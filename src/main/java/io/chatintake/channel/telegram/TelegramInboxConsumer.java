@@ -77,7 +77,7 @@ public class TelegramInboxConsumer extends DefaultConsumer implements BotPoller.
         poller = new BotPoller(new BotPoller.Parts(bot, tokenVariable, client, new PollLease(dataSource),
                 component.leaseShare(holder, endpoint.leaseDuration()), new OffsetCheckpoint(dataSource),
                 new TelegramInbox(dataSource, component.getChildMessageListener()), new LossWindow(dataSource), metrics, health,
-                component.getClock(), holder), endpoint, this, component.polling());
+                component.getClock(), holder, component.pausedBots()), endpoint, this, component.polling());
         poller.start();
     }
 

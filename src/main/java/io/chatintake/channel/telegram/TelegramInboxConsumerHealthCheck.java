@@ -14,7 +14,7 @@ import org.apache.camel.health.HealthCheckResultBuilder;
  */
 final class TelegramInboxConsumerHealthCheck extends InformationalHealthCheck {
     enum Phase {
-        OFF("off", true), STARTING("starting", true), POLLING("polling", true), STANDBY("standby", true),
+        OFF("off", true), STARTING("starting", true), POLLING("polling", true), STANDBY("standby", true), PAUSED("paused", true),
         UNAUTHORIZED("stopped: unauthorized", false), WEBHOOK_SET("stopped: webhook set", false),
         BACKING_OFF("backing off", false);
 

@@ -5,8 +5,10 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.lang.management.CompilationMXBean;
 import java.lang.management.ManagementFactory;
+import java.lang.management.MemoryMXBean;
 import java.lang.management.ThreadMXBean;
 import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -16,6 +18,7 @@ import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import java.util.stream.Stream;
 import javax.management.JMException;
 import javax.management.MBeanServerConnection;
 import javax.management.ObjectName;
@@ -128,6 +131,32 @@ final class BenchRunner implements AutoCloseable {
         }
     }
 
+    /** Heap in use now, garbage included: read without a collection, which would stall a runner under load. */
+    long heapInUse() throws IOException {
+        try (JMXConnector connector = jmx()) {
+            return ManagementFactory.newPlatformMXBeanProxy(connector.getMBeanServerConnection(), ManagementFactory.MEMORY_MXBEAN_NAME,
+                    MemoryMXBean.class).getHeapMemoryUsage().getUsed();
+        }
+    }
+
+    /** The runner's resident set as Linux counts it ({@code VmRSS}), or -1 where /proc does not say. */
+    long residentBytes() {
+        try (Stream<String> status = Files.lines(Path.of("/proc", Long.toString(process.pid()), "status"))) {
+            return status.filter(line -> line.startsWith("VmRSS:")).findFirst()
+                    .map(line -> Long.parseLong(line.replaceAll("\\D", "")) * 1024).orElse(-1L);
+        } catch (IOException | UncheckedIOException e) {
+            return -1;
+        }
+    }
+
+    /** The runner's log lines so far that contain {@code text}. */
+    long logLinesContaining(String text) throws IOException {
+        // Read as bytes: a line cut by a write in progress must not fail the count.
+        try (Stream<String> lines = Files.lines(log, StandardCharsets.ISO_8859_1)) {
+            return lines.filter(line -> line.contains(text)).count();
+        }
+    }
+
     /** Live threads of the runner. */
     int threadCount() throws IOException {
         try (JMXConnector connector = jmx()) {
@@ -224,7 +253,12 @@ final class BenchRunner implements AutoCloseable {
         }
     }
 
+    /** The jar that runs the bench, or the one {@code -Dchat-intake.jar} names: tests run benches from their classes. */
     private static Path jar() {
+        String named = System.getProperty("chat-intake.jar");
+        if (named != null) {
+            return Path.of(named).toAbsolutePath();
+        }
         try {
             Path jar = Path.of(BenchRunner.class.getProtectionDomain().getCodeSource().getLocation().toURI());
             if (!Files.isRegularFile(jar)) {
