@@ -91,7 +91,7 @@ class DatabaseRestartUnderLoadIT {
                             + "; effects: " + Sql.rows(db, "SELECT state, count(*) FROM outbound_effect GROUP BY 1")
                             + "; running: " + Sql.rows(db, "SELECT id, chat_key, claimed_by, claim_token, claim_expires_at - now(), updated_at,"
                             + " attempts FROM work_item WHERE state = 'running'")
-                            + "; lanes: " + Sql.rows(db, "SELECT chat_key, claimed_by, claim_token, due_at - now(), head FROM work_lane"
+                            + "; lanes: " + Sql.rows(db, "SELECT chat_key, claimed_by, claim_token, due_at - now() FROM work_lane"
                             + " WHERE claimed_by IS NOT NULL")
                             + "; beats: " + Sql.rows(db, "SELECT process_id, now() - beat_at FROM runner_heartbeat") + "\n"
                             + first.output() + "\n----\n" + second.output(), e);
@@ -126,8 +126,9 @@ class DatabaseRestartUnderLoadIT {
         env.put("TELEGRAM_SEND_PER_BOT_PER_SECOND", "300");
         env.put("TELEGRAM_SEND_PER_CHAT_PER_SECOND", "100");
         // A claim whose commit went through while its answer was lost in the crash is not known to
-        // its live claimer: it waits out its claim (LaneClaims), which is kept short here.
-        env.put("WORK_CLAIM_SECONDS", "20");
+        // its live claimer: it waits out its claim (LaneClaims). Shorter than the shipped 120 s so the
+        // test waits less, still far longer than an outage, so no live claim runs out meanwhile.
+        env.put("WORK_CLAIM_SECONDS", "45");
         return env;
     }
 
