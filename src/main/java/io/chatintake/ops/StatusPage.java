@@ -15,6 +15,7 @@ import java.time.Clock;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.Optional;
+import java.util.OptionalLong;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import javax.sql.DataSource;
@@ -34,12 +35,15 @@ import org.slf4j.LoggerFactory;
  * actions it offers, each a {@code POST /status/<action>}. Off unless
  * {@code chat-intake.status.token} is set (404 saying how to turn it on).
  * <p>
- * The page needs the token as {@code Authorization: Bearer <token>}, or a session: opening
- * {@code /status?token=<token>} once sets a signed session cookie ({@link StatusSession},
- * {@code HttpOnly; SameSite=Strict}) and redirects to {@code /status}, so the token leaves the
- * address bar and the history. Actions need that session, its CSRF token in the form, a request
- * from the page's own origin, and the operator's name (typed once, kept in a cookie). Anything else
- * is refused before a single row is read, and says that nothing changed. Every answer is
+ * The token must have at least {@value #MIN_TOKEN_LENGTH} characters, or the page stays off. The
+ * page needs the token as {@code Authorization: Bearer <token>} (read only: a bearer never acts),
+ * or a session: opening {@code /status?token=<token>} once sets a signed session cookie
+ * ({@link StatusSession}, {@code HttpOnly; SameSite=Strict}, {@code Secure} when the browser came
+ * over TLS) and redirects to {@code /status}, so the token leaves the address bar and the history.
+ * Actions need that session, its CSRF token in the form, a request from the page's own origin, and
+ * the operator's name (typed once, kept in a cookie); {@code POST /status/logout} ends it. Wrong
+ * tokens are limited per client address ({@link WrongTokenLimit}: 429 past the limit). Anything
+ * else is refused before a single row is read, and says that nothing changed. Every answer is
  * {@code Cache-Control: no-store}; no request header is echoed back.
  */
 public final class StatusPage extends ServiceSupport implements Processor, CamelContextAware {
@@ -47,12 +51,14 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
     public static final String PATH = "/status";
     public static final String TOKEN = "chat-intake.status.token";
     public static final String REFRESH_SECONDS = "chat-intake.status.refresh-seconds";
+    /** 32 random hex characters are 128 bits: beyond guessing even without the rate limit. */
+    static final int MIN_TOKEN_LENGTH = 32;
     private static final String BEARER = "Bearer ";
     private static final String TEXT = "text/plain; charset=utf-8";
 
     /** The page's actions: {@code POST /status/<name>}. */
     enum Action {
-        OPERATOR("operator"), RETRY("retry"), RETRY_KIND("retry-kind"), SETTLE_EFFECT("settle-effect"), RESOLVE_ALBUM("resolve-album"),
+        OPERATOR("operator"), LOGOUT("logout"), RETRY("retry"), RETRY_KIND("retry-kind"), SETTLE_EFFECT("settle-effect"), RESOLVE_ALBUM("resolve-album"),
         PAUSE_BOT(OperatorPause.Subject.TELEGRAM_BOT, true), RESUME_BOT(OperatorPause.Subject.TELEGRAM_BOT, false),
         PAUSE_KIND(OperatorPause.Subject.WORK_KIND, true), RESUME_KIND(OperatorPause.Subject.WORK_KIND, false);
 
@@ -80,6 +86,9 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
     }
 
     private final Optional<Secret> token;
+    private final boolean tokenTooShort;
+    private final WrongTokenLimit wrongTokens;
+    private final TrustedProxies proxies;
     private final Optional<StatusSession> sessions;
     private final StatusReport report;
     private final OperatorActions actions;
@@ -89,7 +98,12 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
     private ScheduledExecutorService sampler;
 
     StatusPage(Settings settings, DataSource dataSource) {
-        this.token = settings.secret(TOKEN);
+        Optional<Secret> configured = settings.secret(TOKEN);
+        this.tokenTooShort = configured.isPresent() && configured.get().reveal().length() < MIN_TOKEN_LENGTH;
+        this.token = tokenTooShort ? Optional.empty() : configured;
+        this.wrongTokens = new WrongTokenLimit(settings.getInt(WrongTokenLimit.LIMIT, 10),
+                Duration.ofSeconds(settings.getLong(WrongTokenLimit.WINDOW_SECONDS, 300)), Clock.systemUTC());
+        this.proxies = TrustedProxies.from(settings);
         this.sessions = token.map(t -> new StatusSession(t, Clock.systemUTC()));
         this.report = new StatusReport(dataSource, settings, Duration.ofSeconds(settings.getLong(REFRESH_SECONDS, 10)),
                 ProcessIdentity.name());
@@ -123,6 +137,11 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
 
     @Override
     protected void doStart() {
+        if (tokenTooShort) {
+            LOG.warn("status page: OFF ({} answers 404): {} is shorter than {} characters; set a long random value"
+                    + " (openssl rand -hex 32)", PATH, Settings.envName(TOKEN), MIN_TOKEN_LENGTH);
+            return;
+        }
         if (token.isEmpty()) {
             LOG.info("status page: OFF ({} answers 404): set {} to turn it on", PATH, Settings.envName(TOKEN));
             return;
@@ -155,36 +174,52 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
         message.removeHeaders("*");
         message.setBody(null);
         if (token.isEmpty() || request == null) {
-            answer(message, 404, TEXT, "The status page is off. Set " + Settings.envName(TOKEN)
-                    + " (" + TOKEN + ") to a long random value to turn it on, then open " + PATH + "?token=<value>.\n");
+            answer(message, 404, TEXT, "The status page is off" + (tokenTooShort ? ": its token is shorter than " + MIN_TOKEN_LENGTH
+                    + " characters" : "") + ". Set " + Settings.envName(TOKEN) + " (" + TOKEN + ") to a long random value (at least "
+                    + MIN_TOKEN_LENGTH + " characters, e.g. openssl rand -hex 32) to turn it on, then open " + PATH + "?token=<value>.\n");
+            return;
+        }
+        String client = proxies.client(request);
+        OptionalLong wait = wrongTokens.retryAfter(client);
+        if (wait.isPresent()) {
+            refusalLog.refused(request.method() + " " + request.path(), "too many wrong tokens from this address (429, Retry-After "
+                    + wait.getAsLong() + " s)");
+            message.setHeader("Retry-After", Long.toString(wait.getAsLong()));
+            answer(message, 429, TEXT, "Too many wrong tokens from this address: try again in " + wait.getAsLong()
+                    + " seconds. Nothing changed.\n");
             return;
         }
         StatusSession session = sessions.orElseThrow();
         String cookies = request.getHeader("Cookie");
         Optional<String> sessionId = session.verify(StatusSession.cookie(cookies, StatusSession.COOKIE));
         if (action == null) {
-            page(message, request, session, sessionId, cookies);
+            page(message, request, client, session, sessionId, cookies);
         } else {
             act(message, request, action, session, sessionId, cookies);
         }
     }
 
-    private void page(Message message, HttpServerRequest request, StatusSession session, Optional<String> sessionId, String cookies) {
+    private void page(Message message, HttpServerRequest request, String client, StatusSession session, Optional<String> sessionId,
+                      String cookies) {
         String authorization = request.getHeader("Authorization");
         String queryToken = request.getParam("token");
         boolean bearer = authorization != null && authorization.startsWith(BEARER)
                 && matches(authorization.substring(BEARER.length()).trim());
         if (queryToken != null) {
             if (!matches(queryToken)) {
+                wrongTokens.wrong(client);
                 refuse(message, request, "a wrong ?token=");
                 return;
             }
             // The token leaves the address bar at once: the session cookie stands for it from now on.
-            message.setHeader("Set-Cookie", StatusSession.sessionCookie(session.open()));
+            message.setHeader("Set-Cookie", StatusSession.sessionCookie(session.open(), proxies.overTls(request)));
             redirect(message, PATH.substring(1), "Signed in: the page is at " + PATH + ".\n");
             return;
         }
         if (!bearer && sessionId.isEmpty()) {
+            if (authorization != null) {
+                wrongTokens.wrong(client);
+            }
             refuse(message, request, authorization != null ? "a wrong bearer token" : cookies != null && cookies.contains(StatusSession.COOKIE + "=")
                     ? "an expired or foreign session cookie" : "no token");
             return;
@@ -211,6 +246,12 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
     private void act(Message message, HttpServerRequest request, Action action, StatusSession session, Optional<String> sessionId,
                      String cookies) {
         if (sessionId.isEmpty()) {
+            if (request.getHeader("Authorization") != null) {
+                LOG.warn("status page: POST {} refused: a bearer token reads and never acts; nothing changed", request.path());
+                answer(message, 403, TEXT, "Refused: the bearer token only reads. Actions need a session: open " + PATH
+                        + "?token=<token> in a browser. Nothing changed.\n");
+                return;
+            }
             refuse(message, request, "an action without a session");
             return;
         }
@@ -226,13 +267,19 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
             answer(message, 403, TEXT, "Refused: the form's CSRF token is missing or not this session's (reload the page). Nothing changed.\n");
             return;
         }
+        if (action == Action.LOGOUT) {
+            message.setHeader("Set-Cookie", StatusSession.endedSessionCookie(proxies.overTls(request)));
+            LOG.info("status page: a session signed out");
+            redirect(message, "../" + PATH.substring(1), "Signed out.\n");
+            return;
+        }
         if (action == Action.OPERATOR) {
             String name = StatusSession.cleanName(form.get("name"));
             if (name.isEmpty()) {
                 answer(message, 400, TEXT, "Type a name: it is recorded with each action. Nothing changed.\n");
                 return;
             }
-            message.setHeader("Set-Cookie", StatusSession.operatorCookie(name));
+            message.setHeader("Set-Cookie", StatusSession.operatorCookie(name, proxies.overTls(request)));
             redirect(message, "../" + PATH.substring(1) + "#actions", "Actions are now recorded as done by " + name + ".\n");
             return;
         }

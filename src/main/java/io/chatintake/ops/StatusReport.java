@@ -457,7 +457,10 @@ final class StatusReport {
                 .raw("<label>").text(viewer.operator() == null || viewer.operator().isEmpty() ? "Your name (recorded with every action): "
                         : "Actions are recorded as done by: ")
                 .raw("<input id=\"operator-name\" name=\"name\" maxlength=\"80\" value=\"").text(viewer.operator()).raw("\"></label> ")
-                .raw("<button id=\"operator-save\">save</button></form>");
+                .raw("<button id=\"operator-save\">save</button></form>")
+                .raw("<form id=\"logout\" method=\"post\" action=\"status/" + StatusPage.Action.LOGOUT.path + "\">")
+                .raw("<input type=\"hidden\" name=\"csrf\" value=\"").text(viewer.csrf()).raw("\">")
+                .raw("<button id=\"logout-button\">sign out</button></form>");
     }
 
     /** One action's form: a button posting the session's CSRF token and the given fields; nothing for a read-only viewer. */

@@ -39,7 +39,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
  */
 @ExtendWith(TestDatabase.class)
 class StatusPageTest {
-    private static final String STATUS_TOKEN = "status-token-SECRET-5b1e";
+    private static final String STATUS_TOKEN = "status-token-SECRET-5b1e-long-enough-32";
     private static final String WEBHOOK_SECRET = "whsec-SECRET-status-page";
     private static final Map<String, String> SECRETS = Map.of(
             "telegram.bot-token", "111:SECRET-main-bot-token",

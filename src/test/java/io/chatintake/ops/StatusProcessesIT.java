@@ -22,7 +22,7 @@ import org.junit.jupiter.api.io.TempDir;
  * {@code retention.dead-process-minutes}.
  */
 class StatusProcessesIT {
-    private static final String STATUS_TOKEN = "status-token-SECRET-processes";
+    private static final String STATUS_TOKEN = "status-token-SECRET-processes-long-enough";
     private static final Duration DEAD_AFTER = Duration.ofSeconds(3);
     private static final Duration KEPT = Duration.ofMinutes(1);
 
