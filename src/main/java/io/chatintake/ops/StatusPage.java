@@ -110,15 +110,16 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
         this.actions = new OperatorActions(dataSource);
     }
 
-    /** The routes serving the page and its actions, for the runner to add, on the HTTP port. */
+    /** The routes serving the page and its actions, for the runner to add: on the management port if it has one, else the HTTP port. */
     public static RouteBuilder route(Settings settings, DataSource dataSource) {
         StatusPage page = new StatusPage(settings, dataSource);
         return new RouteBuilder() {
             @Override
             public void configure() {
-                from("platform-http:" + PATH + "?httpMethodRestrict=GET&muteException=true").routeId("status-page").process(page);
+                String http = ManagementPort.component(getContext(), settings);
+                from(http + ":" + PATH + "?httpMethodRestrict=GET&muteException=true").routeId("status-page").process(page);
                 for (Action action : Action.values()) {
-                    from("platform-http:" + PATH + "/" + action.path + "?httpMethodRestrict=POST&muteException=true")
+                    from(http + ":" + PATH + "/" + action.path + "?httpMethodRestrict=POST&muteException=true")
                             .routeId("status-" + action.path).setProperty("statusAction", constant(action)).process(page);
                 }
             }
