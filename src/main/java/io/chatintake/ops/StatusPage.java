@@ -58,7 +58,8 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
 
     /** The page's actions: {@code POST /status/<name>}. */
     enum Action {
-        OPERATOR("operator"), LOGOUT("logout"), RETRY("retry"), RETRY_KIND("retry-kind"), SETTLE_EFFECT("settle-effect"), RESOLVE_ALBUM("resolve-album"),
+        OPERATOR("operator"), LOGOUT("logout"),
+        RETRY("retry"), RETRY_KIND("retry-kind"), SETTLE_EFFECT("settle-effect"), RESOLVE_ALBUM("resolve-album"),
         PAUSE_BOT(OperatorPause.Subject.TELEGRAM_BOT, true), RESUME_BOT(OperatorPause.Subject.TELEGRAM_BOT, false),
         PAUSE_KIND(OperatorPause.Subject.WORK_KIND, true), RESUME_KIND(OperatorPause.Subject.WORK_KIND, false);
 
@@ -183,7 +184,7 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
         String client = proxies.client(request);
         OptionalLong wait = wrongTokens.retryAfter(client);
         if (wait.isPresent()) {
-            refusalLog.refused(request.method() + " " + request.path(), "too many wrong tokens from this address (429, Retry-After "
+            refusalLog.refused(429, request.method() + " " + request.path(), "too many wrong tokens from this address (Retry-After "
                     + wait.getAsLong() + " s)");
             message.setHeader("Retry-After", Long.toString(wait.getAsLong()));
             answer(message, 429, TEXT, "Too many wrong tokens from this address: try again in " + wait.getAsLong()
@@ -367,7 +368,7 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
     }
 
     private void refuse(Message message, HttpServerRequest request, String why) {
-        refusalLog.refused(request.method() + " " + request.path(), why);
+        refusalLog.refused(401, request.method() + " " + request.path(), why);
         message.setHeader("WWW-Authenticate", "Bearer realm=\"chat-intake status\"");
         answer(message, 401, TEXT, "The status page needs its token: Authorization: Bearer <token>, or open " + PATH
                 + "?token=<token> once in a browser. Nothing changed.\n");
@@ -416,13 +417,13 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
         private long lastLogged;
         private int unsaid;
 
-        synchronized void refused(String request, String why) {
+        synchronized void refused(int status, String request, String why) {
             long now = System.nanoTime();
             if (lastLogged != 0 && now - lastLogged < QUIET.toNanos()) {
                 unsaid++;
                 return;
             }
-            LOG.warn("status page: 401 for {}: {} (the offered value is not logged); nothing shown{}", request, why,
+            LOG.warn("status page: {} for {}: {} (the offered value is not logged); nothing shown{}", status, request, why,
                     unsaid == 0 ? "" : " (" + unsaid + " more refusal(s) in the minute before)");
             lastLogged = now;
             unsaid = 0;
