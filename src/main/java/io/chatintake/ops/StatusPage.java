@@ -6,6 +6,7 @@ import io.chatintake.store.OperatorPause;
 import io.chatintake.support.MeterRegistryLookup;
 import io.chatintake.support.ProcessIdentity;
 import io.vertx.core.MultiMap;
+import io.vertx.core.http.HttpMethod;
 import io.vertx.core.http.HttpServerRequest;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
@@ -37,7 +38,8 @@ import org.slf4j.LoggerFactory;
  * <p>
  * The token must have at least {@value #MIN_TOKEN_LENGTH} characters, or the page stays off. The
  * page needs the token as {@code Authorization: Bearer <token>} (read only: a bearer never acts),
- * or a session: opening {@code /status?token=<token>} once sets a signed session cookie
+ * or a session: opening {@code /status?token=<token>} once, or the sign-in form a browser gets with
+ * its 401 ({@code POST /status/login}), sets a signed session cookie
  * ({@link StatusSession}, {@code HttpOnly; SameSite=Strict}, {@code Secure} when the browser came
  * over TLS) and redirects to {@code /status}, so the token leaves the address bar and the history.
  * Actions need that session, its CSRF token in the form, a request from the page's own origin, and
@@ -58,7 +60,7 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
 
     /** The page's actions: {@code POST /status/<name>}. */
     enum Action {
-        OPERATOR("operator"), LOGOUT("logout"),
+        LOGIN("login"), OPERATOR("operator"), LOGOUT("logout"),
         RETRY("retry"), RETRY_KIND("retry-kind"), SETTLE_EFFECT("settle-effect"), RESOLVE_ALBUM("resolve-album"),
         PAUSE_BOT(OperatorPause.Subject.TELEGRAM_BOT, true), RESUME_BOT(OperatorPause.Subject.TELEGRAM_BOT, false),
         PAUSE_KIND(OperatorPause.Subject.WORK_KIND, true), RESUME_KIND(OperatorPause.Subject.WORK_KIND, false);
@@ -196,6 +198,8 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
         Optional<String> sessionId = session.verify(StatusSession.cookie(cookies, StatusSession.COOKIE));
         if (action == null) {
             page(message, request, client, session, sessionId, cookies);
+        } else if (action == Action.LOGIN) {
+            login(message, request, client, session);
         } else {
             act(message, request, action, session, sessionId, cookies);
         }
@@ -243,6 +247,26 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
             LOG.warn("status page: cannot read the database: {} (SQL state {})", e.getMessage(), e.getSQLState());
             answer(message, 503, TEXT, "The database does not answer; the page shows again once it does.\n");
         }
+    }
+
+    /** {@code POST /status/login} with the token in the form (the page's sign-in form): the same session as {@code ?token=}, no token in any URL. */
+    private void login(Message message, HttpServerRequest request, String client, StatusSession session) {
+        String crossSite = crossSite(request);
+        if (crossSite != null) {
+            LOG.warn("status page: POST {} refused: {}; nothing changed", request.path(), crossSite);
+            answer(message, 403, TEXT, "Refused: " + crossSite + ". Nothing changed.\n");
+            return;
+        }
+        String offered = request.formAttributes().get("token");
+        if (!matches(offered)) {
+            if (offered != null && !offered.isEmpty()) {
+                wrongTokens.wrong(client);
+            }
+            refuse(message, request, offered == null || offered.isEmpty() ? "a sign-in without a token" : "a wrong token signing in");
+            return;
+        }
+        message.setHeader("Set-Cookie", StatusSession.sessionCookie(session.open(), proxies.overTls(request)));
+        redirect(message, "../" + PATH.substring(1), "Signed in: the page is at " + PATH + ".\n");
     }
 
     private void act(Message message, HttpServerRequest request, Action action, StatusSession session, Optional<String> sessionId,
@@ -370,8 +394,20 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
     private void refuse(Message message, HttpServerRequest request, String why) {
         refusalLog.refused(401, request.method() + " " + request.path(), why);
         message.setHeader("WWW-Authenticate", "Bearer realm=\"chat-intake status\"");
+        String accept = request.getHeader("Accept");
+        if (request.method() == HttpMethod.GET && accept != null && accept.contains("text/html")) {
+            // A browser gets the sign-in form: the token travels in a POST body, not in an address.
+            message.setHeader("Content-Security-Policy",
+                    "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'");
+            message.setHeader("X-Frame-Options", "DENY");
+            answer(message, 401, "text/html; charset=utf-8", "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>chat-intake status:"
+                    + " sign in</title></head><body><form id=\"login\" method=\"post\" action=\"" + PATH.substring(1) + "/"
+                    + Action.LOGIN.path + "\"><label>Status token: <input id=\"login-token\" name=\"token\" type=\"password\""
+                    + " autocomplete=\"current-password\"></label> <button id=\"login-button\">sign in</button></form></body></html>\n");
+            return;
+        }
         answer(message, 401, TEXT, "The status page needs its token: Authorization: Bearer <token>, or open " + PATH
-                + "?token=<token> once in a browser. Nothing changed.\n");
+                + "?token=<token> once in a browser (or sign in with the form a browser gets). Nothing changed.\n");
     }
 
     private static int page(HttpServerRequest request, String name) {

@@ -146,6 +146,37 @@ class StatusTokenTest {
         assertThat(ended).startsWith(StatusSession.COOKIE + "=;").contains("Max-Age=0");
     }
 
+    @Test
+    void aBrowserWithoutASessionGetsASignInFormThatOpensOne() throws Exception {
+        HttpResponse<String> refused = send(HttpRequest.newBuilder(server.uri("/status")).header("Accept", "text/html")
+                .header("X-Forwarded-For", "192.0.2.40").GET());
+        assertThat(refused.statusCode()).isEqualTo(401);
+        assertThat(refused.body()).contains("<form id=\"login\" method=\"post\" action=\"status/login\">")
+                .contains("type=\"password\"");
+
+        HttpResponse<String> wrong = login("wrong-SECRET-token", "192.0.2.40");
+        assertThat(wrong.statusCode()).isEqualTo(401);
+        assertThat(wrong.headers().firstValue("Set-Cookie")).isEmpty();
+        HttpResponse<String> right = login(TOKEN, "192.0.2.40");
+        assertThat(right.statusCode()).isEqualTo(303);
+        assertThat(right.headers().firstValue("Location")).hasValue("../status");
+        String cookie = right.headers().firstValue("Set-Cookie").orElseThrow();
+        assertThat(cookie).startsWith(StatusSession.COOKIE + "=").contains("HttpOnly");
+        HttpResponse<String> page = send(HttpRequest.newBuilder(server.uri("/status"))
+                .header("Cookie", cookie.substring(0, cookie.indexOf(';'))).GET());
+        assertThat(page.statusCode()).isEqualTo(200);
+        assertThat(page.body()).contains("id=\"logout\"");
+        assertThat(send(HttpRequest.newBuilder(server.uri("/status/login")).header("Origin", "http://evil.example")
+                .header("Content-Type", "application/x-www-form-urlencoded")
+                .POST(HttpRequest.BodyPublishers.ofString("token=" + TOKEN))).statusCode()).as("from another origin").isEqualTo(403);
+    }
+
+    private HttpResponse<String> login(String token, String client) throws Exception {
+        return send(HttpRequest.newBuilder(server.uri("/status/login")).header("X-Forwarded-For", client)
+                .header("Content-Type", "application/x-www-form-urlencoded")
+                .POST(HttpRequest.BodyPublishers.ofString("token=" + java.net.URLEncoder.encode(token, java.nio.charset.StandardCharsets.UTF_8))));
+    }
+
     /** A proxy this server does not trust cannot claim TLS for its client. */
     @Test
     void anUntrustedPeerCannotClaimTls() {
