@@ -48,7 +48,10 @@ public final class WorkCommands {
                     if (id == null && !args.contains("--all-parked")) {
                         throw new ConfigurationException("work retry needs --id N (one item) or --all-parked");
                     }
-                    out.printf("%d item(s) back to pending%n", queue.retry(id));
+                    OperatorActions actions = new OperatorActions(database.dataSource());
+                    OperatorActions.Outcome retried = id == null ? actions.retryAllParked(OperatorActions.by(args))
+                            : actions.retry(id, OperatorActions.by(args));
+                    out.println(retried.sentence());
                     yield 0;
                 }
                 case "replay" -> {
@@ -63,7 +66,8 @@ public final class WorkCommands {
                         + "' (status, retry, replay, resolve-effect, pause, resume)");
             };
         } catch (SQLException e) {
-            throw new ConfigurationException("cannot read the work tables: " + e.getMessage(), e);
+            throw new ConfigurationException("work " + sub + " failed" + (sub.equals("status") ? "" : "; nothing changed") + ": "
+                    + e.getMessage(), e);
         }
     }
 
