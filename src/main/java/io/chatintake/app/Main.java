@@ -1,5 +1,16 @@
 package io.chatintake.app;
 
+import io.chatintake.channel.webhook.WebhookRouteFile;
+import io.chatintake.config.ConfigurationException;
+import io.chatintake.config.Settings;
+import io.chatintake.ops.AlbumCommands;
+import io.chatintake.ops.Chaos;
+import io.chatintake.ops.Demo;
+import io.chatintake.ops.KubernetesConfigMap;
+import io.chatintake.ops.PurgeCommand;
+import io.chatintake.ops.SendCommand;
+import io.chatintake.ops.TelegramCommands;
+import io.chatintake.ops.WorkCommands;
 import io.chatintake.ops.bench.AlbumBenchmark;
 import io.chatintake.ops.bench.DispatchBenchmark;
 import io.chatintake.ops.bench.ManyBotsBenchmark;
@@ -9,16 +20,6 @@ import io.chatintake.ops.bench.SoakBenchmark;
 import io.chatintake.ops.bench.StartBenchmark;
 import io.chatintake.ops.bench.TelegramIntakeBenchmark;
 import io.chatintake.ops.bench.WebhookIntakeBenchmark;
-import io.chatintake.config.ConfigurationException;
-import io.chatintake.config.Settings;
-import io.chatintake.ops.AlbumCommands;
-import io.chatintake.ops.KubernetesConfigMap;
-import io.chatintake.ops.Chaos;
-import io.chatintake.ops.Demo;
-import io.chatintake.ops.PurgeCommand;
-import io.chatintake.ops.SendCommand;
-import io.chatintake.ops.TelegramCommands;
-import io.chatintake.ops.WorkCommands;
 import io.chatintake.support.Redactor;
 import java.io.IOException;
 import java.io.PrintStream;
@@ -178,6 +179,8 @@ public final class Main {
     static Settings loadSettings() {
         Path file = Path.of(System.getenv().getOrDefault(CONFIG_FILE_ENV, "config/application.properties"));
         Settings settings = Settings.load(file, System.getenv());
+        // Keys the routes name as secret (a webhook's secretsKey) are secrets whatever their names, for config too.
+        WebhookRouteFile.secretKeys(CamelConfiguration.routesDirectory(settings)).forEach(Settings::declareSecretKey);
         // Before anything can log: every secret value is masked in all output from here on.
         int tooShort = Redactor.register(settings.secretValues());
         if (tooShort > 0) {
