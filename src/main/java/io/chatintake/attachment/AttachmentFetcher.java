@@ -178,9 +178,10 @@ public final class AttachmentFetcher {
             return Fetched.of("failed", e.getMessage());
         }
         for (int redirects = 0; ; redirects++) {
+            HttpGet get = new HttpGet(uri);
             ClassicHttpResponse response;
             try {
-                response = http.executeOpen(null, new HttpGet(uri), null);
+                response = http.executeOpen(null, get, null);
             } catch (IOException e) {
                 FetchGuard.RefusedException refused = FetchGuard.refusal(e);
                 if (refused != null) {
@@ -188,9 +189,14 @@ public final class AttachmentFetcher {
                 }
                 throw new RetryableDownloadException(describe(e, attachment.url()));
             }
+            // Closing the response alone would read the rest of its body first, however large: the connection is dropped.
+            Closeable drop = () -> {
+                get.cancel();
+                response.close();
+            };
             int status = response.getCode();
             if (status != 200) {
-                close(response);
+                quietly(drop);
             }
             if (REDIRECTS.contains(status)) {
                 Header location = response.getFirstHeader("Location");
@@ -220,17 +226,17 @@ public final class AttachmentFetcher {
             HttpEntity entity = response.getEntity();
             try {
                 InputStream body = entity == null ? InputStream.nullInputStream() : entity.getContent();
-                return save(body, response, type == null ? attachment.declaredType() : type.getValue(), attachment.url());
+                return save(body, drop, type == null ? attachment.declaredType() : type.getValue(), attachment.url());
             } catch (IOException e) {
-                close(response);
+                quietly(drop);
                 throw new RetryableDownloadException(describe(e, attachment.url()));
             }
         }
     }
 
-    private static void close(Closeable response) {
+    private static void quietly(Closeable connection) {
         try {
-            response.close();
+            connection.close();
         } catch (IOException e) {
             // The connection is discarded either way; nothing was read from it that matters.
         }
