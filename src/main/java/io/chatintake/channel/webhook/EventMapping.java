@@ -39,7 +39,7 @@ public final class EventMapping {
             "conversation", "messageId", "messageType", "text", "caption", "attachments", "sentAt",
             "albumId", "albumIndex", "albumTotal", "messageEvents", "contentEvents", "deleteEvents");
 
-    /** The parse error of a verified body in which the mapping found no event: stored whole, as one raw event. */
+    /** The parse error (and type) of a verified body in which the mapping found no event: stored whole, as one raw event. */
     public static final String UNMAPPED = "unmapped";
 
     private static final ObjectMapper JSON = new ObjectMapper()
@@ -195,8 +195,9 @@ public final class EventMapping {
 
     private WebhookEvent raw(byte[] body, Function<String, String> headers, String deliveryId, String payloadJson, String parseError) {
         String id = eventId.text(new FieldSpec.Scope(MissingNode.getInstance(), List.of(), headers));
-        return new WebhookEvent(id != null ? id : digest(body), deliveryId, null, null, null, null, body, payloadJson,
-                parseError, null, null);
+        // An unmapped body's type says so too, for handlers that route on ChatIntakeEventType.
+        return new WebhookEvent(id != null ? id : digest(body), deliveryId, UNMAPPED.equals(parseError) ? UNMAPPED : null, null, null,
+                null, body, payloadJson, parseError, null, null);
     }
 
     /** JSON, or a form body as an object of its fields; null when neither. */

@@ -121,7 +121,7 @@ class WhatsAppWebhookTest {
         assertThat(response.status()).isEqualTo(200);
         assertThat(response.body()).isEqualTo("{\"status\":\"unmapped\"}");
         assertThat(Sql.rows(db, "SELECT parse_error, coalesce(event_type, 'none'), convert_from(body, 'UTF8'), payload->'entry'->0->'changes'->0->'value'->'errors'->0->>'code'"
-                + " FROM webhook_event")).containsExactly(List.of("unmapped", "none", errors, "131000"));
+                + " FROM webhook_event")).containsExactly(List.of("unmapped", "unmapped", errors, "131000"));
         assertThat(meta.postSigned(bytes(errors), "application/json").body()).as("the same bytes again").isEqualTo("{\"status\":\"duplicate\"}");
         assertThat(Sql.count(db, "SELECT count(*) FROM webhook_event")).isEqualTo(1);
 
