@@ -49,9 +49,11 @@ public final class WorkCommands {
                         throw new ConfigurationException("work retry needs --id N (one item) or --all-parked");
                     }
                     OperatorActions actions = new OperatorActions(database.dataSource());
-                    OperatorActions.Outcome retried = id == null ? actions.retryAllParked(OperatorActions.by(args))
-                            : actions.retry(id, OperatorActions.by(args));
-                    out.println(retried.sentence());
+                    if (id == null) {
+                        out.println(actions.retryAllParked(OperatorActions.by(args)).sentence());
+                    } else {
+                        out.printf("%d item(s) back to pending%n", actions.retry(id, OperatorActions.by(args)).changed() ? 1 : 0);
+                    }
                     yield 0;
                 }
                 case "replay" -> {
@@ -66,8 +68,8 @@ public final class WorkCommands {
                         + "' (status, retry, replay, resolve-effect, pause, resume)");
             };
         } catch (SQLException e) {
-            throw new ConfigurationException("work " + sub + " failed" + (sub.equals("status") ? "" : "; nothing changed") + ": "
-                    + e.getMessage(), e);
+            throw new ConfigurationException((sub.equals("status") ? "cannot read the work tables: "
+                    : "work " + sub + " failed; nothing changed: ") + e.getMessage(), e);
         }
     }
 

@@ -64,7 +64,7 @@ class OperatorAuditTest {
                 .isZero();
         OperatorActions.Outcome settled = new OperatorActions(db).settleEffect("e1", true, "carol");
 
-        assertThat(printed.toString(StandardCharsets.UTF_8)).contains("work item " + item + " back to pending");
+        assertThat(printed.toString(StandardCharsets.UTF_8)).contains("1 item(s) back to pending");
         assertThat(settled.changed()).isTrue();
         assertThat(Sql.string(db, "SELECT state FROM work_item WHERE id = " + item)).isEqualTo("pending");
         assertThat(Sql.string(db, "SELECT state FROM outbound_effect WHERE effect_key = 'e1'")).isEqualTo("done");
