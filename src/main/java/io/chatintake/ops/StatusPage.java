@@ -320,22 +320,19 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
                 answer(message, 400, TEXT, "The form lacks what " + action.path + " needs. Nothing changed.\n");
                 return;
             }
-            if (!performed.recorded()) {
-                actions.record(by, action.path, performed.target(), performed.outcome().sentence());
-            }
             LOG.info("status page: {} {} by {}: {}", action.path, performed.target(), by, performed.outcome().sentence());
             redirect(message, "../" + PATH.substring(1) + "#actions", performed.outcome().sentence() + "\n");
         } catch (SQLException e) {
-            LOG.warn("status page: {} not done: cannot write the database ({}); nothing changed", action.path, e.getMessage());
-            answer(message, 503, TEXT, "The database does not answer: " + action.path + " was not done. Nothing changed.\n");
+            // The action and its operator_action row commit together: neither was written.
+            LOG.warn("status page: {} not done: the database did not answer or refused the action or its record ({} {});"
+                    + " nothing changed", action.path, e.getSQLState(), e.getMessage());
+            answer(message, 503, TEXT, "The database did not answer or refused the action or its record: " + action.path
+                    + " was not done. Nothing changed.\n");
         }
     }
 
-    /** @param recorded whether the action kept its own operator_action row (a pause or resume: in its transaction) */
-    private record Performed(String target, OperatorActions.Outcome outcome, boolean recorded) {
-        Performed(String target, OperatorActions.Outcome outcome) {
-            this(target, outcome, false);
-        }
+    /** What an action was done to and how it ended, both also in its operator_action row. */
+    private record Performed(String target, OperatorActions.Outcome outcome) {
     }
 
     /** The action the form asks for, or null when a field it needs is missing or malformed. */
@@ -343,11 +340,11 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
         switch (action) {
             case RETRY -> {
                 String id = form.get("id");
-                return id == null || !id.matches("\\d{1,18}") ? null : new Performed("work item " + id, actions.retry(Long.parseLong(id)));
+                return id == null || !id.matches("\\d{1,18}") ? null : new Performed("work item " + id, actions.retry(Long.parseLong(id), by));
             }
             case RETRY_KIND -> {
                 String kind = form.get("kind");
-                return kind == null || kind.isBlank() ? null : new Performed("parked " + kind, actions.retryParked(kind));
+                return kind == null || kind.isBlank() ? null : new Performed("parked " + kind, actions.retryParked(kind, by));
             }
             case SETTLE_EFFECT -> {
                 String key = form.get("key");
@@ -367,7 +364,7 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
                     return null;
                 }
                 return new Performed(action.subject.label + " " + name,
-                        action.pause ? actions.pause(action.subject, name, by) : actions.resume(action.subject, name, by), true);
+                        action.pause ? actions.pause(action.subject, name, by) : actions.resume(action.subject, name, by));
             }
             default -> throw new IllegalArgumentException(action.path);
         }
