@@ -19,13 +19,10 @@ import org.slf4j.LoggerFactory;
 /**
  * Wraps an external action (a reply, a CRM call) in a route so that receiving or running
  * something twice never performs it twice: a crash after the action and before its record
- * leaves something only an idempotency key or a person can reconcile. In YAML:
- * <pre>
- * - bean: { ref: effectGuard, method: begin }
- * - to: "telegram-bot:main"          # the action
- * - bean: { ref: effectGuard, method: complete }
- * </pre>
- * The effect key is the exchange's {@code IdempotencyKey} plus {@code EffectName} (default
+ * leaves something only an idempotency key or a person can reconcile. Routes use it as one step,
+ * the {@link GuardedEffect} policy; routes written earlier call {@code begin} and {@code complete}
+ * as bean steps around the action. The effect key is the exchange's {@code IdempotencyKey} plus
+ * the effect's name (the policy's id; for the bean steps the {@code EffectName} header, default
  * {@code effect}). The ledger ({@code outbound_effect}) holds one row per effect:
  * <ul>
  * <li>{@code done}: performed, with its result; the rest of the route is skipped if it runs again;</li>
@@ -37,7 +34,7 @@ import org.slf4j.LoggerFactory;
  * because the remote side deduplicates by the key itself.</li>
  * </ul>
  * Components that know what happened throw {@link EffectFailure}; for any other system the route
- * sets the {@value EffectOutcome#HEADER} header before {@code complete}.
+ * sets the {@value EffectOutcome#HEADER} header (or the policy reads what was thrown).
  */
 public final class EffectGuard {
     private static final Logger LOG = LoggerFactory.getLogger(EffectGuard.class);
