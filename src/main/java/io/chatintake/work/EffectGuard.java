@@ -73,7 +73,7 @@ public final class EffectGuard {
 
     /** The old way, a bean step: an effect settled earlier stops the rest of the route. */
     public void begin(Exchange exchange) throws SQLException, UnconfirmedEffectException {
-        if (begin(exchange, exchange.getMessage().getHeader(EFFECT_NAME, "effect", String.class)).isPresent()) {
+        if (open(exchange, exchange.getMessage().getHeader(EFFECT_NAME, "effect", String.class)).isPresent()) {
             exchange.setRouteStop(true);
         }
     }
@@ -82,8 +82,9 @@ public final class EffectGuard {
      * Begins effect {@code name} of this exchange's item and sets {@value #EFFECT_KEY}.
      * @return empty when this attempt performs it; the earlier settlement (done or undeliverable,
      *         with its result) when it must not be performed again
+     * (Not an overload of begin: the bean step's binding would find two methods.)
      */
-    public Optional<Settlement> begin(Exchange exchange, String name) throws SQLException, UnconfirmedEffectException {
+    Optional<Settlement> open(Exchange exchange, String name) throws SQLException, UnconfirmedEffectException {
         Message message = exchange.getMessage();
         String key = effectKey(message, name);
         message.setHeader(EFFECT_KEY, key);

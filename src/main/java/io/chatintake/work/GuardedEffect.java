@@ -68,7 +68,7 @@ public final class GuardedEffect implements Policy {
         public boolean process(Exchange exchange, AsyncCallback callback) {
             Optional<EffectGuard.Settlement> earlier;
             try {
-                earlier = guard.begin(exchange, name);
+                earlier = guard.open(exchange, name);
             } catch (Exception e) {
                 exchange.setException(e);
                 callback.done(true);
