@@ -105,7 +105,7 @@ public class OperatorAlerts extends RouteBuilder {
         }
         LOG.info("operator alerts: new findings are sent to Telegram chat {} every minute", chat);
         // As the work dispatcher counts a process dead: its last word on holding handlers back is then stale.
-        double deadAfterSeconds = number("work.heartbeat-seconds") * number("work.dead-after-heartbeats");
+        double deadAfterSeconds = number("{{work.heartbeat-seconds}}") * number("{{work.dead-after-heartbeats}}");
 
         // A send that failed may still have arrived: the guard keeps it from being repeated, and
         // the exception's text is not logged (a Bot API error can quote the token in its URL).
@@ -115,7 +115,7 @@ public class OperatorAlerts extends RouteBuilder {
 
         from("timer:operator-alerts?delay=5000&period=60000").routeId("operator-alerts")
                 .setHeader("deadAfterSeconds", constant(deadAfterSeconds))
-                .setHeader("maxPendingAgeSeconds", constant(number("operator-alerts.max-pending-age-seconds")))
+                .setHeader("maxPendingAgeSeconds", constant(number("{{operator-alerts.max-pending-age-seconds}}")))
                 .setHeader("limit", constant(MAX_PER_CHECK))
                 // The query is the body: too long (and too full of ? and +) for an endpoint URI.
                 .setBody(constant(NEW_FINDINGS))
@@ -128,7 +128,7 @@ public class OperatorAlerts extends RouteBuilder {
     }
 
     /** A configured number; a missing key fails the route file's start, naming it. */
-    private double number(String key) {
-        return Double.parseDouble(getContext().resolvePropertyPlaceholders("{{" + key + "}}").trim());
+    private double number(String placeholder) {
+        return Double.parseDouble(getContext().resolvePropertyPlaceholders(placeholder).trim());
     }
 }

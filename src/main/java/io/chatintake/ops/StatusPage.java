@@ -91,7 +91,7 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
     StatusPage(Settings settings, DataSource dataSource) {
         this.token = settings.secret(TOKEN);
         this.sessions = token.map(t -> new StatusSession(t, Clock.systemUTC()));
-        this.report = new StatusReport(dataSource, settings, Duration.ofSeconds(settings.getLong(REFRESH_SECONDS, 10)),
+        this.report = new StatusReport(dataSource, settings, Duration.ofSeconds(settings.getLong(REFRESH_SECONDS)),
                 ProcessIdentity.name());
         this.actions = new OperatorActions(dataSource);
     }

@@ -100,8 +100,8 @@ public final class Retention {
 
     public static Retention from(Settings settings, DataSource dataSource) {
         Map<String, Integer> days = new LinkedHashMap<>();
-        POLICIES.forEach(p -> days.put(p.settingKey(), settings.getInt(p.settingKey(), 30)));
-        return new Retention(dataSource, days, settings.getInt("retention.batch-size", 1000));
+        POLICIES.forEach(p -> days.put(p.settingKey(), settings.getInt(p.settingKey())));
+        return new Retention(dataSource, days, settings.getInt("retention.batch-size"));
     }
 
     /**

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import com.sun.net.httpserver.HttpServer;
+import io.chatintake.config.Settings;
 import io.chatintake.testkit.Await;
 import io.chatintake.testkit.Sql;
 import io.chatintake.testkit.TestDatabase;
@@ -17,7 +18,6 @@ import java.sql.Connection;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
@@ -150,8 +150,8 @@ class GuardedEffectTest extends CamelTestSupport {
                 }
             }
         };
-        dispatcher = new WorkDispatcher(camel, new WorkQueue(db), List.of(crm), new WorkDispatcher.Options(2, 3,
-                Duration.ofMillis(100), Duration.ofMillis(200), Duration.ofSeconds(30), Duration.ofMillis(50), Set.of()));
+        dispatcher = new WorkDispatcher(camel, new WorkQueue(db), List.of(crm), WorkDispatcher.Options.from(Settings.of(Map.of("work.concurrency", "2", "work.max-attempts", "3",
+                "work.backoff-base-millis", "100", "work.backoff-cap-millis", "200", "work.poll-interval-millis", "50", "work.ordered-kinds", ""))));
         dispatcher.start();
     }
 
