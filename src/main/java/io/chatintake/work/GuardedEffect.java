@@ -10,6 +10,7 @@ import org.apache.camel.NamedNode;
 import org.apache.camel.Processor;
 import org.apache.camel.Route;
 import org.apache.camel.model.OptionalIdentifiedDefinition;
+import org.apache.camel.model.ProcessorDefinition;
 import org.apache.camel.spi.Policy;
 import org.apache.camel.support.processor.DelegateAsyncProcessor;
 
@@ -49,6 +50,16 @@ public final class GuardedEffect implements Policy {
                     + " needs an id naming its effect, e.g. policy: {id: crm-update, ref: guardedEffect, steps: [...]}");
         }
         names.get().push(definition.getId());
+        // An error handler redelivering a step inside would repeat the call before anything is
+        // recorded: the steps fail straight to the policy, and a redelivery of the whole policy
+        // (or the item's next attempt) asks the ledger first.
+        withoutErrorHandler((ProcessorDefinition<?>) definition);
+    }
+
+    /** Camel wraps a step in the error handler by its parent's flag: the policy's and every nested one's. */
+    private static void withoutErrorHandler(ProcessorDefinition<?> parent) {
+        parent.setInheritErrorHandler(false);
+        parent.getOutputs().forEach(GuardedEffect::withoutErrorHandler);
     }
 
     @Override

@@ -228,6 +228,23 @@ class GuardedEffectTest extends CamelTestSupport {
     }
 
     @Test
+    void anErrorHandlerThatRedeliversDoesNotRepeatTheEffectsCall() throws Exception {
+        item("slow");
+        start(ROUTE.replace("    id: guarded-call\n", """
+                    id: guarded-call
+                    errorHandler:
+                      defaultErrorHandler:
+                        redeliveryPolicy:
+                          maximumRedeliveries: 2
+                          redeliveryDelay: 0
+                """));
+
+        Await.until("parked", WAIT, () -> "parked 1".equals(itemState()));
+        assertThat(received.get("/slow")).as("sent once: a timeout after sending is not redelivered").hasValue(1);
+        assertThat(effect()).isEqualTo("slow:crm-update started");
+    }
+
+    @Test
     void aPolicyWithoutAnIdNamingItsEffectIsRefusedAtStart() {
         String unnamed = ROUTE.replaceFirst("\\n\\s+id: crm-update", "");
         assertThatThrownBy(() -> start(unnamed)).hasStackTraceContaining("needs an id naming its effect").hasStackTraceContaining("guarded-call.yaml:6");
