@@ -63,7 +63,7 @@ final class RunnerLifecycle extends LifecycleStrategySupport {
         LOG.info("routes: {} running from {}: {}", context.getRoutes().size(), routesDir,
                 context.getRoutes().stream().map(Route::getRouteId).sorted().collect(Collectors.joining(", ")));
         LOG.info("http: listening on port {}; health at /observe/health, metrics at /observe/metrics",
-                context.getPropertiesComponent().resolveProperty("camel.server.port").orElse("8080"));
+                context.resolvePropertyPlaceholders("{{camel.server.port}}"));
         LOG.info("chat-intake ready");
     }
 
