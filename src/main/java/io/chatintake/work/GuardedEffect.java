@@ -104,8 +104,7 @@ public final class GuardedEffect implements Policy {
             String declared = exchange.getMessage().getHeader(EffectOutcome.HEADER, String.class);
             EffectFailure failure;
             if (declared != null && !declared.isBlank()) {
-                EffectOutcome outcome = EffectOutcome.parse(declared);
-                failure = outcome == EffectOutcome.PERFORMED ? null : EffectGuard.declaredFailure(exchange.getMessage(), key, outcome);
+                failure = declared(exchange, key, declared);
             } else {
                 failure = exchange.getException() == null ? null : ThrownOutcome.of(key, exchange.getException());
             }
@@ -119,6 +118,17 @@ public final class GuardedEffect implements Policy {
                 guard.settle(exchange, failure);
                 exchange.setException(failure);
             }
+        }
+
+        /** What a step said; a word the policy does not know leaves the effect for a person, as the steps did run. */
+        private static EffectFailure declared(Exchange exchange, String key, String declared) {
+            EffectOutcome outcome;
+            try {
+                outcome = EffectOutcome.parse(declared);
+            } catch (IllegalArgumentException e) {
+                return new EffectFailure(EffectOutcome.AMBIGUOUS, "effect " + key + ": " + e.getMessage(), null);
+            }
+            return outcome == EffectOutcome.PERFORMED ? null : EffectGuard.declaredFailure(exchange.getMessage(), key, outcome);
         }
 
         @Override
