@@ -24,6 +24,7 @@ import io.chatintake.ops.StatusPage;
 import io.chatintake.store.Database;
 import io.chatintake.store.DatabaseHealthCheck;
 import io.chatintake.store.Migrations;
+import io.chatintake.support.Redactor;
 import io.chatintake.work.EffectGuard;
 import io.chatintake.work.GuardedEffect;
 import io.chatintake.work.Retention;
@@ -249,21 +250,27 @@ public class CamelConfiguration implements org.apache.camel.CamelConfiguration, 
     synchronized Settings settings() {
         if (settings == null) {
             PropertiesComponent properties = camel.getPropertiesComponent();
-            Properties all = properties.loadProperties();
-            Map<String, String> values = new TreeMap<>();
-            for (String key : all.stringPropertyNames()) {
-                try {
-                    properties.resolveProperty(key).ifPresent(value -> values.put(key, value));
-                } catch (RuntimeException e) {
-                    // A placeholder this key names is not set: Camel reports it where the key is used.
-                }
-            }
-            settings = Settings.resolved(null, values, System.getenv());
+            settings = resolved(properties);
+            Redactor.register(settings.secretValues());
             LOG.info("chat-intake {} starting; configuration from {}", Runner.version(),
                     properties.getLocations().isEmpty() ? "built-in defaults" : String.join(", ", properties.getLocations()));
             checkHttpSettings(settings);
         }
         return settings;
+    }
+
+    /** Each key Camel knows, resolved: at start, and again after a configuration reload. */
+    static Settings resolved(PropertiesComponent properties) {
+        Properties all = properties.loadProperties();
+        Map<String, String> values = new TreeMap<>();
+        for (String key : all.stringPropertyNames()) {
+            try {
+                properties.resolveProperty(key).ifPresent(value -> values.put(key, value));
+            } catch (RuntimeException e) {
+                // A placeholder this key names is not set: Camel reports it where the key is used.
+            }
+        }
+        return Settings.resolved(null, values, System.getenv());
     }
 
     /**

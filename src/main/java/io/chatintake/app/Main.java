@@ -9,6 +9,7 @@ import io.chatintake.ops.bench.SoakBenchmark;
 import io.chatintake.ops.bench.StartBenchmark;
 import io.chatintake.ops.bench.TelegramIntakeBenchmark;
 import io.chatintake.ops.bench.WebhookIntakeBenchmark;
+import io.chatintake.channel.webhook.WebhookRouteFile;
 import io.chatintake.config.ConfigurationException;
 import io.chatintake.config.Settings;
 import io.chatintake.ops.AlbumCommands;
@@ -180,6 +181,8 @@ public final class Main {
     static Settings loadSettings() {
         Path file = Path.of(System.getenv().getOrDefault(CONFIG_FILE_ENV, "config/application.properties"));
         Settings settings = Settings.load(file, System.getenv());
+        // Keys the routes name as secret (a webhook's secretsKey) are secrets whatever their names, for config too.
+        WebhookRouteFile.secretKeys(CamelConfiguration.routesDirectory(settings)).forEach(Settings::declareSecretKey);
         // Before anything can log: every secret value is masked in all output from here on.
         int tooShort = Redactor.register(settings.secretValues());
         if (tooShort > 0) {

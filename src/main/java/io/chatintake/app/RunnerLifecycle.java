@@ -62,8 +62,14 @@ final class RunnerLifecycle extends LifecycleStrategySupport {
         ConfigMapRoutesReload.start(context, routesDir);
         LOG.info("routes: {} running from {}: {}", context.getRoutes().size(), routesDir,
                 context.getRoutes().stream().map(Route::getRouteId).sorted().collect(Collectors.joining(", ")));
-        LOG.info("http: listening on port {}; health at /observe/health, metrics at /observe/metrics",
-                context.resolvePropertyPlaceholders("{{camel.server.port}}"));
+        String httpPort = context.resolvePropertyPlaceholders("{{camel.server.port}}");
+        String managementPort = context.getPropertiesComponent().resolveProperty("camel.management.port").orElse(httpPort);
+        if (managementPort.equals(httpPort)) {
+            LOG.info("http: listening on port {}; health at /observe/health, metrics at /observe/metrics", httpPort);
+        } else {
+            LOG.info("http: webhooks on port {}; health at /observe/health, metrics at /observe/metrics and /status on management port {}",
+                    httpPort, managementPort);
+        }
         LOG.info("chat-intake ready");
     }
 

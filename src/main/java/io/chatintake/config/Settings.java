@@ -17,6 +17,7 @@ import java.util.Properties;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Consumer;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -32,6 +33,8 @@ import java.util.regex.Pattern;
 public final class Settings {
     /** Keys whose values are secrets: shown redacted, never logged. */
     private static final Set<String> SECRET_KEY_WORDS = Set.of("password", "token", "secret");
+    /** Keys that routes name as holding secrets (a webhook's {@code secretsKey}, {@code verifyTokenKey}), whatever their names. */
+    private static final Set<String> DECLARED_SECRET_KEYS = ConcurrentHashMap.newKeySet();
     /** A password in a URL, under any key: {@code //user:password@host}, or {@code ?password=} (pgjdbc's too). */
     private static final List<Pattern> URL_PASSWORDS = List.of(Pattern.compile("(//[^/@:\\s]*:)([^/@\\s]+)(@)"),
             Pattern.compile("(?i)([?&;](?:password|sslpassword|sslkey)=)([^&;\\s]+)()"));
@@ -223,9 +226,19 @@ public final class Settings {
         return String.join(",", words);
     }
 
+    /** A key (or environment variable) whose name {@link #isSecretKey} is a secret, as its values are. */
     public static boolean isSecretKey(String key) {
         String lower = key.toLowerCase(Locale.ROOT);
-        return SECRET_KEY_WORDS.stream().anyMatch(lower::contains);
+        return SECRET_KEY_WORDS.stream().anyMatch(lower::contains)
+                || DECLARED_SECRET_KEYS.stream().anyMatch(declared -> declared.equals(key) || envName(declared).equals(key));
+    }
+
+    /**
+     * Makes a key secret whatever its name, from now on, in every configuration of this process
+     * (its values redacted, registered with the log redactor, masked by Camel).
+     */
+    public static void declareSecretKey(String key) {
+        DECLARED_SECRET_KEYS.add(key);
     }
 
     private Optional<String> fromEnv(String key) {

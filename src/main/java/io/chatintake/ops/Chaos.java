@@ -139,6 +139,7 @@ public final class Chaos {
         Map<String, String> env = new HashMap<>();
         env.put("CHAT_INTAKE_DB_URL", embedded.jdbcUrl());
         env.put("CHAT_INTAKE_DB_USER", embedded.user());
+        env.put("CHAT_INTAKE_DB_PASSWORD", embedded.password().reveal());
         env.put("CHAT_INTAKE_DB_SCHEMA", DatabaseSchema.DEFAULT);
         env.put("CHAT_INTAKE_DB_POOL_SIZE", "6");
         env.put("CHAT_INTAKE_HTTP_HOST", "127.0.0.1");

@@ -5,6 +5,7 @@ import io.chatintake.config.Secret;
 import io.chatintake.sim.BotApiSimulator;
 import io.chatintake.sim.SignedDeliverySender;
 import io.chatintake.sim.SignedDeliverySender.TimestampForm;
+import io.chatintake.store.EmbeddedDatabase;
 import io.chatintake.support.DirectoryTree;
 import java.io.IOException;
 import java.io.PrintStream;
@@ -273,7 +274,13 @@ public final class Demo {
     }
 
     private String text(String sql) {
-        try (Connection c = DriverManager.getConnection(jdbcUrl, "postgres", "");
+        String password;
+        try {
+            password = EmbeddedDatabase.storedPassword(workDir.resolve("data").resolve("pg")).reveal();
+        } catch (ConfigurationException e) {
+            return null; // the runner has not made its database yet
+        }
+        try (Connection c = DriverManager.getConnection(jdbcUrl, "postgres", password);
              PreparedStatement ps = c.prepareStatement(sql); ResultSet rs = ps.executeQuery()) {
             return rs.next() ? rs.getString(1) : null;
         } catch (SQLException e) {

@@ -6,6 +6,7 @@ import io.chatintake.store.OperatorPause;
 import io.chatintake.support.MeterRegistryLookup;
 import io.chatintake.support.ProcessIdentity;
 import io.vertx.core.MultiMap;
+import io.vertx.core.http.HttpMethod;
 import io.vertx.core.http.HttpServerRequest;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
@@ -15,6 +16,7 @@ import java.time.Clock;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.Optional;
+import java.util.OptionalLong;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import javax.sql.DataSource;
@@ -34,12 +36,16 @@ import org.slf4j.LoggerFactory;
  * actions it offers, each a {@code POST /status/<action>}. Off unless
  * {@code chat-intake.status.token} is set (404 saying how to turn it on).
  * <p>
- * The page needs the token as {@code Authorization: Bearer <token>}, or a session: opening
- * {@code /status?token=<token>} once sets a signed session cookie ({@link StatusSession},
- * {@code HttpOnly; SameSite=Strict}) and redirects to {@code /status}, so the token leaves the
- * address bar and the history. Actions need that session, its CSRF token in the form, a request
- * from the page's own origin, and the operator's name (typed once, kept in a cookie). Anything else
- * is refused before a single row is read, and says that nothing changed. Every answer is
+ * The token must have at least {@value #MIN_TOKEN_LENGTH} characters, or the page stays off. The
+ * page needs the token as {@code Authorization: Bearer <token>} (read only: a bearer never acts),
+ * or a session: opening {@code /status?token=<token>} once, or the sign-in form a browser gets with
+ * its 401 ({@code POST /status/login}), sets a signed session cookie
+ * ({@link StatusSession}, {@code HttpOnly; SameSite=Strict}, {@code Secure} when the browser came
+ * over TLS) and redirects to {@code /status}, so the token leaves the address bar and the history.
+ * Actions need that session, its CSRF token in the form, a request from the page's own origin, and
+ * the operator's name (typed once, kept in a cookie); {@code POST /status/logout} ends it. Wrong
+ * tokens are limited per client address ({@link WrongTokenLimit}: 429 past the limit). Anything
+ * else is refused before a single row is read, and says that nothing changed. Every answer is
  * {@code Cache-Control: no-store}; no request header is echoed back.
  */
 public final class StatusPage extends ServiceSupport implements Processor, CamelContextAware {
@@ -47,12 +53,15 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
     public static final String PATH = "/status";
     public static final String TOKEN = "chat-intake.status.token";
     public static final String REFRESH_SECONDS = "chat-intake.status.refresh-seconds";
+    /** 32 random hex characters are 128 bits: beyond guessing even without the rate limit. */
+    static final int MIN_TOKEN_LENGTH = 32;
     private static final String BEARER = "Bearer ";
     private static final String TEXT = "text/plain; charset=utf-8";
 
     /** The page's actions: {@code POST /status/<name>}. */
     enum Action {
-        OPERATOR("operator"), RETRY("retry"), RETRY_KIND("retry-kind"), SETTLE_EFFECT("settle-effect"), RESOLVE_ALBUM("resolve-album"),
+        LOGIN("login"), OPERATOR("operator"), LOGOUT("logout"),
+        RETRY("retry"), RETRY_KIND("retry-kind"), SETTLE_EFFECT("settle-effect"), RESOLVE_ALBUM("resolve-album"),
         PAUSE_BOT(OperatorPause.Subject.TELEGRAM_BOT, true), RESUME_BOT(OperatorPause.Subject.TELEGRAM_BOT, false),
         PAUSE_KIND(OperatorPause.Subject.WORK_KIND, true), RESUME_KIND(OperatorPause.Subject.WORK_KIND, false);
 
@@ -80,6 +89,9 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
     }
 
     private final Optional<Secret> token;
+    private final boolean tokenTooShort;
+    private final WrongTokenLimit wrongTokens;
+    private final TrustedProxies proxies;
     private final Optional<StatusSession> sessions;
     private final StatusReport report;
     private final OperatorActions actions;
@@ -89,22 +101,28 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
     private ScheduledExecutorService sampler;
 
     StatusPage(Settings settings, DataSource dataSource) {
-        this.token = settings.secret(TOKEN);
+        Optional<Secret> configured = settings.secret(TOKEN);
+        this.tokenTooShort = configured.isPresent() && configured.get().reveal().length() < MIN_TOKEN_LENGTH;
+        this.token = tokenTooShort ? Optional.empty() : configured;
+        this.wrongTokens = new WrongTokenLimit(settings.getInt(WrongTokenLimit.LIMIT),
+                Duration.ofSeconds(settings.getLong(WrongTokenLimit.WINDOW_SECONDS)), Clock.systemUTC());
+        this.proxies = TrustedProxies.from(settings);
         this.sessions = token.map(t -> new StatusSession(t, Clock.systemUTC()));
         this.report = new StatusReport(dataSource, settings, Duration.ofSeconds(settings.getLong(REFRESH_SECONDS)),
                 ProcessIdentity.name());
         this.actions = new OperatorActions(dataSource);
     }
 
-    /** The routes serving the page and its actions, for the runner to add, on the HTTP port. */
+    /** The routes serving the page and its actions, for the runner to add: on the management port if it has one, else the HTTP port. */
     public static RouteBuilder route(Settings settings, DataSource dataSource) {
         StatusPage page = new StatusPage(settings, dataSource);
         return new RouteBuilder() {
             @Override
             public void configure() {
-                from("platform-http:" + PATH + "?httpMethodRestrict=GET&muteException=true").routeId("status-page").process(page);
+                String http = ManagementPort.component(getContext(), settings);
+                from(http + ":" + PATH + "?httpMethodRestrict=GET&muteException=true").routeId("status-page").process(page);
                 for (Action action : Action.values()) {
-                    from("platform-http:" + PATH + "/" + action.path + "?httpMethodRestrict=POST&muteException=true")
+                    from(http + ":" + PATH + "/" + action.path + "?httpMethodRestrict=POST&muteException=true")
                             .routeId("status-" + action.path).setProperty("statusAction", constant(action)).process(page);
                 }
             }
@@ -123,6 +141,11 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
 
     @Override
     protected void doStart() {
+        if (tokenTooShort) {
+            LOG.warn("status page: OFF ({} answers 404): {} is shorter than {} characters; set a long random value"
+                    + " (openssl rand -hex 32)", PATH, Settings.envName(TOKEN), MIN_TOKEN_LENGTH);
+            return;
+        }
         if (token.isEmpty()) {
             LOG.info("status page: OFF ({} answers 404): set {} to turn it on", PATH, Settings.envName(TOKEN));
             return;
@@ -155,36 +178,54 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
         message.removeHeaders("*");
         message.setBody(null);
         if (token.isEmpty() || request == null) {
-            answer(message, 404, TEXT, "The status page is off. Set " + Settings.envName(TOKEN)
-                    + " (" + TOKEN + ") to a long random value to turn it on, then open " + PATH + "?token=<value>.\n");
+            answer(message, 404, TEXT, "The status page is off" + (tokenTooShort ? ": its token is shorter than " + MIN_TOKEN_LENGTH
+                    + " characters" : "") + ". Set " + Settings.envName(TOKEN) + " (" + TOKEN + ") to a long random value (at least "
+                    + MIN_TOKEN_LENGTH + " characters, e.g. openssl rand -hex 32) to turn it on, then open " + PATH + "?token=<value>.\n");
+            return;
+        }
+        String client = proxies.client(request);
+        OptionalLong wait = wrongTokens.retryAfter(client);
+        if (wait.isPresent()) {
+            refusalLog.refused(429, request.method() + " " + request.path(), "too many wrong tokens from this address (Retry-After "
+                    + wait.getAsLong() + " s)");
+            message.setHeader("Retry-After", Long.toString(wait.getAsLong()));
+            answer(message, 429, TEXT, "Too many wrong tokens from this address: try again in " + wait.getAsLong()
+                    + " seconds. Nothing changed.\n");
             return;
         }
         StatusSession session = sessions.orElseThrow();
         String cookies = request.getHeader("Cookie");
         Optional<String> sessionId = session.verify(StatusSession.cookie(cookies, StatusSession.COOKIE));
         if (action == null) {
-            page(message, request, session, sessionId, cookies);
+            page(message, request, client, session, sessionId, cookies);
+        } else if (action == Action.LOGIN) {
+            login(message, request, client, session);
         } else {
             act(message, request, action, session, sessionId, cookies);
         }
     }
 
-    private void page(Message message, HttpServerRequest request, StatusSession session, Optional<String> sessionId, String cookies) {
+    private void page(Message message, HttpServerRequest request, String client, StatusSession session, Optional<String> sessionId,
+                      String cookies) {
         String authorization = request.getHeader("Authorization");
         String queryToken = request.getParam("token");
         boolean bearer = authorization != null && authorization.startsWith(BEARER)
                 && matches(authorization.substring(BEARER.length()).trim());
         if (queryToken != null) {
             if (!matches(queryToken)) {
+                wrongTokens.wrong(client);
                 refuse(message, request, "a wrong ?token=");
                 return;
             }
             // The token leaves the address bar at once: the session cookie stands for it from now on.
-            message.setHeader("Set-Cookie", StatusSession.sessionCookie(session.open()));
+            message.setHeader("Set-Cookie", StatusSession.sessionCookie(session.open(), proxies.overTls(request)));
             redirect(message, PATH.substring(1), "Signed in: the page is at " + PATH + ".\n");
             return;
         }
         if (!bearer && sessionId.isEmpty()) {
+            if (authorization != null) {
+                wrongTokens.wrong(client);
+            }
             refuse(message, request, authorization != null ? "a wrong bearer token" : cookies != null && cookies.contains(StatusSession.COOKIE + "=")
                     ? "an expired or foreign session cookie" : "no token");
             return;
@@ -208,9 +249,35 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
         }
     }
 
+    /** {@code POST /status/login} with the token in the form (the page's sign-in form): the same session as {@code ?token=}, no token in any URL. */
+    private void login(Message message, HttpServerRequest request, String client, StatusSession session) {
+        String crossSite = crossSite(request);
+        if (crossSite != null) {
+            LOG.warn("status page: POST {} refused: {}; nothing changed", request.path(), crossSite);
+            answer(message, 403, TEXT, "Refused: " + crossSite + ". Nothing changed.\n");
+            return;
+        }
+        String offered = request.formAttributes().get("token");
+        if (!matches(offered)) {
+            if (offered != null && !offered.isEmpty()) {
+                wrongTokens.wrong(client);
+            }
+            refuse(message, request, offered == null || offered.isEmpty() ? "a sign-in without a token" : "a wrong token signing in");
+            return;
+        }
+        message.setHeader("Set-Cookie", StatusSession.sessionCookie(session.open(), proxies.overTls(request)));
+        redirect(message, "../" + PATH.substring(1), "Signed in: the page is at " + PATH + ".\n");
+    }
+
     private void act(Message message, HttpServerRequest request, Action action, StatusSession session, Optional<String> sessionId,
                      String cookies) {
         if (sessionId.isEmpty()) {
+            if (request.getHeader("Authorization") != null) {
+                LOG.warn("status page: POST {} refused: a bearer token reads and never acts; nothing changed", request.path());
+                answer(message, 403, TEXT, "Refused: the bearer token only reads. Actions need a session: open " + PATH
+                        + "?token=<token> in a browser. Nothing changed.\n");
+                return;
+            }
             refuse(message, request, "an action without a session");
             return;
         }
@@ -226,13 +293,19 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
             answer(message, 403, TEXT, "Refused: the form's CSRF token is missing or not this session's (reload the page). Nothing changed.\n");
             return;
         }
+        if (action == Action.LOGOUT) {
+            message.setHeader("Set-Cookie", StatusSession.endedSessionCookie(proxies.overTls(request)));
+            LOG.info("status page: a session signed out");
+            redirect(message, "../" + PATH.substring(1), "Signed out.\n");
+            return;
+        }
         if (action == Action.OPERATOR) {
             String name = StatusSession.cleanName(form.get("name"));
             if (name.isEmpty()) {
                 answer(message, 400, TEXT, "Type a name: it is recorded with each action. Nothing changed.\n");
                 return;
             }
-            message.setHeader("Set-Cookie", StatusSession.operatorCookie(name));
+            message.setHeader("Set-Cookie", StatusSession.operatorCookie(name, proxies.overTls(request)));
             redirect(message, "../" + PATH.substring(1) + "#actions", "Actions are now recorded as done by " + name + ".\n");
             return;
         }
@@ -247,22 +320,19 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
                 answer(message, 400, TEXT, "The form lacks what " + action.path + " needs. Nothing changed.\n");
                 return;
             }
-            if (!performed.recorded()) {
-                actions.record(by, action.path, performed.target(), performed.outcome().sentence());
-            }
             LOG.info("status page: {} {} by {}: {}", action.path, performed.target(), by, performed.outcome().sentence());
             redirect(message, "../" + PATH.substring(1) + "#actions", performed.outcome().sentence() + "\n");
         } catch (SQLException e) {
-            LOG.warn("status page: {} not done: cannot write the database ({}); nothing changed", action.path, e.getMessage());
-            answer(message, 503, TEXT, "The database does not answer: " + action.path + " was not done. Nothing changed.\n");
+            // The action and its operator_action row commit together: neither was written.
+            LOG.warn("status page: {} not done: the database did not answer or refused the action or its record ({} {});"
+                    + " nothing changed", action.path, e.getSQLState(), e.getMessage());
+            answer(message, 503, TEXT, "The database did not answer or refused the action or its record: " + action.path
+                    + " was not done. Nothing changed.\n");
         }
     }
 
-    /** @param recorded whether the action kept its own operator_action row (a pause or resume: in its transaction) */
-    private record Performed(String target, OperatorActions.Outcome outcome, boolean recorded) {
-        Performed(String target, OperatorActions.Outcome outcome) {
-            this(target, outcome, false);
-        }
+    /** What an action was done to and how it ended, both also in its operator_action row. */
+    private record Performed(String target, OperatorActions.Outcome outcome) {
     }
 
     /** The action the form asks for, or null when a field it needs is missing or malformed. */
@@ -270,11 +340,11 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
         switch (action) {
             case RETRY -> {
                 String id = form.get("id");
-                return id == null || !id.matches("\\d{1,18}") ? null : new Performed("work item " + id, actions.retry(Long.parseLong(id)));
+                return id == null || !id.matches("\\d{1,18}") ? null : new Performed("work item " + id, actions.retry(Long.parseLong(id), by));
             }
             case RETRY_KIND -> {
                 String kind = form.get("kind");
-                return kind == null || kind.isBlank() ? null : new Performed("parked " + kind, actions.retryParked(kind));
+                return kind == null || kind.isBlank() ? null : new Performed("parked " + kind, actions.retryParked(kind, by));
             }
             case SETTLE_EFFECT -> {
                 String key = form.get("key");
@@ -294,7 +364,7 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
                     return null;
                 }
                 return new Performed(action.subject.label + " " + name,
-                        action.pause ? actions.pause(action.subject, name, by) : actions.resume(action.subject, name, by), true);
+                        action.pause ? actions.pause(action.subject, name, by) : actions.resume(action.subject, name, by));
             }
             default -> throw new IllegalArgumentException(action.path);
         }
@@ -319,10 +389,22 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
     }
 
     private void refuse(Message message, HttpServerRequest request, String why) {
-        refusalLog.refused(request.method() + " " + request.path(), why);
+        refusalLog.refused(401, request.method() + " " + request.path(), why);
         message.setHeader("WWW-Authenticate", "Bearer realm=\"chat-intake status\"");
+        String accept = request.getHeader("Accept");
+        if (request.method() == HttpMethod.GET && accept != null && accept.contains("text/html")) {
+            // A browser gets the sign-in form: the token travels in a POST body, not in an address.
+            message.setHeader("Content-Security-Policy",
+                    "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'");
+            message.setHeader("X-Frame-Options", "DENY");
+            answer(message, 401, "text/html; charset=utf-8", "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>chat-intake status:"
+                    + " sign in</title></head><body><form id=\"login\" method=\"post\" action=\"" + PATH.substring(1) + "/"
+                    + Action.LOGIN.path + "\"><label>Status token: <input id=\"login-token\" name=\"token\" type=\"password\""
+                    + " autocomplete=\"current-password\"></label> <button id=\"login-button\">sign in</button></form></body></html>\n");
+            return;
+        }
         answer(message, 401, TEXT, "The status page needs its token: Authorization: Bearer <token>, or open " + PATH
-                + "?token=<token> once in a browser. Nothing changed.\n");
+                + "?token=<token> once in a browser (or sign in with the form a browser gets). Nothing changed.\n");
     }
 
     private static int page(HttpServerRequest request, String name) {
@@ -368,13 +450,13 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
         private long lastLogged;
         private int unsaid;
 
-        synchronized void refused(String request, String why) {
+        synchronized void refused(int status, String request, String why) {
             long now = System.nanoTime();
             if (lastLogged != 0 && now - lastLogged < QUIET.toNanos()) {
                 unsaid++;
                 return;
             }
-            LOG.warn("status page: 401 for {}: {} (the offered value is not logged); nothing shown{}", request, why,
+            LOG.warn("status page: {} for {}: {} (the offered value is not logged); nothing shown{}", status, request, why,
                     unsaid == 0 ? "" : " (" + unsaid + " more refusal(s) in the minute before)");
             lastLogged = now;
             unsaid = 0;

@@ -62,6 +62,10 @@ final class StatusReport {
                    (SELECT max(e.last_received_at) FROM webhook_event e WHERE e.channel = p.channel AND e.workspace = p.workspace)
               FROM pairs p""";
 
+    /** Through V33's partial index: only the unmapped rows are read. */
+    private static final String UNMAPPED = """
+            SELECT channel, workspace, count(*) FROM webhook_event WHERE parse_error = 'unmapped' GROUP BY channel, workspace""";
+
     private static final String WORK = """
             SELECT kind, state, count(*),
                    min(next_attempt_at) FILTER (WHERE state IN ('pending', 'failed') AND next_attempt_at <= now())
@@ -219,10 +223,17 @@ final class StatusReport {
                 lastDelivery.put(rs.getString(1) + "/" + rs.getString(2), instant(rs, 3));
             }
         }
+        Map<String, Long> unmapped = new TreeMap<>();
+        try (PreparedStatement ps = c.prepareStatement(UNMAPPED); ResultSet rs = ps.executeQuery()) {
+            while (rs.next()) {
+                unmapped.put(rs.getString(1) + "/" + rs.getString(2), rs.getLong(3));
+            }
+        }
         Set<String> channels = new TreeSet<>(lastDelivery.keySet());
         channels.add("unifyport/" + settings.value("unifyport.workspace"));
         refusals.keySet().forEach(r -> channels.add(r.channel() + "/" + r.workspace()));
-        html.header("channel / workspace", "configured", "last delivery stored", "refused in the last hour (this process), by reason");
+        html.header("channel / workspace", "configured", "last delivery stored", "refused in the last hour (this process), by reason",
+                "unmapped (verified, no known event; stored whole)");
         for (String key : channels) {
             String channel = key.substring(0, key.indexOf('/'));
             List<String> reasons = new ArrayList<>();
@@ -235,10 +246,10 @@ final class StatusReport {
                 attention.add(key + ": " + reasons.size() + " kind(s) of refused deliveries in the last hour");
             }
             html.row("channel-" + key.replace('/', '-'), key, webhookConfigured(channel), when(lastDelivery.get(key), now),
-                    reasons.isEmpty() ? "none" : String.join("; ", reasons));
+                    reasons.isEmpty() ? "none" : String.join("; ", reasons), Long.toString(unmapped.getOrDefault(key, 0L)));
         }
         for (String bot : configuredBots()) {
-            html.row("channel-telegram-" + bot, "telegram bot " + bot, "on (token set)", "see Telegram bots", "-");
+            html.row("channel-telegram-" + bot, "telegram bot " + bot, "on (token set)", "see Telegram bots", "-", "-");
         }
         html.endTable();
     }
@@ -457,7 +468,10 @@ final class StatusReport {
                 .raw("<label>").text(viewer.operator() == null || viewer.operator().isEmpty() ? "Your name (recorded with every action): "
                         : "Actions are recorded as done by: ")
                 .raw("<input id=\"operator-name\" name=\"name\" maxlength=\"80\" value=\"").text(viewer.operator()).raw("\"></label> ")
-                .raw("<button id=\"operator-save\">save</button></form>");
+                .raw("<button id=\"operator-save\">save</button></form>")
+                .raw("<form id=\"logout\" method=\"post\" action=\"status/" + StatusPage.Action.LOGOUT.path + "\">")
+                .raw("<input type=\"hidden\" name=\"csrf\" value=\"").text(viewer.csrf()).raw("\">")
+                .raw("<button id=\"logout-button\">sign out</button></form>");
     }
 
     /** One action's form: a button posting the session's CSRF token and the given fields; nothing for a read-only viewer. */

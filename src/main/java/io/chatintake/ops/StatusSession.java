@@ -75,13 +75,23 @@ final class StatusSession {
         return offered != null && equal(offered, csrf(session));
     }
 
-    static String sessionCookie(String value) {
-        return COOKIE + "=" + value + "; Path=" + StatusPage.PATH + "; HttpOnly; SameSite=Strict; Max-Age=" + LIFETIME.toSeconds();
+    /** @param secure whether the browser came over TLS: then the cookie never travels without it */
+    static String sessionCookie(String value, boolean secure) {
+        return cookie(COOKIE, value, LIFETIME, secure);
     }
 
-    static String operatorCookie(String name) {
-        return OPERATOR_COOKIE + "=" + URLEncoder.encode(name, StandardCharsets.UTF_8) + "; Path=" + StatusPage.PATH
-                + "; HttpOnly; SameSite=Strict; Max-Age=" + Duration.ofDays(365).toSeconds();
+    /** Replaces the session cookie with one already expired: the browser forgets it. */
+    static String endedSessionCookie(boolean secure) {
+        return cookie(COOKIE, "", Duration.ZERO, secure);
+    }
+
+    static String operatorCookie(String name, boolean secure) {
+        return cookie(OPERATOR_COOKIE, URLEncoder.encode(name, StandardCharsets.UTF_8), Duration.ofDays(365), secure);
+    }
+
+    private static String cookie(String name, String value, Duration maxAge, boolean secure) {
+        return name + "=" + value + "; Path=" + StatusPage.PATH + "; HttpOnly; SameSite=Strict; Max-Age=" + maxAge.toSeconds()
+                + (secure ? "; Secure" : "");
     }
 
     /** A name as typed: trimmed, one line, at most {@value #MAX_NAME} characters; empty when nothing usable is left. */

@@ -74,7 +74,7 @@ public final class Database implements AutoCloseable {
                 + " (fsync on, synchronous_commit on)";
         LOG.info("database: {}", description);
         try {
-            return new Database(pool(embedded.jdbcUrl(), embedded.user(), Secret.of(""), poolSize, connectTimeout, borrowTimeout, schema,
+            return new Database(pool(embedded.jdbcUrl(), embedded.user(), embedded.password(), poolSize, connectTimeout, borrowTimeout, schema,
                     Settings.envName(DATA_DIR), embedded.jdbcUrl()), embedded, description);
         } catch (RuntimeException e) {
             embedded.close();
@@ -100,7 +100,7 @@ public final class Database implements AutoCloseable {
         Optional<Integer> port = EmbeddedDatabase.runningServerPort(pgDir);
         if (port.isPresent()) {
             String url = "jdbc:postgresql://127.0.0.1:" + port.get() + "/" + EmbeddedDatabase.DATABASE_NAME;
-            return new Database(pool(url, EmbeddedDatabase.USER, Secret.of(""), 2, 10, 10_000, DatabaseSchema.configured(settings),
+            return new Database(pool(url, EmbeddedDatabase.USER, EmbeddedDatabase.storedPassword(pgDir), 2, 10, 10_000, DatabaseSchema.configured(settings),
                     Settings.envName(DATA_DIR), url), null,
                     "the running runner's embedded PostgreSQL in " + pgDir);
         }
@@ -109,7 +109,7 @@ public final class Database implements AutoCloseable {
 
     /** A pool over an embedded database the caller started (tests, benchmarks). */
     public static Database embedded(EmbeddedDatabase embedded, int poolSize) {
-        return new Database(pool(embedded.jdbcUrl(), embedded.user(), Secret.of(""), poolSize, 10, 10_000, DatabaseSchema.DEFAULT, "database",
+        return new Database(pool(embedded.jdbcUrl(), embedded.user(), embedded.password(), poolSize, 10, 10_000, DatabaseSchema.DEFAULT, "database",
                 embedded.jdbcUrl()),
                 embedded, "embedded PostgreSQL in " + embedded.directory());
     }

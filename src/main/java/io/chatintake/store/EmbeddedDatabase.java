@@ -1,6 +1,7 @@
 package io.chatintake.store;
 
 import io.chatintake.config.ConfigurationException;
+import io.chatintake.config.Secret;
 import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
 import java.io.IOException;
 import java.nio.channels.FileChannel;
@@ -30,6 +31,13 @@ import org.slf4j.LoggerFactory;
  * <p>
  * After a {@code kill -9} of the JVM the postgres child keeps running and holds the data
  * directory; {@link #stopLeftoverServer(Path)} finds it through {@code postmaster.pid}.
+ * <p>
+ * zonky initialises with {@code trust} for every local user, and the superuser can run programs
+ * ({@code COPY ... TO PROGRAM}): any process on the machine would be the database's owner. So the
+ * server takes passwords only (scram-sha-256, local socket and TCP alike): a random one, made at
+ * initdb and kept next to the data in {@code pg.password}, readable by the owner alone. A data
+ * directory from before is upgraded at its next start: a password is made and stored, the role
+ * gets it, and {@code pg_hba.conf} is rewritten to scram-sha-256 and reloaded ({@link PasswordAuth}).
  */
 public final class EmbeddedDatabase implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(EmbeddedDatabase.class);
@@ -46,11 +54,13 @@ public final class EmbeddedDatabase implements AutoCloseable {
     private final EmbeddedPostgres postgres;
     private final Path directory;
     private final boolean durable;
+    private final Secret password;
 
-    private EmbeddedDatabase(EmbeddedPostgres postgres, Path directory, boolean durable) {
+    private EmbeddedDatabase(EmbeddedPostgres postgres, Path directory, boolean durable, Secret password) {
         this.postgres = postgres;
         this.directory = directory;
         this.durable = durable;
+        this.password = password;
     }
 
     /**
@@ -61,6 +71,8 @@ public final class EmbeddedDatabase implements AutoCloseable {
             Files.createDirectories(directory);
             stopLeftoverServer(directory);
             discardUnfinishedInit(directory);
+            boolean initialised = Files.exists(directory.resolve("PG_VERSION"));
+            Secret password = PasswordAuth.password(directory, initialised);
             EmbeddedPostgres.Builder builder = EmbeddedPostgres.builder()
                     .setDataDirectory(directory)
                     .setCleanDataDirectory(false)
@@ -68,7 +80,14 @@ public final class EmbeddedDatabase implements AutoCloseable {
                     .setRegisterShutdownHook(false)
                     .setPGStartupWait(Duration.ofSeconds(60))
                     .setServerConfig("listen_addresses", "127.0.0.1")
-                    .setServerConfig("max_connections", "200");
+                    .setServerConfig("max_connections", "200")
+                    .setConnectConfig("password", password.reveal());
+            if (!initialised) {
+                // After zonky's own "-A trust", so these win: initdb writes a pg_hba.conf without trust.
+                builder.setLocaleConfig("auth-local", PasswordAuth.METHOD)
+                        .setLocaleConfig("auth-host", PasswordAuth.METHOD)
+                        .setLocaleConfig("pwfile", PasswordAuth.file(directory).toString());
+            }
             if (durable) {
                 builder.setServerConfig("fsync", "on")
                         .setServerConfig("synchronous_commit", "on")
@@ -79,7 +98,8 @@ public final class EmbeddedDatabase implements AutoCloseable {
             }
             EmbeddedPostgres postgres = builder.start();
             Files.writeString(initializedMarker(directory), "initdb completed and the server started once\n");
-            EmbeddedDatabase database = new EmbeddedDatabase(postgres, directory, durable);
+            PasswordAuth.upgrade(postgres, directory, password);
+            EmbeddedDatabase database = new EmbeddedDatabase(postgres, directory, durable, password);
             database.createApplicationDatabase();
             return database;
         } catch (ConfigurationException e) {
@@ -105,6 +125,16 @@ public final class EmbeddedDatabase implements AutoCloseable {
 
     public String user() {
         return USER;
+    }
+
+    /** The superuser's password, as kept in the data directory. */
+    public Secret password() {
+        return password;
+    }
+
+    /** The password of the embedded database on this directory, for operator commands reaching a runner's server. */
+    public static Secret storedPassword(Path directory) {
+        return PasswordAuth.stored(directory);
     }
 
     public int port() {

@@ -231,7 +231,14 @@ public final class EffectGuard {
     }
 
     public Optional<Resolved> resolve(String key, boolean performed, String by) throws SQLException {
-        try (Connection c = dataSource.getConnection(); PreparedStatement ps = c.prepareStatement(
+        try (Connection c = dataSource.getConnection()) {
+            return resolve(c, key, performed, by);
+        }
+    }
+
+    /** The same inside the caller's transaction (an operator action committed with its audit row). */
+    public static Optional<Resolved> resolve(Connection c, String key, boolean performed, String by) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(
                 "UPDATE outbound_effect SET state = ?, done_at = CASE WHEN ? THEN now() END, resolved_by = ?, resolved_at = now()"
                         + " WHERE effect_key = ? AND state = 'started' RETURNING work_item_id")) {
             ps.setString(1, performed ? "done" : "failed");

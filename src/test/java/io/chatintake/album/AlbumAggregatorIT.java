@@ -47,6 +47,7 @@ class AlbumAggregatorIT {
         if (shared != null) {
             env.put("CHAT_INTAKE_DB_URL", shared.jdbcUrl());
             env.put("CHAT_INTAKE_DB_USER", shared.user());
+            env.put("CHAT_INTAKE_DB_PASSWORD", shared.password().reveal());
         }
         return env;
     }
@@ -83,7 +84,7 @@ class AlbumAggregatorIT {
     @Test
     void childrenDeliveredAlternatelyToTwoRunnersMakeOneCompleteDecisionWithEveryChild() throws Exception {
         EmbeddedDatabase database = EmbeddedDatabase.start(work.resolve("shared-pg"), RunnerProcess.freePort(), false);
-        DataSource db = Sql.dataSource(database.jdbcUrl(), database.user());
+        DataSource db = Sql.dataSource(database);
         try (RunnerProcess a = RunnerProcess.start(work.resolve("a"), env(work.resolve("a"), database, 20)).awaitReady();
              RunnerProcess b = RunnerProcess.start(work.resolve("b"), env(work.resolve("b"), database, 20)).awaitReady()) {
             List<SignedDeliverySender> senders = List.of(sender(a), sender(b));
@@ -110,7 +111,7 @@ class AlbumAggregatorIT {
     @Test
     void theRunnerHoldingAnAlbumKilledBeforeItsQuietPeriodEndsTheOtherDecidesItOnTimeOnce() throws Exception {
         EmbeddedDatabase database = EmbeddedDatabase.start(work.resolve("shared-pg"), RunnerProcess.freePort(), false);
-        DataSource db = Sql.dataSource(database.jdbcUrl(), database.user());
+        DataSource db = Sql.dataSource(database);
         int quietSeconds = 8;
         RunnerProcess holder = RunnerProcess.start(work.resolve("a"), env(work.resolve("a"), database, quietSeconds)).awaitReady();
         try (RunnerProcess other = RunnerProcess.start(work.resolve("b"), env(work.resolve("b"), database, quietSeconds)).awaitReady()) {

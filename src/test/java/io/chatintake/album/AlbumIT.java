@@ -61,6 +61,7 @@ class AlbumIT {
         env.remove("TELEGRAM_BOT_TOKEN");
         env.put("CHAT_INTAKE_DB_URL", database.jdbcUrl());
         env.put("CHAT_INTAKE_DB_USER", database.user());
+        env.put("CHAT_INTAKE_DB_PASSWORD", database.password().reveal());
         return env;
     }
 
@@ -263,7 +264,7 @@ class AlbumIT {
     @Test
     void twoProcessesOnOneDatabaseMakeEachDecisionVersionOnce() throws Exception {
         EmbeddedDatabase database = EmbeddedDatabase.start(work.resolve("shared-pg"), RunnerProcess.freePort(), false);
-        DataSource db = Sql.dataSource(database.jdbcUrl(), database.user());
+        DataSource db = Sql.dataSource(database);
         Map<String, String> envA = sharedEnv(work.resolve("a"), database);
         Map<String, String> envB = sharedEnv(work.resolve("b"), database);
         // Each child of an album without a total must arrive within the quiet period of the one
@@ -292,7 +293,7 @@ class AlbumIT {
     @Test
     void outOfOrderChildrenCompleteByCountAndAKilledRunnersAlbumsAreDecidedByTheOtherOnce() throws Exception {
         EmbeddedDatabase database = EmbeddedDatabase.start(work.resolve("shared-pg"), RunnerProcess.freePort(), false);
-        DataSource db = Sql.dataSource(database.jdbcUrl(), database.user());
+        DataSource db = Sql.dataSource(database);
         int quietSeconds = 8;
         Map<String, String> envA = sharedEnv(work.resolve("a"), database);
         Map<String, String> envB = sharedEnv(work.resolve("b"), database);

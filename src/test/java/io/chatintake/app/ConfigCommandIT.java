@@ -28,6 +28,21 @@ class ConfigCommandIT {
     }
 
     @Test
+    void aKeyARouteNamesAsItsSecretsIsRedactedWhateverItsName() throws Exception {
+        Path routes = Files.createDirectories(work.resolve("routes"));
+        Files.writeString(routes.resolve("acme.yaml"), Files.readString(Path.of("routes/whatsapp.yaml"))
+                .replace("secretsKey: whatsapp.app-secrets", "secretsKey: acme.hmac-keys"));
+        Path config = work.resolve("application.properties");
+        Files.writeString(config, Files.readString(Path.of("config/application.properties")) + "acme.hmac-keys=AcmeKey-5e2,AcmeKey-8a0\n");
+        Map<String, String> env = RunnerProcess.baseEnv(work);
+        env.put("CHAT_INTAKE_CONFIG", config.toString());
+        try (RunnerProcess command = RunnerProcess.start(work, env, "config")) {
+            assertThat(command.awaitExit(Duration.ofSeconds(60))).as(command.output()).isZero();
+            assertThat(command.output()).contains("acme.hmac-keys=[redacted]").doesNotContain("AcmeKey-5e2", "AcmeKey-8a0");
+        }
+    }
+
+    @Test
     void eachValueSaysWhereItCameFromBuiltInConfigFileOrEnvironment() throws Exception {
         Path file = Files.writeString(work.resolve("application.properties"), "work.max-attempts=3\n");
         Map<String, String> env = RunnerProcess.baseEnv(work);

@@ -83,6 +83,7 @@ class AttachmentFetcherTest {
                         "work.claim-seconds", "30", "work.poll-interval-millis", "50",
                         "work.handlers.unifyport-event", "direct:unifyport-event",
                         "work.handlers.attachment", "direct:attachment-fetch"))
+                .settings(MediaHost.ALLOWED)
                 .start();
         sender = new SignedDeliverySender(server.uri("/webhooks/unifyport"), Secret.of(SECRET));
     }

@@ -18,6 +18,7 @@ import io.chatintake.config.Settings;
 import io.fabric8.kubernetes.api.model.PodSpec;
 import io.fabric8.kubernetes.api.model.Secret;
 import io.fabric8.kubernetes.api.model.apps.Deployment;
+import io.fabric8.kubernetes.api.model.networking.v1.NetworkPolicy;
 import java.io.IOException;
 import java.io.InputStream;
 import java.util.LinkedHashMap;
@@ -71,9 +72,17 @@ class CamelKIntegrationTest {
         assertThat(traits.at("/health/readinessProbe").asText()).isEqualTo(READY);
         assertThat(traits.at("/health/livenessProbe").asText()).isEqualTo(LIVE);
         assertThat(traits.at("/health/livenessProbeEnabled").asBoolean()).isTrue();
-        assertThat(traits.at("/health/readinessPort").asInt()).isEqualTo(httpPort);
-        assertThat(traits.at("/health/livenessPort").asInt()).isEqualTo(httpPort);
+        int managementPort = KubernetesManifestsTest.managementPort();
+        assertThat(traits.at("/health/readinessPort").asInt()).isEqualTo(managementPort);
+        assertThat(traits.at("/health/livenessPort").asInt()).isEqualTo(managementPort);
+        assertThat(traits.at("/health/startupPort").asInt()).isEqualTo(managementPort);
+        assertThat(integration().at("/spec/template/spec/containers/0/ports/0/containerPort").asInt()).isEqualTo(managementPort);
         assertThat(traits.at("/prometheus/enabled").asBoolean()).isTrue();
+        JsonNode podMonitor = document("PodMonitor");
+        assertThat(podMonitor.at("/spec/selector/matchLabels/camel.apache.org~1integration").asText())
+                .isEqualTo(integration().at("/metadata/name").asText());
+        assertThat(podMonitor.at("/spec/podMetricsEndpoints/0/port").asText()).isEqualTo("management");
+        assertThat(podMonitor.at("/spec/podMetricsEndpoints/0/path").asText()).isEqualTo("/observe/metrics");
     }
 
     @Test
@@ -85,7 +94,24 @@ class CamelKIntegrationTest {
         assertThat(resources).containsExactlyInAnyOrder(
                 "configmap:" + KubernetesConfigMap.CONFIG_MAP + "@" + env.get("CHAT_INTAKE_CONFIG").replace("/" + KubernetesConfigMap.CONFIG_KEY, ""),
                 "configmap:" + KubernetesConfigMap.ROUTES_MAP + "@" + env.get("CHAT_INTAKE_ROUTES_DIR"));
-        assertThat(integration().at("/spec/traits/mount/emptyDirs").toString()).contains(":/tmp\"");
+        assertThat(integration().at("/spec/traits/mount/emptyDirs").toString()).contains(":/tmp:");
+    }
+
+    @Test
+    void itIsHardenedLikeTheDeploymentWithItsOwnNetworkPolicyNoTokenAndBoundedStorage() throws IOException {
+        JsonNode pod = integration().at("/spec/template/spec");
+        assertThat(pod.get("automountServiceAccountToken").asBoolean(true)).isFalse();
+        assertThat(pod.at("/containers/0/resources/requests/ephemeral-storage").asText()).isNotBlank();
+        assertThat(pod.at("/containers/0/resources/limits/ephemeral-storage").asText()).isNotBlank();
+        assertThat(integration().at("/spec/traits/mount/emptyDirs")).isNotEmpty()
+                .allSatisfy(dir -> assertThat(dir.asText()).as("name:/path:sizeLimit").matches("[a-z-]+:/[^:]+:\\d+[KMG]i"));
+
+        NetworkPolicy policy = YAML.treeToValue(document("NetworkPolicy"), NetworkPolicy.class);
+        assertThat(KubernetesManifestsTest.unknownFields(policy)).isEmpty();
+        assertThat(policy.getSpec().getPodSelector().getMatchLabels())
+                .containsEntry("camel.apache.org/integration", integration().at("/metadata/name").asText());
+        int httpPort = Integer.parseInt(KubernetesManifestsTest.configuration().getProperty("chat-intake.http.port"));
+        KubernetesManifestsTest.assertNetworkPolicy(policy, httpPort, KubernetesManifestsTest.managementPort());
     }
 
     @Test
@@ -122,9 +148,14 @@ class CamelKIntegrationTest {
     // --- reading and validating ---------------------------------------------------------------
 
     static ObjectNode integration() throws IOException {
+        return (ObjectNode) document("Integration");
+    }
+
+    /** The file's one document of this kind: the Integration, its NetworkPolicy, its PodMonitor. */
+    static JsonNode document(String kind) throws IOException {
         var documents = KubernetesManifestsTest.documents(K8S.resolve("camel-k-integration.yaml"));
-        assertThat(documents).hasSize(1);
-        return (ObjectNode) documents.get(0);
+        assertThat(documents).extracting(d -> d.path("kind").asText()).containsExactlyInAnyOrder("Integration", "NetworkPolicy", "PodMonitor");
+        return documents.stream().filter(d -> d.path("kind").asText().equals(kind)).findFirst().orElseThrow();
     }
 
     static String image() throws IOException {

@@ -43,7 +43,7 @@ class FairPollLeasesIT {
     void twelveBotsSpreadFourEachOverThreeRunnersAndAgainAfterOneDiesAndReturns() throws Exception {
         EmbeddedDatabase database = EmbeddedDatabase.start(work.resolve("shared-pg"), RunnerProcess.freePort(), false);
         try (BotApiSimulator simulator = BotApiSimulator.start()) {
-            DataSource db = Sql.dataSource(database.jdbcUrl(), database.user());
+            DataSource db = Sql.dataSource(database);
             simulator.setAudit(new InboxAudit(db));
             simulator.setClientResolver(new SocketOwners(URI.create(simulator.url()).getPort(), () -> Map.copyOf(runners))::owner);
             Map<String, String> tokens = new LinkedHashMap<>();
@@ -108,6 +108,7 @@ class FairPollLeasesIT {
         env.remove("TELEGRAM_BOT_TOKEN");
         env.put("CHAT_INTAKE_DB_URL", database.jdbcUrl());
         env.put("CHAT_INTAKE_DB_USER", database.user());
+        env.put("CHAT_INTAKE_DB_PASSWORD", database.password().reveal());
         env.put("CHAT_INTAKE_DB_POOL_SIZE", "6");
         env.put("TELEGRAM_BOTS", String.join(",", tokens.keySet()));
         tokens.forEach((bot, token) -> env.put("TELEGRAM_BOTS_" + bot.toUpperCase() + "_TOKEN", token));

@@ -20,6 +20,8 @@ import io.fabric8.kubernetes.api.model.Volume;
 import io.fabric8.kubernetes.api.model.VolumeMount;
 import io.fabric8.kubernetes.api.model.apps.Deployment;
 import io.fabric8.kubernetes.api.model.networking.v1.NetworkPolicy;
+import io.fabric8.kubernetes.api.model.networking.v1.NetworkPolicyEgressRule;
+import io.fabric8.kubernetes.api.model.networking.v1.NetworkPolicyIngressRule;
 import io.fabric8.kubernetes.api.model.networking.v1.NetworkPolicyPort;
 import io.fabric8.kubernetes.api.model.policy.v1.PodDisruptionBudget;
 import java.io.IOException;
@@ -87,6 +89,11 @@ public class KubernetesManifestsTest {
 
         assertThat(deployment.getSpec().getReplicas()).isGreaterThanOrEqualTo(2);
         assertThat(httpPort).isEqualTo(Integer.parseInt(configuration().getProperty("chat-intake.http.port")));
+        assertThat(port(container, "management")).as("the management port the runner is given")
+                .isEqualTo(managementPort()).isNotEqualTo(httpPort);
+        assertThat(the(Deployment.class).getSpec().getTemplate().getMetadata().getAnnotations())
+                .containsEntry("prometheus.io/port", Integer.toString(managementPort()))
+                .containsEntry("prometheus.io/path", "/observe/metrics");
         assertProbe(container.getReadinessProbe(), READY);
         assertProbe(container.getLivenessProbe(), LIVE);
         assertProbe(container.getStartupProbe(), LIVE);
@@ -118,8 +125,11 @@ public class KubernetesManifestsTest {
         assertThat(container.getSecurityContext().getReadOnlyRootFilesystem()).isTrue();
         assertThat(container.getSecurityContext().getAllowPrivilegeEscalation()).isFalse();
         assertThat(volumeAt(pod, container, "/tmp").getEmptyDir()).isNotNull();
-        assertThat(container.getResources().getRequests()).containsKeys("cpu", "memory");
-        assertThat(container.getResources().getLimits()).containsKeys("cpu", "memory");
+        assertThat(container.getResources().getRequests()).containsKeys("cpu", "memory", "ephemeral-storage");
+        assertThat(container.getResources().getLimits()).containsKeys("cpu", "memory", "ephemeral-storage");
+        assertThat(pod.getVolumes()).filteredOn(v -> v.getEmptyDir() != null).isNotEmpty()
+                .allSatisfy(v -> assertThat(v.getEmptyDir().getSizeLimit()).as(v.getName() + " bounded").isNotNull());
+        assertThat(pod.getAutomountServiceAccountToken()).isFalse();
         assertThat(container.getImage()).isEqualTo(CamelKIntegrationTest.image());
     }
 
@@ -183,14 +193,18 @@ public class KubernetesManifestsTest {
         assertThat(literal).noneMatch(Settings::isSecretKey);
         assertThat(shipped.stringPropertyNames()).filteredOn(Settings::isSecretKey)
                 .allSatisfy(key -> assertThat(shipped.getProperty(key)).as(key).isEmpty());
-        assertThat(secret.getData()).as("values only as stringData placeholders").isNullOrEmpty();
+        assertThat(secret.getData()).as("no values").isNullOrEmpty();
+        assertThat(secret.getStringData()).as("no placeholder values: the Secret is created from real ones (kubectl create secret)")
+                .allSatisfy((key, value) -> assertThat(value).as(key).isEmpty());
+        assertThat(Files.readString(K8S.resolve("secret.yaml"))).contains("kubectl create secret generic " + secret.getMetadata().getName())
+                .contains("--from-literal=").doesNotContainIgnoringCase("change-me");
         assertThat(secret.getStringData()).containsKeys("CHAT_INTAKE_DB_URL", "CHAT_INTAKE_DB_PASSWORD", "TELEGRAM_BOT_TOKEN",
                 "UNIFYPORT_SIGNING_SECRETS", "MEDIA_S3_ACCESS_KEY_ID", "MEDIA_S3_SECRET_ACCESS_KEY");
         assertThat(container().getEnv()).allSatisfy(env -> assertThat(env.getValueFrom()).isNull());
     }
 
     @Test
-    void theServiceBudgetAndNetworkPolicySelectThePodsAndOpenOnlyTheHttpPort() throws IOException {
+    void theServiceOpensOnlyTheWebhookPortAndTheBudgetAndNetworkPolicySelectThePods() throws IOException {
         Map<String, String> labels = the(Deployment.class).getSpec().getTemplate().getMetadata().getLabels();
         Service service = the(Service.class);
         PodDisruptionBudget budget = the(PodDisruptionBudget.class);
@@ -202,20 +216,54 @@ public class KubernetesManifestsTest {
         assertThat(labels).containsAllEntriesOf(budget.getSpec().getSelector().getMatchLabels());
         assertThat(budget.getSpec().getMinAvailable().getIntVal()).isBetween(1, the(Deployment.class).getSpec().getReplicas() - 1);
         assertThat(labels).containsAllEntriesOf(policy.getSpec().getPodSelector().getMatchLabels());
-        assertThat(policy.getSpec().getPolicyTypes()).containsExactly("Ingress");
-        List<NetworkPolicyPort> open = policy.getSpec().getIngress().stream().flatMap(rule -> rule.getPorts().stream()).toList();
-        assertThat(policy.getSpec().getIngress()).allSatisfy(rule -> assertThat(rule.getPorts()).isNotEmpty());
-        assertThat(open).singleElement().satisfies(p -> {
-            assertThat(p.getProtocol()).isEqualTo("TCP");
-            assertThat(p.getPort().getStrVal()).isEqualTo("http");
-        });
+        assertNetworkPolicy(policy, "http", "management");
+    }
+
+    /**
+     * In: the webhook port only from the ingress namespace, the management port only from the
+     * monitoring namespace. Out: only DNS, the database, and HTTPS outside private and link-local ranges.
+     */
+    static void assertNetworkPolicy(NetworkPolicy policy, Object webhookPort, Object managementPort) {
+        assertThat(policy.getSpec().getPolicyTypes()).containsExactlyInAnyOrder("Ingress", "Egress");
+        Map<Object, String> from = new java.util.HashMap<>();
+        for (NetworkPolicyIngressRule rule : policy.getSpec().getIngress()) {
+            assertThat(rule.getFrom()).as("every ingress rule says from where").singleElement().satisfies(peer -> {
+                assertThat(peer.getIpBlock()).isNull();
+                assertThat(peer.getNamespaceSelector().getMatchLabels()).containsKey("kubernetes.io/metadata.name");
+            });
+            String namespace = rule.getFrom().get(0).getNamespaceSelector().getMatchLabels().get("kubernetes.io/metadata.name");
+            assertThat(rule.getPorts()).isNotEmpty().allSatisfy(p -> {
+                assertThat(p.getProtocol()).isEqualTo("TCP");
+                from.put(portOf(p), namespace);
+            });
+        }
+        assertThat(from).containsOnlyKeys(webhookPort, managementPort);
+        assertThat(from.get(webhookPort)).contains("ingress");
+        assertThat(from.get(managementPort)).isEqualTo("monitoring");
+
+        Set<Object> out = new TreeSet<>(java.util.Comparator.comparing(Object::toString));
+        for (NetworkPolicyEgressRule rule : policy.getSpec().getEgress()) {
+            assertThat(rule.getTo()).as("every egress rule says where to").isNotEmpty();
+            assertThat(rule.getPorts()).as("every egress rule names its ports").isNotEmpty();
+            rule.getPorts().forEach(p -> out.add(portOf(p)));
+            rule.getTo().stream().filter(peer -> peer.getIpBlock() != null).forEach(peer -> {
+                assertThat(rule.getPorts()).extracting(KubernetesManifestsTest::portOf).containsOnly(443);
+                assertThat(peer.getIpBlock().getExcept()).contains("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16");
+            });
+        }
+        assertThat(out).containsExactlyInAnyOrder(53, 443, 5432);
+    }
+
+    private static Object portOf(NetworkPolicyPort port) {
+        return port.getPort().getStrVal() != null ? port.getPort().getStrVal() : port.getPort().getIntVal();
     }
 
     @Test
     void theContainerfileBuildsTheJarIntoAJre17ImageAsANumericNonRootUserSizedFromTheContainersMemory() throws IOException {
         Containerfile file = Containerfile.read();
 
-        assertThat(file.from()).matches("(docker\\.io/library/)?eclipse-temurin:17-jre.*");
+        assertThat(file.from()).as("pinned: an exact release tag or a digest, never a moving tag")
+                .matches("(docker\\.io/library/)?eclipse-temurin:17\\.0\\.\\d+_\\d+-jre(-[a-z]+)?(@sha256:[0-9a-f]{64})?");
         assertThat(file.copies()).containsEntry("target/chat-intake.jar", "/deployments/chat-intake.jar");
         assertThat(file.user()).isGreaterThan(0L);
         assertThat(file.entrypoint()).first().isEqualTo("java");
@@ -330,12 +378,21 @@ public class KubernetesManifestsTest {
     }
 
     private static int port(Container container) {
-        return container.getPorts().stream().filter(p -> "http".equals(p.getName())).findFirst().orElseThrow().getContainerPort();
+        return port(container, "http");
+    }
+
+    private static int port(Container container, String name) {
+        return container.getPorts().stream().filter(p -> name.equals(p.getName())).findFirst().orElseThrow().getContainerPort();
+    }
+
+    /** The management port environment.yaml gives the runner (health, metrics and /status apart from the webhooks). */
+    static int managementPort() throws IOException {
+        return Integer.parseInt(configMap("chat-intake-env").getData().get(Settings.envName(ManagementPort.KEY)));
     }
 
     private static void assertProbe(Probe probe, String path) {
         assertThat(probe.getHttpGet().getPath()).isEqualTo(path);
-        assertThat(probe.getHttpGet().getPort().getStrVal()).isEqualTo("http");
+        assertThat(probe.getHttpGet().getPort().getStrVal()).as("probed on the management port").isEqualTo("management");
     }
 
     private static Map<String, String> literalEnv(Container container) {

@@ -22,7 +22,7 @@ import org.junit.jupiter.api.io.TempDir;
  * {@code retention.dead-process-minutes}.
  */
 class StatusProcessesIT {
-    private static final String STATUS_TOKEN = "status-token-SECRET-processes";
+    private static final String STATUS_TOKEN = "status-token-SECRET-processes-long-enough";
     private static final Duration DEAD_AFTER = Duration.ofSeconds(3);
     private static final Duration KEPT = Duration.ofMinutes(1);
 
@@ -32,7 +32,7 @@ class StatusProcessesIT {
     @Test
     void aKilledRunnerShowsDeadWithinTheIntervalAndLeavesAfterRetention() throws Exception {
         EmbeddedDatabase database = EmbeddedDatabase.start(work.resolve("shared-pg"), RunnerProcess.freePort(), false);
-        DataSource db = Sql.dataSource(database.jdbcUrl(), database.user());
+        DataSource db = Sql.dataSource(database);
         try (RunnerProcess survivor = RunnerProcess.start(work.resolve("a"), env(database, "a")).awaitReady();
              RunnerProcess victim = RunnerProcess.start(work.resolve("b"), env(database, "b")).awaitReady();
              Browser browser = Browser.start()) {
@@ -78,6 +78,7 @@ class StatusProcessesIT {
         Files.createDirectories(dir.resolve("routes"));
         env.put("CHAT_INTAKE_DB_URL", database.jdbcUrl());
         env.put("CHAT_INTAKE_DB_USER", database.user());
+        env.put("CHAT_INTAKE_DB_PASSWORD", database.password().reveal());
         env.put("CHAT_INTAKE_STATUS_TOKEN", STATUS_TOKEN);
         env.put("WORK_HEARTBEAT_SECONDS", "1");
         env.put("WORK_DEAD_AFTER_HEARTBEATS", Long.toString(DEAD_AFTER.toSeconds()));

@@ -44,8 +44,11 @@ class StatusSessionTest {
 
     @Test
     void cookiesAreHttpOnlyStrictAndTheNameComesBackAsTyped() {
-        assertThat(StatusSession.sessionCookie("v")).contains("HttpOnly").contains("SameSite=Strict").contains("Path=/status");
-        String set = StatusSession.operatorCookie("Zoë O'Call; x=1");
+        assertThat(StatusSession.sessionCookie("v", false)).contains("HttpOnly").contains("SameSite=Strict").contains("Path=/status")
+                .doesNotContain("Secure");
+        assertThat(StatusSession.sessionCookie("v", true)).endsWith("; Secure");
+        assertThat(StatusSession.endedSessionCookie(false)).startsWith(StatusSession.COOKIE + "=;").contains("Max-Age=0");
+        String set = StatusSession.operatorCookie("Zoë O'Call; x=1", false);
         String sent = set.substring(0, set.indexOf(';'));
         assertThat(StatusSession.cookie("a=b; " + sent, StatusSession.OPERATOR_COOKIE)).isEqualTo("Zoë O'Call; x=1");
         assertThat(StatusSession.cookie(StatusSession.OPERATOR_COOKIE + "=%zz", StatusSession.OPERATOR_COOKIE)).isEmpty();

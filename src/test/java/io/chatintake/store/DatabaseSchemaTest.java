@@ -142,6 +142,6 @@ class DatabaseSchemaTest {
     }
 
     private static String password() {
-        return System.getenv().getOrDefault("CHAT_INTAKE_TEST_DB_PASSWORD", "");
+        return TestDatabase.password().reveal();
     }
 }

@@ -26,6 +26,7 @@ class MigrationsTest {
         try (Connection c = dataSource.getConnection()) {
             fresh.setUrl(c.getMetaData().getURL());
             fresh.setUser(c.getMetaData().getUserName());
+            fresh.setPassword(TestDatabase.password().reveal());
         }
         fresh.setCurrentSchema("migration_commit_check");
         try {

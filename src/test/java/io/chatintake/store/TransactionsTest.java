@@ -2,7 +2,6 @@ package io.chatintake.store;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.chatintake.config.Secret;
 import io.chatintake.testkit.TestDatabase;
 import java.sql.Connection;
 import java.sql.ResultSet;
@@ -22,7 +21,7 @@ class TransactionsTest {
             user = c.getMetaData().getUserName();
         }
         // One pooled connection, so every transaction below runs on the same session.
-        try (Database one = Database.external(url, user, Secret.of(""), 1)) {
+        try (Database one = Database.external(url, user, TestDatabase.password(), 1)) {
             DataSource pool = one.dataSource();
             try (Connection c = pool.getConnection()) {
                 // As a durable server has it (the test server runs without durability).

@@ -1,5 +1,6 @@
 package io.chatintake.testkit;
 
+import io.chatintake.store.EmbeddedDatabase;
 import io.chatintake.support.DirectoryTree;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -75,7 +76,8 @@ public final class RunnerProcess implements AutoCloseable {
 
     /** The embedded database of a runner started with {@link #baseEnv}, reachable while its postgres runs. */
     public static javax.sql.DataSource embeddedDatabase(Map<String, String> env) {
-        return Sql.dataSource("jdbc:postgresql://127.0.0.1:" + env.get("CHAT_INTAKE_DB_EMBEDDED_PORT") + "/chat_intake", "postgres");
+        return Sql.dataSource("jdbc:postgresql://127.0.0.1:" + env.get("CHAT_INTAKE_DB_EMBEDDED_PORT") + "/chat_intake", "postgres",
+                EmbeddedDatabase.storedPassword(Path.of(env.get("CHAT_INTAKE_DATA_DIR")).resolve("pg")));
     }
 
     public static RunnerProcess start(Path workDir, Map<String, String> env, String... args) {

@@ -1,6 +1,8 @@
 package io.chatintake.testkit;
 
+import io.chatintake.config.Secret;
 import io.chatintake.store.DatabaseSchema;
+import io.chatintake.store.EmbeddedDatabase;
 import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.Statement;
@@ -15,12 +17,18 @@ public final class Sql {
     }
 
     /** A data source that finds the tables where a runner keeps them (schema {@code chat_intake}, the default). */
-    public static DataSource dataSource(String jdbcUrl, String user) {
+    public static DataSource dataSource(String jdbcUrl, String user, Secret password) {
         PGSimpleDataSource ds = new PGSimpleDataSource();
         ds.setUrl(jdbcUrl);
         ds.setUser(user);
+        ds.setPassword(password.reveal());
         ds.setCurrentSchema(DatabaseSchema.DEFAULT);
         return ds;
+    }
+
+    /** The same on an embedded database a test started. */
+    public static DataSource dataSource(EmbeddedDatabase database) {
+        return dataSource(database.jdbcUrl(), database.user(), database.password());
     }
 
     /** The first column of the first row as a number; 0 when there is no row. */

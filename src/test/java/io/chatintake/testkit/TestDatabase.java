@@ -64,6 +64,12 @@ public final class TestDatabase implements BeforeEachCallback, ParameterResolver
         }
     }
 
+    /** The password of the test database's user (the embedded one's is made at its first start). */
+    public static Secret password() {
+        String password = ((HikariDataSource) dataSource()).getPassword();
+        return Secret.of(password == null ? "" : password);
+    }
+
     /** The settings an operator command (work, albums, ...) needs to open this database as a runner would. */
     public static Settings commandSettings() {
         return commandSettings(Map.of());
@@ -75,6 +81,7 @@ public final class TestDatabase implements BeforeEachCallback, ParameterResolver
         Map<String, String> settings = new HashMap<>(more);
         settings.put("chat-intake.db.url", pool.getJdbcUrl());
         settings.put("chat-intake.db.user", pool.getUsername() == null ? "" : pool.getUsername());
+        settings.put("chat-intake.db.password", pool.getPassword() == null ? "" : pool.getPassword());
         return Settings.of(settings);
     }
 

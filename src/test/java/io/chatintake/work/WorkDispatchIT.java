@@ -121,7 +121,7 @@ class WorkDispatchIT {
     void twoDispatcherProcessesHandleFiveThousandItemsExactlyOnce() throws Exception {
         int dbPort = RunnerProcess.freePort();
         EmbeddedDatabase database = EmbeddedDatabase.start(work.resolve("shared-pg"), dbPort, false);
-        DataSource db = Sql.dataSource(database.jdbcUrl(), database.user());
+        DataSource db = Sql.dataSource(database);
         Path routes = Files.createDirectories(work.resolve("routes"));
         Files.writeString(routes.resolve("ledger.yaml"), """
                 - route:
@@ -137,6 +137,7 @@ class WorkDispatchIT {
             env.remove("TELEGRAM_BOT_TOKEN");
             env.put("CHAT_INTAKE_DB_URL", database.jdbcUrl());
             env.put("CHAT_INTAKE_DB_USER", database.user());
+            env.put("CHAT_INTAKE_DB_PASSWORD", database.password().reveal());
         }
         envA.put("RUNNER_NAME", "a");
         envB.put("RUNNER_NAME", "b");
@@ -179,6 +180,7 @@ class WorkDispatchIT {
         env.remove("TELEGRAM_BOT_TOKEN");
         env.put("CHAT_INTAKE_DB_URL", database.jdbcUrl());
         env.put("CHAT_INTAKE_DB_USER", database.user());
+        env.put("CHAT_INTAKE_DB_PASSWORD", database.password().reveal());
         env.put("RUNNER_NAME", name);
         return env;
     }
@@ -187,7 +189,7 @@ class WorkDispatchIT {
     void afterAKill9TheRunnerAlreadyRunningTakesOverEveryChatWithinSecondsAndNoItemRunsTwice() throws Exception {
         int dbPort = RunnerProcess.freePort();
         EmbeddedDatabase database = EmbeddedDatabase.start(work.resolve("shared-pg"), dbPort, false);
-        DataSource db = Sql.dataSource(database.jdbcUrl(), database.user());
+        DataSource db = Sql.dataSource(database);
         Path routes = Files.createDirectories(work.resolve("routes"));
         // The ledger counts each item's handling inside the effect guard: an item run twice would count twice.
         Files.writeString(routes.resolve("ledger.yaml"), """

@@ -3,6 +3,7 @@ package io.chatintake.channel.webhook;
 import io.chatintake.config.Secret;
 import io.chatintake.config.Settings;
 import io.chatintake.message.ChildMessageListener;
+import io.chatintake.support.Redactor;
 import io.chatintake.work.WorkDispatcher;
 import java.time.Duration;
 import java.util.Arrays;
@@ -118,7 +119,7 @@ public class WebhookInboxEndpoint extends DefaultEndpoint {
         SignatureScheme parsed = SignatureScheme.parse(scheme);
         SignatureScheme chosen = toleranceSeconds == null ? parsed : parsed.withTolerance(Duration.ofSeconds(toleranceSeconds));
         deliveryAnswers = DeliveryAnswers.parse(challenge, answers);
-        List<Secret> secrets = secrets(getSecretsKey());
+        List<Secret> secrets = secrets(getSecretsKey(), chosen.algorithm().publicKey());
         String variable = Settings.envName(getSecretsKey());
         String keys = chosen.algorithm().publicKey() ? "public key(s)" : "signing secret(s)";
         String state;
@@ -148,7 +149,7 @@ public class WebhookInboxEndpoint extends DefaultEndpoint {
                     + "Until then deliveries are answered 503 not_configured.", channel, workspace, missing, variable);
         }
         if (verifyTokenKey != null) {
-            verifyToken = secrets(verifyTokenKey).stream().findFirst().orElse(null);
+            verifyToken = secrets(verifyTokenKey, false).stream().findFirst().orElse(null);
             if (verifyToken == null) {
                 LOG.warn("{} webhook: subscription check (GET) OFF: set {}; until then it is answered 503 not_configured",
                         channel, Settings.envName(verifyTokenKey));
@@ -179,11 +180,20 @@ public class WebhookInboxEndpoint extends DefaultEndpoint {
     }
 
     /** A configuration key's comma-separated values: the Camel properties (configuration file), else its environment variable. */
-    private List<Secret> secrets(String key) {
+    /**
+     * The values of a key named by this route: secrets whatever the key is called, so they are
+     * registered with the log redactor here (again when the route restarts on a reload), unless
+     * they are public keys.
+     */
+    private List<Secret> secrets(String key, boolean publicKeys) {
         Optional<String> value = getCamelContext().getPropertiesComponent().resolveProperty(key);
         String raw = value.orElseGet(() -> System.getenv(Settings.envName(key)));
-        return raw == null ? List.of() : Arrays.stream(raw.split(","))
-                .map(String::trim).filter(s -> !s.isEmpty()).map(Secret::of).toList();
+        List<String> values = raw == null ? List.of() : Arrays.stream(raw.split(",")).map(String::trim).filter(s -> !s.isEmpty()).toList();
+        if (!publicKeys) {
+            Settings.declareSecretKey(key);
+            Redactor.register(values);
+        }
+        return values.stream().map(Secret::of).toList();
     }
 
     private DataSource dataSource() {

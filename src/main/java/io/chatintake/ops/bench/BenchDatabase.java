@@ -59,6 +59,7 @@ final class BenchDatabase implements AutoCloseable {
     /** Settings that point a runner at this database. */
     Map<String, String> runnerEnv() {
         return Map.of("CHAT_INTAKE_DB_URL", embedded.jdbcUrl(), "CHAT_INTAKE_DB_USER", embedded.user(),
+                "CHAT_INTAKE_DB_PASSWORD", embedded.password().reveal(),
                 "CHAT_INTAKE_DATA_DIR", dir.resolve("runner-data").toString());
     }
 

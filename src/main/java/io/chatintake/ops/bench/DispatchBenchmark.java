@@ -350,7 +350,7 @@ public final class DispatchBenchmark {
         try (Connection c = admin.getConnection(); PreparedStatement ps = c.prepareStatement("CREATE DATABASE " + name)) {
             ps.execute();
         }
-        Database database = Database.external(server.jdbcUrl().replaceAll("/[^/]+$", "/" + name), server.user(), Secret.of(""), 2);
+        Database database = Database.external(server.jdbcUrl().replaceAll("/[^/]+$", "/" + name), server.user(), server.password(), 2);
         Migrations.apply(database.dataSource());
         try (Connection c = database.dataSource().getConnection()) {
             c.setAutoCommit(false);

@@ -41,10 +41,11 @@ class RepliesAcrossDatabaseCrashIT {
             Map<String, String> env = RunnerProcess.pollingEnv(work, simulator.url(), token);
             env.put("CHAT_INTAKE_DB_URL", database.jdbcUrl());
             env.put("CHAT_INTAKE_DB_USER", database.user());
+            env.put("CHAT_INTAKE_DB_PASSWORD", database.password().reveal());
             env.put("TELEGRAM_ECHO_REPLIES", "true");
             env.put("TELEGRAM_SEND_PER_BOT_PER_SECOND", "300");
             env.put("TELEGRAM_SEND_PER_CHAT_PER_SECOND", "100");
-            DataSource db = Sql.dataSource(database.jdbcUrl(), database.user());
+            DataSource db = Sql.dataSource(database);
             try (RunnerProcess runner = RunnerProcess.start(work, env).awaitReady()) {
                 for (int m = 0; m < PER_CHAT; m++) {
                     for (long chat = 1; chat <= CHATS; chat++) {

@@ -45,7 +45,7 @@ class ReplyLimitsIT {
         simulator = BotApiSimulator.start();
         token = simulator.addBot(BOT, "FAKE-limits-test-token", "limits_test_bot");
         database = EmbeddedDatabase.start(work.resolve("pg"), RunnerProcess.freePort(), false);
-        db = Sql.dataSource(database.jdbcUrl(), database.user());
+        db = Sql.dataSource(database);
         runner = RunnerProcess.start(work.resolve("a"), env("a")).awaitReady();
     }
 
@@ -53,6 +53,7 @@ class ReplyLimitsIT {
         Map<String, String> env = RunnerProcess.pollingEnv(work.resolve(name), simulator.url(), token);
         env.put("CHAT_INTAKE_DB_URL", database.jdbcUrl());
         env.put("CHAT_INTAKE_DB_USER", database.user());
+        env.put("CHAT_INTAKE_DB_PASSWORD", database.password().reveal());
         env.put("TELEGRAM_ECHO_REPLIES", "true");
         // Two workers: ones that slept out each chat's second would answer two chats a second.
         env.put("WORK_CONCURRENCY", "2");

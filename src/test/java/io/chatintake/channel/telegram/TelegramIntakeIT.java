@@ -143,7 +143,8 @@ class TelegramIntakeIT {
         Map<String, String> env = env(work);
         env.put("CHAT_INTAKE_DB_URL", database.jdbcUrl());
         env.put("CHAT_INTAKE_DB_USER", database.user());
-        DataSource db = Sql.dataSource(database.jdbcUrl(), database.user());
+        env.put("CHAT_INTAKE_DB_PASSWORD", database.password().reveal());
+        DataSource db = Sql.dataSource(database);
         simulator.setAudit(new InboxAudit(db));
         try (RunnerProcess runner = RunnerProcess.start(work, env).awaitReady()) {
             for (int i = 0; i < 300; i++) {
@@ -174,13 +175,14 @@ class TelegramIntakeIT {
     void twoProcessesNeverPollTogetherAndAKilledHolderIsReplacedWithinTheLease() throws Exception {
         int dbPort = RunnerProcess.freePort();
         EmbeddedDatabase database = EmbeddedDatabase.start(work.resolve("shared-pg"), dbPort, false);
-        DataSource db = Sql.dataSource(database.jdbcUrl(), database.user());
+        DataSource db = Sql.dataSource(database);
         simulator.setAudit(new InboxAudit(db));
         Map<String, String> envA = env(work.resolve("a"));
         Map<String, String> envB = env(work.resolve("b"));
         for (Map<String, String> env : List.of(envA, envB)) {
             env.put("CHAT_INTAKE_DB_URL", database.jdbcUrl());
             env.put("CHAT_INTAKE_DB_USER", database.user());
+            env.put("CHAT_INTAKE_DB_PASSWORD", database.password().reveal());
         }
         try (RunnerProcess a = RunnerProcess.start(work.resolve("a"), envA).awaitReady();
              RunnerProcess b = RunnerProcess.start(work.resolve("b"), envB).awaitReady()) {

@@ -42,7 +42,7 @@ class TelegramPauseIT {
         EmbeddedDatabase database = EmbeddedDatabase.start(work.resolve("shared-pg"), RunnerProcess.freePort(), false);
         ScheduledExecutorService feeder = Executors.newSingleThreadScheduledExecutor();
         try (BotApiSimulator simulator = BotApiSimulator.start()) {
-            DataSource db = Sql.dataSource(database.jdbcUrl(), database.user());
+            DataSource db = Sql.dataSource(database);
             simulator.setAudit(new InboxAudit(db));
             String token = simulator.addBot(BOT, "FAKE-pause-test-token-secret", "pause_test_bot");
             Map<String, String> envA = env(work.resolve("a"), simulator, token, database);
@@ -109,6 +109,7 @@ class TelegramPauseIT {
         Map<String, String> env = RunnerProcess.pollingEnv(dir, simulator.url(), token);
         env.put("CHAT_INTAKE_DB_URL", database.jdbcUrl());
         env.put("CHAT_INTAKE_DB_USER", database.user());
+        env.put("CHAT_INTAKE_DB_PASSWORD", database.password().reveal());
         return env;
     }
 

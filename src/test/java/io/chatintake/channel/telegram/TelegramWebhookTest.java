@@ -110,6 +110,7 @@ class TelegramWebhookTest {
     private static String command(String... args) {
         HikariDataSource pool = (HikariDataSource) TestDatabase.dataSource();
         Settings settings = Settings.of(Map.of("chat-intake.db.url", pool.getJdbcUrl(), "chat-intake.db.user", pool.getUsername(),
+                "chat-intake.db.password", pool.getPassword(),
                 "telegram.bot-token", token, "telegram.api-url", telegram.url(), "telegram.webhook-secret", WEBHOOK_SECRET));
         ByteArrayOutputStream out = new ByteArrayOutputStream();
         int code = new TelegramCommands(settings, new PrintStream(out, true, StandardCharsets.UTF_8)).run(List.of(args));

@@ -40,6 +40,7 @@ class UnifyPortWebhookDatabaseDownTest {
         HikariConfig config = new HikariConfig();
         config.setJdbcUrl(database.jdbcUrl());
         config.setUsername(database.user());
+        config.setPassword(database.password().reveal());
         config.setMaximumPoolSize(4);
         config.setConnectionTimeout(2000);
         try (HikariDataSource pool = new HikariDataSource(config);
@@ -94,6 +95,7 @@ class UnifyPortWebhookDatabaseDownTest {
         HikariConfig config = new HikariConfig();
         config.setJdbcUrl(shared.getJdbcUrl());
         config.setUsername(shared.getUsername());
+        config.setPassword(shared.getPassword());
         config.setMaximumPoolSize(1);
         config.setConnectionTimeout(1000);
         try (HikariDataSource pool = new HikariDataSource(config);

@@ -39,8 +39,9 @@ class WebhookDatabaseDownIT {
         env.put("CHAT_INTAKE_ROUTES_DIR", Path.of("routes").toAbsolutePath().toString());
         env.put("CHAT_INTAKE_DB_URL", database.jdbcUrl());
         env.put("CHAT_INTAKE_DB_USER", database.user());
+        env.put("CHAT_INTAKE_DB_PASSWORD", database.password().reveal());
         env.put("UNIFYPORT_SIGNING_SECRETS", SECRET);
-        DataSource db = Sql.dataSource(database.jdbcUrl(), database.user());
+        DataSource db = Sql.dataSource(database);
         try (RunnerProcess runner = RunnerProcess.start(work, env).awaitReady()) {
             SignedDeliverySender sender = new SignedDeliverySender(
                     URI.create("http://127.0.0.1:" + runner.httpPort() + "/webhooks/unifyport"), Secret.of(SECRET));

@@ -39,7 +39,7 @@ class DiscordWebhookIT {
     private static final String APP = "app_4711";
     /** Its follow-ups are answered 404, as for an expired token. */
     private static final String GONE_APP = "app_gone";
-    private static final String STATUS_TOKEN = "status-page-token-discord-it";
+    private static final String STATUS_TOKEN = "status-page-token-discord-it-long-enough";
 
     @TempDir
     static Path work;
