@@ -26,6 +26,7 @@ import io.chatintake.store.DatabaseHealthCheck;
 import io.chatintake.store.Migrations;
 import io.chatintake.support.Redactor;
 import io.chatintake.work.EffectGuard;
+import io.chatintake.work.GuardedEffect;
 import io.chatintake.work.Retention;
 import io.chatintake.work.WorkDispatcher;
 import io.chatintake.work.WorkQueue;
@@ -128,6 +129,12 @@ public class CamelConfiguration implements org.apache.camel.CamelConfiguration, 
         return new EffectGuard(dataSource());
     }
 
+    /** A guarded effect as one step: policy: {id: <effect name>, ref: guardedEffect, steps: [...]}. */
+    @BindToRegistry(GuardedEffect.BEAN)
+    public GuardedEffect guardedEffect() {
+        return new GuardedEffect(effectGuard());
+    }
+
     /** What happens when a channel stores a child message: its attachments are recorded, then its album is scheduled. */
     @BindToRegistry("childMessageListener")
     public ChildMessageListener childMessageListener() {
@@ -213,7 +220,7 @@ public class CamelConfiguration implements org.apache.camel.CamelConfiguration, 
         // The history the status page graphs, written by every process, whether or not it serves the page.
         context.addService(new StatusHistory(settings(), dataSource()));
         // GET /status (off until chat-intake.status.token is set), where this process serves HTTP.
-        if (settings().getBoolean("camel.server.enabled", true)) {
+        if (settings().getBoolean("camel.server.enabled")) {
             HttpLimits limits = HttpLimits.from(settings());
             // Bound before the server starts: platform-http takes the Vert.x it finds in the registry.
             HttpServerVertx vertx = new HttpServerVertx(limits);
@@ -271,9 +278,9 @@ public class CamelConfiguration implements org.apache.camel.CamelConfiguration, 
      * checked here as well so that a typo is named by its key.
      */
     static void checkHttpSettings(Settings settings) {
-        settings.getInt(HTTP_PORT, 8080);
+        settings.getInt(HTTP_PORT);
         HttpLimits.from(settings);
-        settings.getBoolean(ROUTES_RELOAD, true);
+        settings.getBoolean(ROUTES_RELOAD);
     }
 
     private WorkDispatcher.Options workOptions() {
@@ -309,7 +316,7 @@ public class CamelConfiguration implements org.apache.camel.CamelConfiguration, 
     }
 
     static Path routesDirectory(Settings settings) {
-        return Path.of(settings.get(ROUTES_DIR, "routes")).toAbsolutePath().normalize();
+        return Path.of(settings.value(ROUTES_DIR)).toAbsolutePath().normalize();
     }
 
     /** camel-main watches the routes directory from its first step: it must exist before Camel starts. */

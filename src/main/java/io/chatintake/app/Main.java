@@ -156,7 +156,9 @@ public final class Main {
                 case "config" -> {
                     Settings settings = loadSettings();
                     out.println("configuration file: " + settings.source().map(Path::toString).orElse("(none: built-in defaults)"));
-                    settings.describe().forEach((k, v) -> out.println(k + "=" + v));
+                    // Each value with where it came from: built-in, config file or environment.
+                    settings.describe().forEach((k, v) -> out.println(k + "=" + v
+                            + settings.sourceOf(k).map(source -> " (" + source.label() + ")").orElse("")));
                     return 0;
                 }
                 case "help", "--help", "-h" -> {
@@ -234,7 +236,8 @@ public final class Main {
                 "                                           keeps up, oldest pending, drained in 30 s, no claim lost to itself; flags",
                 "                                           --telegram-per-second=150 --chats=500 --webhook-per-second=38",
                 "                                           --album-share=0.25 (share of deliveries that are album children) --album-size=3",
-                "  config    print the effective configuration, secrets redacted",
+                "  config    print the effective configuration, secrets redacted, each value with its source",
+                "            (built-in, config file, environment)",
                 "  help      this text",
                 "configuration: config/application.properties (or $" + CONFIG_FILE_ENV + "), each key overridable by",
                 "an environment variable named after it, e.g. chat-intake.db.url -> CHAT_INTAKE_DB_URL")));

@@ -62,7 +62,7 @@ final class RunnerLifecycle extends LifecycleStrategySupport {
         ConfigMapRoutesReload.start(context, routesDir);
         LOG.info("routes: {} running from {}: {}", context.getRoutes().size(), routesDir,
                 context.getRoutes().stream().map(Route::getRouteId).sorted().collect(Collectors.joining(", ")));
-        String httpPort = context.getPropertiesComponent().resolveProperty("camel.server.port").orElse("8080");
+        String httpPort = context.resolvePropertyPlaceholders("{{camel.server.port}}");
         String managementPort = context.getPropertiesComponent().resolveProperty("camel.management.port").orElse(httpPort);
         if (managementPort.equals(httpPort)) {
             LOG.info("http: listening on port {}; health at /observe/health, metrics at /observe/metrics", httpPort);

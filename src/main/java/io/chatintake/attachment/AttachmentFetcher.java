@@ -71,10 +71,10 @@ public final class AttachmentFetcher {
          * @param maxAttempts the dispatcher's {@code work.max-attempts}: the attempt that records {@code failed}
          */
         public static Options from(Settings settings, int maxAttempts) {
-            Duration downloadTimeout = Duration.ofSeconds(settings.getLong("attachments.download-timeout-seconds", 120));
+            Duration downloadTimeout = Duration.ofSeconds(settings.getLong("attachments.download-timeout-seconds"));
             return new Options(MediaStore.configured(settings, Database.dataDir(settings).resolve("media"), downloadTimeout),
-                    settings.getLong("attachments.max-bytes", 50L * 1024 * 1024),
-                    settings.getInt("attachments.max-concurrent-downloads", 4),
+                    settings.getLong("attachments.max-bytes"),
+                    settings.getInt("attachments.max-concurrent-downloads"),
                     downloadTimeout,
                     maxAttempts,
                     FetchGuard.from(settings));

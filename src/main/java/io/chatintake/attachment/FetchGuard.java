@@ -45,7 +45,7 @@ final class FetchGuard implements DnsResolver {
     static FetchGuard from(Settings settings) {
         Set<String> hosts = new TreeSet<>();
         List<AddressRange> ranges = new ArrayList<>();
-        for (String entry : Arrays.stream(settings.get("attachments.allowed-hosts", "").split(","))
+        for (String entry : Arrays.stream(settings.get("attachments.allowed-hosts").orElse("").split(","))
                 .map(String::trim).filter(e -> !e.isEmpty()).toList()) {
             if (AddressRange.looksLikeRange(entry)) {
                 try {
@@ -57,7 +57,7 @@ final class FetchGuard implements DnsResolver {
                 hosts.add(entry.toLowerCase(Locale.ROOT));
             }
         }
-        return new FetchGuard(settings.getBoolean("attachments.allow-http", false), hosts, ranges);
+        return new FetchGuard(settings.getBoolean("attachments.allow-http"), hosts, ranges);
     }
 
     /** The URL to request, if its scheme and host may be fetched at all; its addresses are checked on connecting. */

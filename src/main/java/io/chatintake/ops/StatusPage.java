@@ -104,11 +104,11 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
         Optional<Secret> configured = settings.secret(TOKEN);
         this.tokenTooShort = configured.isPresent() && configured.get().reveal().length() < MIN_TOKEN_LENGTH;
         this.token = tokenTooShort ? Optional.empty() : configured;
-        this.wrongTokens = new WrongTokenLimit(settings.getInt(WrongTokenLimit.LIMIT, 10),
-                Duration.ofSeconds(settings.getLong(WrongTokenLimit.WINDOW_SECONDS, 300)), Clock.systemUTC());
+        this.wrongTokens = new WrongTokenLimit(settings.getInt(WrongTokenLimit.LIMIT),
+                Duration.ofSeconds(settings.getLong(WrongTokenLimit.WINDOW_SECONDS)), Clock.systemUTC());
         this.proxies = TrustedProxies.from(settings);
         this.sessions = token.map(t -> new StatusSession(t, Clock.systemUTC()));
-        this.report = new StatusReport(dataSource, settings, Duration.ofSeconds(settings.getLong(REFRESH_SECONDS, 10)),
+        this.report = new StatusReport(dataSource, settings, Duration.ofSeconds(settings.getLong(REFRESH_SECONDS)),
                 ProcessIdentity.name());
         this.actions = new OperatorActions(dataSource);
     }

@@ -230,7 +230,7 @@ final class StatusReport {
             }
         }
         Set<String> channels = new TreeSet<>(lastDelivery.keySet());
-        channels.add("unifyport/" + settings.get("unifyport.workspace", "default"));
+        channels.add("unifyport/" + settings.value("unifyport.workspace"));
         refusals.keySet().forEach(r -> channels.add(r.channel() + "/" + r.workspace()));
         html.header("channel / workspace", "configured", "last delivery stored", "refused in the last hour (this process), by reason",
                 "unmapped (verified, no known event; stored whole)");
@@ -540,7 +540,7 @@ final class StatusReport {
         if (settings.get(channel + ".signing-secrets").isPresent()) {
             return "on";
         }
-        if (settings.getBoolean(channel + ".allow-unsigned", false)) {
+        if (settings.get(channel + ".allow-unsigned").isPresent() && settings.getBoolean(channel + ".allow-unsigned")) {
             return "on, UNSIGNED (insecure)";
         }
         return "off (set " + Settings.envName(channel + ".signing-secrets") + ")";

@@ -113,8 +113,8 @@ public final class Retention {
 
     public static Retention from(Settings settings, DataSource dataSource) {
         Map<String, Integer> days = new LinkedHashMap<>();
-        POLICIES.forEach(p -> days.put(p.settingKey(), settings.getInt(p.settingKey(), p.settingKey().equals(DEDUPE_KEY_DAYS) ? 400 : 30)));
-        return new Retention(dataSource, days, settings.getInt("retention.batch-size", 1000));
+        POLICIES.forEach(p -> days.put(p.settingKey(), settings.getInt(p.settingKey())));
+        return new Retention(dataSource, days, settings.getInt("retention.batch-size"));
     }
 
     /**

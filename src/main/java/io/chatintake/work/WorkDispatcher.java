@@ -50,38 +50,28 @@ public final class WorkDispatcher {
                           Duration pollInterval, Set<String> orderedKinds, Duration heartbeat, int deadAfterHeartbeats, int runSize,
                           Duration gather, Duration gatherMax, int concurrencyWhileIntakeBehind, Duration gatherWhileIntakeBehind,
                           Duration gatherWhileBacklogAtSource, Duration intakeFirst, Duration maxDeferral) {
-        /**
-         * With the default heartbeat (2 s, dead after 4 missed), runs of up to 500 items, a gathering
-         * wait of 20 ms and every worker at work, as often as ever, while intake is behind.
-         */
-        public Options(int concurrency, int maxAttempts, Duration backoffBase, Duration backoffCap, Duration claim,
-                       Duration pollInterval, Set<String> orderedKinds) {
-            this(concurrency, maxAttempts, backoffBase, backoffCap, claim, pollInterval, orderedKinds, Duration.ofSeconds(2), 4, 500,
-                    Duration.ofMillis(20), Duration.ofMillis(20), concurrency, Duration.ZERO, Duration.ZERO, Duration.ofSeconds(5),
-                    Duration.ofSeconds(30));
-        }
-
         public static Options from(Settings settings) {
             return new Options(
-                    settings.getInt("work.concurrency", 4),
-                    settings.getInt("work.max-attempts", 8),
-                    Duration.ofMillis(settings.getLong("work.backoff-base-millis", 1000)),
-                    Duration.ofMillis(settings.getLong("work.backoff-cap-millis", 300_000)),
-                    Duration.ofSeconds(settings.getLong("work.claim-seconds", 120)),
-                    Duration.ofMillis(settings.getLong("work.poll-interval-millis", 500)),
-                    Arrays.stream(settings.get("work.ordered-kinds", "telegram-update,album-child").split(","))
+                    settings.getInt("work.concurrency"),
+                    settings.getInt("work.max-attempts"),
+                    Duration.ofMillis(settings.getLong("work.backoff-base-millis")),
+                    Duration.ofMillis(settings.getLong("work.backoff-cap-millis")),
+                    Duration.ofSeconds(settings.getLong("work.claim-seconds")),
+                    Duration.ofMillis(settings.getLong("work.poll-interval-millis")),
+                    // Empty: no kind is ordered.
+                    Arrays.stream(settings.get("work.ordered-kinds").orElse("").split(","))
                             .map(String::trim).filter(s -> !s.isEmpty()).collect(Collectors.toSet()),
-                    Duration.ofSeconds(settings.getLong("work.heartbeat-seconds", 2)),
-                    settings.getInt("work.dead-after-heartbeats", 4),
-                    settings.getInt("work.run-size", 500),
-                    Duration.ofMillis(settings.getLong("work.gather-millis", 20)),
-                    Duration.ofMillis(settings.getLong("work.gather-max-millis", 20)),
+                    Duration.ofSeconds(settings.getLong("work.heartbeat-seconds")),
+                    settings.getInt("work.dead-after-heartbeats"),
+                    settings.getInt("work.run-size"),
+                    Duration.ofMillis(settings.getLong("work.gather-millis")),
+                    Duration.ofMillis(settings.getLong("work.gather-max-millis")),
                     // At least one: handling that stopped while intake stays behind would never catch up.
-                    Math.max(1, settings.getInt("work.concurrency-while-intake-behind", 1)),
-                    Duration.ofMillis(settings.getLong("work.gather-millis-while-intake-behind", 100)),
-                    Duration.ofMillis(settings.getLong("work.gather-millis-while-backlog-at-source", 1000)),
-                    Duration.ofSeconds(settings.getLong("work.intake-first-seconds", 5)),
-                    Duration.ofSeconds(settings.getLong("work.max-deferral-seconds", 30)));
+                    Math.max(1, settings.getInt("work.concurrency-while-intake-behind")),
+                    Duration.ofMillis(settings.getLong("work.gather-millis-while-intake-behind")),
+                    Duration.ofMillis(settings.getLong("work.gather-millis-while-backlog-at-source")),
+                    Duration.ofSeconds(settings.getLong("work.intake-first-seconds")),
+                    Duration.ofSeconds(settings.getLong("work.max-deferral-seconds")));
         }
 
         /** How long a process may stay silent before its claims are released. */

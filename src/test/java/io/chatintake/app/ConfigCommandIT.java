@@ -41,4 +41,20 @@ class ConfigCommandIT {
             assertThat(command.output()).contains("acme.hmac-keys=[redacted]").doesNotContain("AcmeKey-5e2", "AcmeKey-8a0");
         }
     }
+
+    @Test
+    void eachValueSaysWhereItCameFromBuiltInConfigFileOrEnvironment() throws Exception {
+        Path file = Files.writeString(work.resolve("application.properties"), "work.max-attempts=3\n");
+        Map<String, String> env = RunnerProcess.baseEnv(work);
+        env.put("CHAT_INTAKE_CONFIG", file.toString());
+        env.put("WORK_CONCURRENCY", "3");
+        try (RunnerProcess config = RunnerProcess.start(work, env, "config")) {
+            assertThat(config.awaitExit(Duration.ofSeconds(60))).as(config.output()).isZero();
+            assertThat(config.output())
+                    .contains("configuration file: " + file)
+                    .contains("work.concurrency=3 (environment)")
+                    .contains("work.max-attempts=3 (config file)")
+                    .contains("retention.batch-size=1000 (built-in)");
+        }
+    }
 }

@@ -33,7 +33,7 @@ class RoutesCheckTest {
         Path routes = dir.resolve("routes");
         copy(Path.of("routes"), routes);
         edit(routes.resolve("telegram.yaml"), "leaseSeconds:", "leaseSecnds:");
-        edit(routes.resolve("unifyport-webhook.yaml"), "{{unifyport.workspace:default}}", "{{unifyport.workspace-name}}");
+        edit(routes.resolve("unifyport-webhook.yaml"), "{{unifyport.workspace}}", "{{unifyport.workspace-name}}");
         edit(routes.resolve("retention.yaml"), "ref: retention", "ref: retentionJob");
         edit(routes.resolve("hello.yaml"), "    id: hello", "    id: [hello");
 

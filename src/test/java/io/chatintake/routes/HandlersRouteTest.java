@@ -6,6 +6,7 @@ import io.chatintake.config.Settings;
 import io.chatintake.testkit.LogCapture;
 import io.chatintake.testkit.Sql;
 import io.chatintake.work.EffectGuard;
+import io.chatintake.work.GuardedEffect;
 import java.util.Map;
 import org.apache.camel.builder.AdviceWith;
 import org.apache.camel.component.mock.MockEndpoint;
@@ -14,7 +15,7 @@ import org.junit.jupiter.api.Test;
 
 /**
  * routes/handlers.yaml: with echo replies on, a text message is answered once through
- * telegram-bot (a mock here), guarded by effectGuard; other updates send nothing; album
+ * telegram-bot (a mock here), guarded by the guardedEffect policy; other updates send nothing; album
  * decisions are logged.
  */
 class HandlersRouteTest extends RouteTestSupport {
@@ -26,7 +27,7 @@ class HandlersRouteTest extends RouteTestSupport {
 
     @Override
     protected void bindBeans(Registry registry, Settings settings) {
-        registry.bind("effectGuard", new EffectGuard(db));
+        registry.bind(GuardedEffect.BEAN, new GuardedEffect(new EffectGuard(db)));
     }
 
     @Test

@@ -2,6 +2,7 @@ package io.chatintake.work;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.chatintake.config.Settings;
 import io.chatintake.testkit.Await;
 import io.chatintake.testkit.Sql;
 import io.chatintake.testkit.TestDatabase;
@@ -10,7 +11,6 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import javax.sql.DataSource;
@@ -64,8 +64,8 @@ class EffectOutcomeTest {
             public void load(Connection connection, WorkItem item, Message message) {
             }
         };
-        dispatcher = new WorkDispatcher(camel, new WorkQueue(dataSource), List.of(crm), new WorkDispatcher.Options(2, 5,
-                Duration.ofMillis(100), Duration.ofMillis(200), Duration.ofSeconds(30), Duration.ofMillis(50), Set.of()));
+        dispatcher = new WorkDispatcher(camel, new WorkQueue(dataSource), List.of(crm), WorkDispatcher.Options.from(Settings.of(Map.of("work.concurrency", "2", "work.max-attempts", "5",
+                "work.backoff-base-millis", "100", "work.backoff-cap-millis", "200", "work.poll-interval-millis", "50", "work.ordered-kinds", ""))));
     }
 
     @AfterEach

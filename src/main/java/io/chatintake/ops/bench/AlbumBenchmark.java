@@ -80,7 +80,7 @@ public final class AlbumBenchmark {
         // The sweep as shipped: config/application.properties (and its environment override) when run from the repository.
         Path config = Path.of("config/application.properties");
         long sweepMillis = (Files.isRegularFile(config) ? Settings.load(config, System.getenv()) : Settings.of(Map.of()))
-                .getLong("albums.sweep-interval-millis", 25);
+                .getLong("albums.sweep-interval-millis");
         CamelContext camel = new DefaultCamelContext();
         Properties properties = new Properties();
         properties.setProperty("albums.quiet-period-seconds", Long.toString(QUIET.toSeconds()));
