@@ -25,6 +25,7 @@ import io.chatintake.store.Database;
 import io.chatintake.store.DatabaseHealthCheck;
 import io.chatintake.store.Migrations;
 import io.chatintake.work.EffectGuard;
+import io.chatintake.work.GuardedEffect;
 import io.chatintake.work.HandlerRouteErrors;
 import io.chatintake.work.Retention;
 import io.chatintake.work.WorkDispatcher;
@@ -122,6 +123,12 @@ public class CamelConfiguration implements org.apache.camel.CamelConfiguration, 
     @BindToRegistry("effectGuard")
     public EffectGuard effectGuard() {
         return new EffectGuard(dataSource());
+    }
+
+    /** A guarded effect as one step: policy: {id: <effect name>, ref: guardedEffect, steps: [...]}. */
+    @BindToRegistry(GuardedEffect.BEAN)
+    public GuardedEffect guardedEffect() {
+        return new GuardedEffect(effectGuard());
     }
 
     /** What happens when a channel stores a child message: its attachments are recorded, then its album is scheduled. */

@@ -74,12 +74,24 @@ public final class EffectGuard {
         }
     }
 
+    /** The old way, a bean step: an effect settled earlier stops the rest of the route. */
     public void begin(Exchange exchange) throws SQLException, UnconfirmedEffectException {
+        if (begin(exchange, exchange.getMessage().getHeader(EFFECT_NAME, "effect", String.class)).isPresent()) {
+            exchange.setRouteStop(true);
+        }
+    }
+
+    /**
+     * Begins effect {@code name} of this exchange's item and sets {@value #EFFECT_KEY}.
+     * @return empty when this attempt performs it; the earlier settlement (done or undeliverable,
+     *         with its result) when it must not be performed again
+     */
+    public Optional<Settlement> begin(Exchange exchange, String name) throws SQLException, UnconfirmedEffectException {
         Message message = exchange.getMessage();
-        String key = effectKey(message);
+        String key = effectKey(message, name);
         message.setHeader(EFFECT_KEY, key);
         try {
-            start(exchange, key);
+            return start(exchange, key);
         } catch (SQLException e) {
             // The action did not run. Should the start have committed all the same (the database
             // went away as it answered), it is settled failed once the database is back, so the
@@ -89,7 +101,7 @@ public final class EffectGuard {
         }
     }
 
-    private void start(Exchange exchange, String key) throws SQLException, UnconfirmedEffectException {
+    private Optional<Settlement> start(Exchange exchange, String key) throws SQLException, UnconfirmedEffectException {
         Message message = exchange.getMessage();
         try (Connection c = dataSource.getConnection()) {
             // New, or provably not performed before: this attempt performs it.
@@ -99,16 +111,19 @@ public final class EffectGuard {
                 ps.setString(1, key);
                 ps.setObject(2, message.getHeader(WorkDispatcher.WORK_ITEM_ID, Long.class));
                 if (ps.executeUpdate() == 1) {
-                    return;
+                    return Optional.empty();
                 }
             }
-            String state = state(c, key).orElse("");
+            Optional<Settlement> earlier = settlement(c, key);
+            String state = earlier.map(Settlement::state).orElse("");
             if ("done".equals(state) || "undeliverable".equals(state)) {
                 LOG.info("effect {} already settled ({}); not repeating it", key, state);
-                exchange.setRouteStop(true);
-            } else if (!message.getHeader(IDEMPOTENT_DOWNSTREAM, false, Boolean.class)) {
+                return earlier;
+            }
+            if (!message.getHeader(IDEMPOTENT_DOWNSTREAM, false, Boolean.class)) {
                 throw new UnconfirmedEffectException(key);
             }
+            return Optional.empty();
         }
     }
 
@@ -127,11 +142,22 @@ public final class EffectGuard {
         String declared = message.getHeader(EffectOutcome.HEADER, String.class);
         EffectOutcome outcome = declared == null || declared.isBlank() ? EffectOutcome.PERFORMED : EffectOutcome.parse(declared);
         if (outcome != EffectOutcome.PERFORMED) {
-            Long retryAfter = message.getHeader(EffectOutcome.RETRY_AFTER_HEADER, Long.class);
-            throw new EffectFailure(outcome, "the route declared effect " + key + " " + outcome.label(),
-                    retryAfter == null ? null : Instant.now().plusSeconds(retryAfter));
+            throw declaredFailure(message, key, outcome);
         }
-        Settlement done = new Settlement(key, "done", text(message.getBody(String.class)));
+        performed(exchange);
+    }
+
+    /** The failure a route declared with {@value EffectOutcome#HEADER} (and {@value EffectOutcome#RETRY_AFTER_HEADER}). */
+    static EffectFailure declaredFailure(Message message, String key, EffectOutcome outcome) {
+        Long retryAfter = message.getHeader(EffectOutcome.RETRY_AFTER_HEADER, Long.class);
+        return new EffectFailure(outcome, "the route declared effect " + key + " " + outcome.label(),
+                retryAfter == null ? null : Instant.now().plusSeconds(retryAfter));
+    }
+
+    /** Records the exchange's started effect as done, with the body as its result. */
+    void performed(Exchange exchange) {
+        Settlement done = new Settlement(exchange.getMessage().getHeader(EFFECT_KEY, String.class), "done",
+                text(exchange.getMessage().getBody(String.class)));
         try {
             write(List.of(done));
         } catch (SQLException e) {
@@ -220,19 +246,19 @@ public final class EffectGuard {
         }
     }
 
-    private static String effectKey(Message message) {
+    private static String effectKey(Message message, String name) {
         String idempotencyKey = message.getHeader(WorkDispatcher.IDEMPOTENCY_KEY, String.class);
         if (idempotencyKey == null || idempotencyKey.isBlank()) {
-            throw new IllegalStateException("effectGuard needs the IdempotencyKey header that stored work carries");
+            throw new IllegalStateException("a guarded effect needs the IdempotencyKey header that stored work carries");
         }
-        return idempotencyKey + ":" + message.getHeader(EFFECT_NAME, "effect", String.class);
+        return idempotencyKey + ":" + name;
     }
 
-    private static Optional<String> state(Connection c, String key) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement("SELECT state FROM outbound_effect WHERE effect_key = ?")) {
+    private static Optional<Settlement> settlement(Connection c, String key) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement("SELECT state, result FROM outbound_effect WHERE effect_key = ?")) {
             ps.setString(1, key);
             try (ResultSet rs = ps.executeQuery()) {
-                return rs.next() ? Optional.of(rs.getString(1)) : Optional.empty();
+                return rs.next() ? Optional.of(new Settlement(key, rs.getString(1), rs.getString(2))) : Optional.empty();
             }
         }
     }
