@@ -124,7 +124,7 @@ final class ExecutePicked {
         if (exchange.getException() != null) {
             return exchange;
         }
-        WorkConsumer consumer = sources.consumer(item.kind());
+        KindHandler consumer = sources.consumer(item.kind());
         // Its route stopped after the claim: the item waits as it was, its attempt not spent.
         return consumer == null ? null : handlers.send(consumer, exchange);
     }

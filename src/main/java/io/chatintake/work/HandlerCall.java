@@ -42,17 +42,17 @@ final class HandlerCall {
      *         limit, or this worker stopping meanwhile), a new exchange that carries why, since the
      *         one given up on may still be changed by whoever holds it
      */
-    Exchange send(WorkConsumer consumer, Exchange exchange) {
+    Exchange send(KindHandler consumer, Exchange exchange) {
         CompletableFuture<Exchange> answered = new CompletableFuture<>();
-        exchange.getExchangeExtension().setFromEndpoint(consumer.getEndpoint());
-        exchange.getExchangeExtension().setFromRouteId(consumer.getRouteId());
+        exchange.getExchangeExtension().setFromEndpoint(consumer.endpoint());
+        exchange.getExchangeExtension().setFromRouteId(consumer.routeId());
         try {
-            consumer.getAsyncProcessor().process(exchange, doneSync -> answered.complete(exchange));
+            consumer.processor().process(exchange, doneSync -> answered.complete(exchange));
         } catch (RuntimeException e) {
             exchange.setException(e);
             return exchange;
         }
-        String endpointUri = consumer.getEndpoint().getEndpointUri();
+        String endpointUri = consumer.endpoint().getEndpointUri();
         try {
             return answered.get(limit.toNanos(), TimeUnit.NANOSECONDS);
         } catch (ExecutionException e) {

@@ -5,8 +5,10 @@ import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Function;
 import org.apache.camel.CamelContext;
 import org.apache.camel.Route;
+import org.apache.camel.support.service.ServiceHelper;
 
 /**
  * The kinds of work this process runs: those whose {@code work:<kind>} route has a started
@@ -17,9 +19,10 @@ import org.apache.camel.Route;
 final class HandlerSources {
     private final CamelContext camel;
     private final Map<String, WorkSource> given;
-    private final WorkDispatcher.Options defaults;
+    private final Function<String, KindRules> defaults;
 
-    HandlerSources(CamelContext camel, Iterable<WorkSource> sources, WorkDispatcher.Options defaults) {
+    /** @param defaults the configuration's rules of a kind, for what its route does not set */
+    HandlerSources(CamelContext camel, Iterable<WorkSource> sources, Function<String, KindRules> defaults) {
         this.camel = camel;
         this.given = new ConcurrentHashMap<>();
         sources.forEach(source -> given.put(source.kind(), source));
@@ -27,10 +30,10 @@ final class HandlerSources {
     }
 
     /** The started {@code work:} consumers of this context, by kind. */
-    private Map<String, WorkConsumer> consumers() {
-        Map<String, WorkConsumer> consumers = new HashMap<>();
+    private Map<String, KindHandler> consumers() {
+        Map<String, KindHandler> consumers = new HashMap<>();
         for (Route route : camel.getRoutes()) {
-            if (route.getConsumer() instanceof WorkConsumer consumer && consumer.isStarted()) {
+            if (route.getConsumer() instanceof KindHandler consumer && ServiceHelper.isStarted(route.getConsumer())) {
                 consumers.putIfAbsent(consumer.kind(), consumer);
             }
         }
@@ -60,18 +63,18 @@ final class HandlerSources {
     }
 
     /** The kind's handler route, or null while none runs here. */
-    WorkConsumer consumer(String kind) {
+    KindHandler consumer(String kind) {
         return consumers().get(kind);
     }
 
     /** The kind's rules: its route's options, the configuration's where none runs. */
     KindRules rules(String kind) {
-        WorkConsumer consumer = consumer(kind);
-        return consumer != null ? rules(consumer) : new WorkConfiguration().rules(kind, defaults);
+        KindHandler consumer = consumer(kind);
+        return consumer != null ? rules(consumer) : defaults.apply(kind);
     }
 
-    private KindRules rules(WorkConsumer consumer) {
-        return consumer.getEndpoint().getConfiguration().rules(consumer.kind(), defaults);
+    private KindRules rules(KindHandler consumer) {
+        return consumer.rules(defaults.apply(consumer.kind()));
     }
 
     /** The kind's source, or null when nothing here can read its rows. */

@@ -57,11 +57,10 @@ public class WorkConfiguration implements Cloneable {
     }
 
     /** The kind's rules: these options where set, the dispatcher's configuration elsewhere. */
-    KindRules rules(String kind, WorkDispatcher.Options defaults) {
-        return new KindRules(ordered != null ? ordered : defaults.orderedKinds().contains(kind),
-                maxAttempts != null ? maxAttempts : defaults.maxAttempts(),
-                new Backoff(Duration.ofMillis(backoffBaseMillis != null ? backoffBaseMillis : defaults.backoffBase().toMillis()),
-                        Duration.ofMillis(backoffCapMillis != null ? backoffCapMillis : defaults.backoffCap().toMillis())));
+    KindRules rules(KindRules defaults) {
+        return new KindRules(ordered != null ? ordered : defaults.ordered(), maxAttempts != null ? maxAttempts : defaults.maxAttempts(),
+                backoffBaseMillis != null ? Duration.ofMillis(backoffBaseMillis) : defaults.backoffBase(),
+                backoffCapMillis != null ? Duration.ofMillis(backoffCapMillis) : defaults.backoffCap());
     }
 
     WorkConfiguration copy() {

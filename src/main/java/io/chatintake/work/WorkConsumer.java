@@ -1,5 +1,11 @@
 package io.chatintake.work;
 
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.apache.camel.AsyncProcessor;
+import org.apache.camel.CamelContext;
+import org.apache.camel.Endpoint;
 import org.apache.camel.Processor;
 import org.apache.camel.Route;
 import org.apache.camel.support.DefaultConsumer;
@@ -13,8 +19,10 @@ import org.slf4j.LoggerFactory;
  * dispatcher's to handle (one line, retry, defer, park), so its route needs no error handler of
  * its own ({@link HandlerRouteErrors}).
  */
-public class WorkConsumer extends DefaultConsumer {
+public class WorkConsumer extends DefaultConsumer implements KindHandler {
     private static final Logger LOG = LoggerFactory.getLogger(WorkConsumer.class);
+    /** How long after its route stopped a kind must still have none for the stop to be told as a gap. */
+    private static final Duration RELOAD_SETTLES = Duration.ofSeconds(3);
 
     public WorkConsumer(WorkEndpoint endpoint, Processor processor) {
         super(endpoint, processor);
@@ -28,8 +36,8 @@ public class WorkConsumer extends DefaultConsumer {
     @Override
     protected void doStart() throws Exception {
         for (Route other : getEndpoint().getCamelContext().getRoutes()) {
-            if (other.getConsumer() instanceof WorkConsumer consumer && consumer != this && consumer.kind().equals(kind())
-                    && (consumer.isStarted() || consumer.isStarting())) {
+            if (other.getConsumer() instanceof KindHandler consumer && consumer != this && consumer.kind().equals(kind())
+                    && other.getConsumer() instanceof WorkConsumer running && (running.isStarted() || running.isStarting())) {
                 throw new IllegalStateException("work:" + kind() + " is consumed by two routes, " + consumer.where() + " and " + where()
                         + ": one kind has one handler route per process; remove or rename one of them");
             }
@@ -42,16 +50,53 @@ public class WorkConsumer extends DefaultConsumer {
     @Override
     protected void doStop() throws Exception {
         super.doStop();
-        LOG.info("work: {} stopped; items of kind {} are not run in this process until a route from work:{} runs", where(), kind(),
-                kind());
+        CamelContext camel = getEndpoint().getCamelContext();
+        if (camel.isStopping() || camel.isStopped()) {
+            return;
+        }
+        // A reload of an edited file stops its routes and starts them again: only a kind still without a route is told.
+        String where = where();
+        CompletableFuture.delayedExecutor(RELOAD_SETTLES.toMillis(), TimeUnit.MILLISECONDS).execute(() -> {
+            if (!camel.isStopping() && !camel.isStopped() && !handled(camel, kind())) {
+                LOG.warn("work: {} is gone and no other route consumes work:{}: items of kind {} now wait as pending (none is"
+                        + " parked) until a route from work:{} runs", where, kind(), kind(), kind());
+            }
+        });
     }
 
-    String kind() {
+    /** Whether a started route of this context consumes the kind. */
+    private static boolean handled(CamelContext camel, String kind) {
+        return camel.getRoutes().stream().anyMatch(route -> route.getConsumer() instanceof WorkConsumer consumer
+                && consumer.kind().equals(kind) && consumer.isStarted());
+    }
+
+    @Override
+    public String kind() {
         return getEndpoint().getKind();
     }
 
-    /** "route telegram-update-handler (handlers.yaml:40)": where this handler is written. */
-    String where() {
+    @Override
+    public KindRules rules(KindRules defaults) {
+        return getEndpoint().getConfiguration().rules(defaults);
+    }
+
+    @Override
+    public Endpoint endpoint() {
+        return getEndpoint();
+    }
+
+    @Override
+    public String routeId() {
+        return getRouteId();
+    }
+
+    @Override
+    public AsyncProcessor processor() {
+        return getAsyncProcessor();
+    }
+
+    @Override
+    public String where() {
         Route route = getRoute();
         if (route == null) {
             return "a route from " + getEndpoint().getEndpointUri();

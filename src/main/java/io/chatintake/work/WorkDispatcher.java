@@ -113,7 +113,8 @@ public final class WorkDispatcher {
         this.camel = camel;
         this.queue = queue;
         this.options = options;
-        this.sources = new HandlerSources(camel, sources, options);
+        this.sources = new HandlerSources(camel, sources,
+                kind -> new KindRules(options.orderedKinds().contains(kind), options.maxAttempts(), options.backoffBase(), options.backoffCap()));
         String process = ProcessIdentity.name();
         EffectGuard effects = new EffectGuard(queue.dataSource());
         this.metrics = new WorkMetrics(queue.dataSource());
