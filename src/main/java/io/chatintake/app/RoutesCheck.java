@@ -279,9 +279,14 @@ final class RoutesCheck {
         Map<String, RouteScope> directRoutes = new LinkedHashMap<>();
         List<RouteScope> routes = new ArrayList<>();
         scans.values().forEach(scan -> routes.addAll(scan.routes));
+        List<Problem> problems = new ArrayList<>();
         for (RouteScope route : routes) {
             if (route.from != null && route.from.scheme().equals("work")) {
-                consumed.putIfAbsent(route.from.directName(), route.from);
+                Endpoint first = consumed.putIfAbsent(route.from.directName(), route.from);
+                if (first != null && mine(route.from, only)) {
+                    problems.add(new Problem(route.from.file(), route.from.line(), "work:" + route.from.directName() + " is consumed by two"
+                            + " routes, here and at " + first.file() + ":" + first.line() + ": one kind has one handler route per process"));
+                }
             } else if (route.from != null && route.from.scheme().equals("direct")) {
                 directRoutes.putIfAbsent(route.from.directName(), route);
             }
@@ -299,7 +304,6 @@ final class RoutesCheck {
         if (consumed.containsKey("album-child")) {
             queued.putIfAbsent("album-decision", consumed.get("album-child"));
         }
-        List<Problem> problems = new ArrayList<>();
         queued.forEach((kind, at) -> {
             if (!consumed.containsKey(kind) && mine(at, only)) {
                 problems.add(Problem.ofTheFlow(at.file(), at.line(), "work:" + kind + " is queued here, but no route consumes it"
