@@ -3,8 +3,8 @@ package io.chatintake.work;
 import org.apache.camel.AsyncProcessor;
 import org.apache.camel.Endpoint;
 
-/** A started handler route of one kind of work, as the dispatcher finds it among the context's routes ({@link WorkConsumer}). */
-interface KindHandler {
+/** A started handler route of one kind of work, as the dispatcher finds it among the context's routes (the {@code work:} component's consumer). */
+public interface KindHandler {
     String kind();
 
     /** The kind's rules: the route's options where set, {@code defaults} elsewhere. */

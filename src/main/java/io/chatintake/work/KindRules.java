@@ -3,7 +3,7 @@ package io.chatintake.work;
 import java.time.Duration;
 
 /** How the dispatcher runs one kind of work: in order per conversation or not, attempts before parking, backoff. */
-record KindRules(boolean ordered, int maxAttempts, Duration backoffBase, Duration backoffCap) {
+public record KindRules(boolean ordered, int maxAttempts, Duration backoffBase, Duration backoffCap) {
     Backoff backoff() {
         return new Backoff(backoffBase, backoffCap);
     }

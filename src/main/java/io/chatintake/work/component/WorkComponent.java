@@ -1,4 +1,4 @@
-package io.chatintake.work;
+package io.chatintake.work.component;
 
 import java.util.Map;
 import org.apache.camel.Endpoint;

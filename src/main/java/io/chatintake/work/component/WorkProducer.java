@@ -1,5 +1,6 @@
-package io.chatintake.work;
+package io.chatintake.work.component;
 
+import io.chatintake.work.WorkConstants;
 import org.apache.camel.Exchange;
 import org.apache.camel.support.DefaultProducer;
 

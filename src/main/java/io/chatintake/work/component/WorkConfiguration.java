@@ -1,5 +1,6 @@
-package io.chatintake.work;
+package io.chatintake.work.component;
 
+import io.chatintake.work.KindRules;
 import java.time.Duration;
 import org.apache.camel.RuntimeCamelException;
 import org.apache.camel.spi.UriParam;
@@ -57,7 +58,7 @@ public class WorkConfiguration implements Cloneable {
     }
 
     /** The kind's rules: these options where set, the dispatcher's configuration elsewhere. */
-    KindRules rules(KindRules defaults) {
+    public KindRules rules(KindRules defaults) {
         return new KindRules(ordered != null ? ordered : defaults.ordered(), maxAttempts != null ? maxAttempts : defaults.maxAttempts(),
                 backoffBaseMillis != null ? Duration.ofMillis(backoffBaseMillis) : defaults.backoffBase(),
                 backoffCapMillis != null ? Duration.ofMillis(backoffCapMillis) : defaults.backoffCap());

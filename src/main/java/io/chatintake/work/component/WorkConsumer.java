@@ -1,5 +1,9 @@
-package io.chatintake.work;
+package io.chatintake.work.component;
 
+import io.chatintake.work.HandlerRouteErrors;
+import io.chatintake.work.KindHandler;
+import io.chatintake.work.KindRules;
+import io.chatintake.work.WorkDispatcher;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;

@@ -1,5 +1,7 @@
-package io.chatintake.work;
+package io.chatintake.work.component;
 
+import io.chatintake.work.WorkConstants;
+import io.chatintake.work.WorkDispatcher;
 import org.apache.camel.Category;
 import org.apache.camel.Consumer;
 import org.apache.camel.Processor;
