@@ -1,5 +1,6 @@
 package io.chatintake.app;
 
+import io.chatintake.work.KindHandler;
 import java.io.IOException;
 import java.nio.file.ClosedWatchServiceException;
 import java.nio.file.Files;
@@ -13,6 +14,7 @@ import java.util.concurrent.ExecutorService;
 import org.apache.camel.CamelContext;
 import org.apache.camel.Route;
 import org.apache.camel.support.RouteWatcherReloadStrategy;
+import org.apache.camel.support.service.ServiceHelper;
 import org.apache.camel.support.service.ServiceSupport;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -20,7 +22,8 @@ import org.slf4j.LoggerFactory;
 /**
  * A route file deleted from the routes directory while the runner runs takes its routes with it:
  * they are stopped and removed, as Camel's route watcher (which reacts to files created or
- * changed) never does. A handler file deleted so stops its kind of work here; its items wait.
+ * changed) never does. A handler file deleted so stops its kind of work here; its items wait,
+ * and one WARN line says so for each kind no other route consumes.
  * A file deleted and written again at once (an editor's save) keeps its routes, and the new
  * version is Camel's watcher's to reload.
  */
@@ -93,6 +96,16 @@ final class RemovedRouteFiles extends ServiceSupport {
             LOG.info("routes: {} deleted; its routes stopped and removed: {}", file.getFileName(),
                     routes.stream().map(Route::getRouteId).toList());
         }
+        routes.stream().filter(r -> r.getConsumer() instanceof KindHandler).map(r -> ((KindHandler) r.getConsumer()).kind())
+                .distinct().filter(kind -> !handled(kind)).forEach(kind -> LOG.warn("routes: {} deleted: no route consumes work:{} any"
+                        + " more; items of kind {} now wait as pending (none is parked) until a route from work:{} runs", file.getFileName(),
+                        kind, kind, kind));
+    }
+
+    /** Whether a started route of this context still consumes the kind. */
+    private boolean handled(String kind) {
+        return context.getRoutes().stream().anyMatch(r -> r.getConsumer() instanceof KindHandler handler && handler.kind().equals(kind)
+                && ServiceHelper.isStarted(r.getConsumer()));
     }
 
     /** A resource location ({@code file:/dir/x.yaml}) as a path. */

@@ -103,7 +103,7 @@ class HandlerRouteReplacedIT {
 
         Files.delete(routes.resolve("handlers.yaml"));
         Await.until("the WARN that telegram-update items now wait", WAIT,
-                () -> occurrences("no other route consumes work:telegram-update: items of kind telegram-update now wait") == 1);
+                () -> occurrences("no route consumes work:telegram-update any more; items of kind telegram-update now wait") == 1);
         Map<Long, List<String>> waiting = enqueue("waiting", 3, 3);
         Await.until("9 updates stored as pending work", WAIT, () -> count("pending") == 9);
         assertThat(count("parked")).isZero();

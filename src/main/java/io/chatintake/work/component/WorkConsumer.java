@@ -4,11 +4,7 @@ import io.chatintake.work.HandlerRouteErrors;
 import io.chatintake.work.KindHandler;
 import io.chatintake.work.KindRules;
 import io.chatintake.work.WorkDispatcher;
-import java.time.Duration;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.TimeUnit;
 import org.apache.camel.AsyncProcessor;
-import org.apache.camel.CamelContext;
 import org.apache.camel.Endpoint;
 import org.apache.camel.Processor;
 import org.apache.camel.Route;
@@ -25,8 +21,6 @@ import org.slf4j.LoggerFactory;
  */
 public class WorkConsumer extends DefaultConsumer implements KindHandler {
     private static final Logger LOG = LoggerFactory.getLogger(WorkConsumer.class);
-    /** How long after its route stopped a kind must still have none for the stop to be told as a gap. */
-    private static final Duration RELOAD_SETTLES = Duration.ofSeconds(3);
 
     public WorkConsumer(WorkEndpoint endpoint, Processor processor) {
         super(endpoint, processor);
@@ -49,29 +43,6 @@ public class WorkConsumer extends DefaultConsumer implements KindHandler {
         super.doStart();
         LOG.info("work: {} runs work of kind {} in this process", where(), kind());
         WorkDispatcher.nudge(getEndpoint().getCamelContext());
-    }
-
-    @Override
-    protected void doStop() throws Exception {
-        super.doStop();
-        CamelContext camel = getEndpoint().getCamelContext();
-        if (camel.isStopping() || camel.isStopped()) {
-            return;
-        }
-        // A reload of an edited file stops its routes and starts them again: only a kind still without a route is told.
-        String where = where();
-        CompletableFuture.delayedExecutor(RELOAD_SETTLES.toMillis(), TimeUnit.MILLISECONDS).execute(() -> {
-            if (!camel.isStopping() && !camel.isStopped() && !handled(camel, kind())) {
-                LOG.warn("work: {} is gone and no other route consumes work:{}: items of kind {} now wait as pending (none is"
-                        + " parked) until a route from work:{} runs", where, kind(), kind(), kind());
-            }
-        });
-    }
-
-    /** Whether a started route of this context consumes the kind. */
-    private static boolean handled(CamelContext camel, String kind) {
-        return camel.getRoutes().stream().anyMatch(route -> route.getConsumer() instanceof WorkConsumer consumer
-                && consumer.kind().equals(kind) && consumer.isStarted());
     }
 
     @Override
