@@ -69,9 +69,7 @@ class RoutesCheckTest {
 
     @Test
     void twoRoutesConsumingOneKindAreAProblemNamingBoth() throws Exception {
-        Path routes = dir.resolve("routes");
-        copy(Path.of("routes"), routes);
-        Files.writeString(routes.resolve("my-telegram.yaml"), """
+        Path routes = shippedRoutesWith("my-telegram.yaml", """
                 - route:
                     id: my-telegram
                     from:
@@ -89,9 +87,7 @@ class RoutesCheckTest {
 
     @Test
     void aConsumedKindThatNothingQueuesIsAWarningThatDoesNotFailTheCheck() throws Exception {
-        Path routes = dir.resolve("routes");
-        copy(Path.of("routes"), routes);
-        Files.writeString(routes.resolve("crm.yaml"), """
+        Path routes = shippedRoutesWith("crm.yaml", """
                 - route:
                     id: crm-sync
                     from:
@@ -141,11 +137,7 @@ class RoutesCheckTest {
 
     @Test
     void anUnknownWorkOptionAPlaceholderInAUriWithoutValueAndAnUnknownPolicyRefAreProblems() throws Exception {
-        Path routes = dir.resolve("routes");
-        copy(Path.of("routes"), routes);
-        edit(routes.resolve("attachments.yaml"), "uri: \"work:attachment\"", "uri: \"work:attachment?maxAttempt=3\"");
-        edit(routes.resolve("retention.yaml"), "period={{retention.interval-minutes:10}}m", "period={{no.such.key.anywhere}}");
-        Files.writeString(routes.resolve("crm.yaml"), """
+        Path routes = shippedRoutesWith("crm.yaml", """
                 - route:
                     id: crm-sync
                     from:
@@ -157,6 +149,8 @@ class RoutesCheckTest {
                             steps:
                               - log: "crm"
                 """);
+        edit(routes.resolve("attachments.yaml"), "uri: \"work:attachment\"", "uri: \"work:attachment?maxAttempt=3\"");
+        edit(routes.resolve("retention.yaml"), "period={{retention.interval-minutes:10}}m", "period={{no.such.key.anywhere}}");
 
         assertThat(routesCheck(routes.toString())).isEqualTo(1);
 
@@ -170,6 +164,14 @@ class RoutesCheckTest {
                         + " NO_SUCH_KEY_ANYWHERE, or give it a default ({{no.such.key.anywhere:default}})",
                 "routes check: " + (routeFiles() + 1) + " file(s), 3 problem(s), " + out.toString(StandardCharsets.UTF_8).lines()
                         .filter(l -> l.contains(": warning: ")).count() + " warning(s)");
+    }
+
+    /** A copy of the shipped routes plus {@code file} with {@code yaml}. */
+    private Path shippedRoutesWith(String file, String yaml) throws Exception {
+        Path routes = dir.resolve("routes");
+        copy(Path.of("routes"), routes);
+        Files.writeString(routes.resolve(file), yaml);
+        return routes;
     }
 
     private static long routeFiles() throws Exception {
