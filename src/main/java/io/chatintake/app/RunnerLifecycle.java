@@ -60,6 +60,7 @@ final class RunnerLifecycle extends LifecycleStrategySupport {
         RouteReloadGate.install(context);
         // Camel's own file watcher misses a ConfigMap update (a ..data symlink swap).
         ConfigMapRoutesReload.start(context, routesDir);
+        RemovedRouteFiles.start(context, routesDir);
         LOG.info("routes: {} running from {}: {}", context.getRoutes().size(), routesDir,
                 context.getRoutes().stream().map(Route::getRouteId).sorted().collect(Collectors.joining(", ")));
         String httpPort = context.resolvePropertyPlaceholders("{{camel.server.port}}");

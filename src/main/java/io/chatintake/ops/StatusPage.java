@@ -1,5 +1,6 @@
 package io.chatintake.ops;
 
+import io.chatintake.work.WorkDispatcher;
 import io.chatintake.config.Secret;
 import io.chatintake.config.Settings;
 import io.chatintake.store.OperatorPause;
@@ -17,6 +18,8 @@ import java.time.Duration;
 import java.util.Arrays;
 import java.util.Optional;
 import java.util.OptionalLong;
+import java.util.Set;
+import java.util.TreeSet;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import javax.sql.DataSource;
@@ -109,7 +112,7 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
         this.proxies = TrustedProxies.from(settings);
         this.sessions = token.map(t -> new StatusSession(t, Clock.systemUTC()));
         this.report = new StatusReport(dataSource, settings, Duration.ofSeconds(settings.getLong(REFRESH_SECONDS)),
-                ProcessIdentity.name());
+                ProcessIdentity.name(), this::handledKinds);
         this.actions = new OperatorActions(dataSource);
     }
 
@@ -127,6 +130,11 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
                 }
             }
         };
+    }
+
+    private Set<String> handledKinds() {
+        WorkDispatcher dispatcher = context == null ? null : WorkDispatcher.of(context);
+        return dispatcher == null ? new TreeSet<>() : new TreeSet<>(dispatcher.kinds());
     }
 
     @Override

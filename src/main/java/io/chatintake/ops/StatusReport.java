@@ -24,6 +24,7 @@ import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
+import java.util.function.Supplier;
 import java.util.regex.Pattern;
 import javax.sql.DataSource;
 
@@ -35,7 +36,6 @@ import javax.sql.DataSource;
 final class StatusReport {
     private static final DateTimeFormatter TIME = DateTimeFormatter.ofPattern("yyyy-MM-dd HH:mm:ss 'UTC'").withZone(ZoneOffset.UTC);
     private static final int LIST_LIMIT = 20;
-    private static final String HANDLERS = "work.handlers.";
 
     private static final String BOTS = """
             SELECT c.bot_id, c.bot_name, c.next_offset, c.last_poll_at, c.last_batch_at, c.stored_count,
@@ -109,6 +109,7 @@ final class StatusReport {
 
     private final DataSource dataSource;
     private final Settings settings;
+    private final Supplier<Set<String>> handledKinds;
     private final Duration refresh;
     private final String processName;
     private final Duration deadAfter;
@@ -124,7 +125,12 @@ final class StatusReport {
         }
     }
 
-    StatusReport(DataSource dataSource, Settings settings, Duration refresh, String processName) {
+    /**
+     * @param handledKinds the kinds this process runs now (a started {@code work:<kind>} route each), offered for a
+     *                     pause even before any item of theirs is stored
+     */
+    StatusReport(DataSource dataSource, Settings settings, Duration refresh, String processName, Supplier<Set<String>> handledKinds) {
+        this.handledKinds = handledKinds;
         this.dataSource = dataSource;
         this.settings = settings;
         this.refresh = refresh;
@@ -142,7 +148,7 @@ final class StatusReport {
             Set<String> bots = bots(c, body, attention, now, pausedBots);
             channels(c, body, refusals, attention, now);
             Set<String> kinds = work(c, body, attention, now, viewer);
-            kinds.addAll(handlerKinds());
+            kinds.addAll(handledKinds.get());
             pauses(body, attention, now, viewer, OperatorPause.Subject.TELEGRAM_BOT, bots, pausedBots);
             pauses(body, attention, now, viewer, OperatorPause.Subject.WORK_KIND, kinds, OperatorPause.list(c, OperatorPause.Subject.WORK_KIND));
             effects(c, body, attention, now, viewer);
@@ -517,17 +523,6 @@ final class StatusReport {
             }
         }
         return shorten(URL_QUERY.matcher(result).replaceAll("$1?" + Redactor.MASK));
-    }
-
-    /** The kinds this configuration has a handler route for ({@code work.handlers.<kind>}, not empty). */
-    private Set<String> handlerKinds() {
-        Set<String> kinds = new TreeSet<>();
-        settings.withPrefix(HANDLERS).forEach((key, route) -> {
-            if (!route.isBlank()) {
-                kinds.add(key.substring(HANDLERS.length()));
-            }
-        });
-        return kinds;
     }
 
     /** Bots with a token in this process's configuration: those of telegram.bots, then any other with a token key. */
