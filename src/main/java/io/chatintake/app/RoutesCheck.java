@@ -612,8 +612,7 @@ final class RoutesCheck {
         String key = body;
         boolean present = environment ? System.getenv(key) != null : property.apply(key).isPresent();
         return present ? Optional.empty() : Optional.of("placeholder {{" + expression + "}} has no value: set "
-                + (environment ? "environment variable " + key : key + " in the configuration or " + Settings.envName(key))
-                + ", or give it a default ({{" + expression + ":default}})");
+                + (environment ? "environment variable " + key : key + " in the configuration or " + Settings.envName(key)));
     }
 
     private List<Problem> validate(Endpoint endpoint) {

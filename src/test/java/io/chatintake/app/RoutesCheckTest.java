@@ -48,8 +48,7 @@ class RoutesCheckTest {
                 routes.resolve("telegram.yaml") + ":" + lineOf(routes.resolve("telegram.yaml"), "leaseSecnds:")
                         + ": telegram-inbox: unknown option 'leaseSecnds'",
                 routes.resolve("unifyport-webhook.yaml") + ":21: placeholder {{unifyport.workspace-name}} has no value: set"
-                        + " unifyport.workspace-name in the configuration or UNIFYPORT_WORKSPACE_NAME, or give it a default"
-                        + " ({{unifyport.workspace-name:default}})");
+                        + " unifyport.workspace-name in the configuration or UNIFYPORT_WORKSPACE_NAME");
         assertThat(lines.get(lines.size() - 1)).startsWith("routes check: " + routeFiles() + " file(s), 4 problem(s)");
     }
 
@@ -150,7 +149,7 @@ class RoutesCheckTest {
                               - log: "crm"
                 """);
         edit(routes.resolve("attachments.yaml"), "uri: \"work:attachment\"", "uri: \"work:attachment?maxAttempt=3\"");
-        edit(routes.resolve("retention.yaml"), "period={{retention.interval-minutes:10}}m", "period={{no.such.key.anywhere}}");
+        edit(routes.resolve("retention.yaml"), "period={{retention.interval-minutes}}m", "period={{no.such.key.anywhere}}");
 
         assertThat(routesCheck(routes.toString())).isEqualTo(1);
 
@@ -161,7 +160,7 @@ class RoutesCheckTest {
                         + " defined in a beans: section)",
                 routes.resolve("retention.yaml") + ":" + lineOf(routes.resolve("retention.yaml"), "no.such.key.anywhere")
                         + ": placeholder {{no.such.key.anywhere}} has no value: set no.such.key.anywhere in the configuration or"
-                        + " NO_SUCH_KEY_ANYWHERE, or give it a default ({{no.such.key.anywhere:default}})",
+                        + " NO_SUCH_KEY_ANYWHERE",
                 "routes check: " + (routeFiles() + 1) + " file(s), 3 problem(s), " + out.toString(StandardCharsets.UTF_8).lines()
                         .filter(l -> l.contains(": warning: ")).count() + " warning(s)");
     }
