@@ -87,7 +87,7 @@ final class RunnerLifecycle extends LifecycleStrategySupport {
         dispatcher.start();
         AlbumMetrics.register(MeterRegistryLookup.of(context), dataSource);
         // A route file changed from now on is checked before it replaces its running routes.
-        RouteReloadGate.install(context);
+        RouteReloadGate.install(context, gate);
         // Camel's own file watcher misses a ConfigMap update (a ..data symlink swap).
         ConfigMapRoutesReload.start(context, routesDir);
         LOG.info("routes: {} running from {}: {}", context.getRoutes().size(), routesDir,
