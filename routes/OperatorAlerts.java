@@ -12,6 +12,8 @@
 //   - work of a kind due for longer than operator-alerts.max-pending-age-seconds while intake is
 //     healthy (no bot's polling stopped): its handlers are starved or stalled, not waiting for intake
 //     (a kind an operator paused waits on purpose)
+//   - the database's oldest open transaction, open longer than chat-intake.db.open-transaction-warn-seconds
+//     (a session left idle in transaction holds vacuum back): its backend pid, application, state, age
 // A finding is new while no alert for it is recorded in outbound_effect; the key names the
 // finding and its occurrence (a work item parked again is a new finding; work still waiting is
 // a new finding each hour).
@@ -34,7 +36,8 @@ public class OperatorAlerts extends RouteBuilder {
     private static final int MAX_PER_CHECK = 20;
 
     // Every finding as (key, text); those already alerted (an outbound_effect row) are left out.
-    // Parameters: the silence after which a process is dead, the longest a due item may wait, the limit.
+    // Parameters: the silence after which a process is dead, the longest a due item may wait, the
+    // longest a transaction may stay open, the limit.
     private static final String NEW_FINDINGS = """
             WITH polling_stopped AS (
                 SELECT bot_id, bot_name, last_poll_at, updated_at FROM telegram_checkpoint
@@ -96,6 +99,18 @@ public class OperatorAlerts extends RouteBuilder {
                          WHERE state IN ('pending', 'failed') AND next_attempt_at <= now() GROUP BY kind) w, held_back h
                  WHERE w.due_since < now() - make_interval(secs => ?) AND NOT EXISTS (SELECT 1 FROM polling_stopped)
                    AND w.kind NOT IN (SELECT name FROM operator_pause WHERE subject = 'work-kind')
+                UNION ALL
+                SELECT 'open-transaction:' || pid || ':' || (extract(epoch FROM xact_start) * 1000)::bigint,
+                       'chat-intake: database backend ' || pid || ' ('
+                           || coalesce('application ''' || nullif(application_name, '') || '''', 'no application name') || ', '
+                           || coalesce(state, 'state not visible to this role') || ') has held a transaction open for '
+                           || (extract(epoch FROM clock_timestamp() - xact_start) / 60)::bigint
+                           || ' min: vacuum is held back until it ends (SELECT pg_terminate_backend(' || pid || ') ends it)',
+                       xact_start
+                  FROM (SELECT pid, application_name, state, xact_start FROM pg_stat_activity
+                         WHERE xact_start < clock_timestamp() - make_interval(secs => ?) AND datname = current_database()
+                           AND pid <> pg_backend_pid() AND backend_type = 'client backend'
+                         ORDER BY xact_start LIMIT 1) oldest
             ) f
              WHERE NOT EXISTS (SELECT 1 FROM outbound_effect e WHERE e.effect_key = f.finding || ':operator-alert')
              ORDER BY seen_at
@@ -106,6 +121,7 @@ public class OperatorAlerts extends RouteBuilder {
 
     private double deadAfterSeconds;
     private double maxPendingAgeSeconds;
+    private double openTransactionWarnSeconds;
 
     @Override
     public void configure() {
@@ -119,6 +135,7 @@ public class OperatorAlerts extends RouteBuilder {
         deadAfterSeconds = Double.parseDouble(property("work.heartbeat-seconds", "2"))
                 * Double.parseDouble(property("work.dead-after-heartbeats", "4"));
         maxPendingAgeSeconds = Double.parseDouble(property("operator-alerts.max-pending-age-seconds", "60"));
+        openTransactionWarnSeconds = Double.parseDouble(property("chat-intake.db.open-transaction-warn-seconds", "300"));
 
         // A send that failed may still have arrived: the guard keeps it from being repeated, and
         // the exception's text is not logged (a Bot API error can quote the token in its URL).
@@ -145,7 +162,8 @@ public class OperatorAlerts extends RouteBuilder {
         try (Connection c = dataSource.getConnection(); PreparedStatement ps = c.prepareStatement(NEW_FINDINGS)) {
             ps.setDouble(1, deadAfterSeconds);
             ps.setDouble(2, maxPendingAgeSeconds);
-            ps.setInt(3, MAX_PER_CHECK);
+            ps.setDouble(3, openTransactionWarnSeconds);
+            ps.setInt(4, MAX_PER_CHECK);
             try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {
                     findings.add(new Finding(rs.getString(1), rs.getString(2)));

@@ -5,6 +5,7 @@ import com.zaxxer.hikari.HikariDataSource;
 import io.chatintake.config.ConfigurationException;
 import io.chatintake.config.Secret;
 import io.chatintake.config.Settings;
+import io.chatintake.support.ProcessIdentity;
 import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.SQLException;
@@ -203,7 +204,8 @@ public final class Database implements AutoCloseable {
         config.addDataSourceProperty("connectTimeout", Integer.toString(target.connectTimeoutSeconds()));
         config.addDataSourceProperty("socketTimeout", Long.toString(timeouts.socket().toSeconds()));
         config.addDataSourceProperty("options", "-c statement_timeout=" + timeouts.statement().toMillis());
-        config.addDataSourceProperty("ApplicationName", "chat-intake");
+        // Which process a backend serves, in pg_stat_activity: the one holding a transaction open, the one to look at.
+        config.addDataSourceProperty("ApplicationName", "chat-intake " + ProcessIdentity.name());
         config.addDataSourceProperty("currentSchema", target.schema());
     }
 
