@@ -97,6 +97,24 @@ public final class RunnerProcess implements AutoCloseable {
     }
 
     /**
+     * The jar with its wall clock {@code ahead} of this machine's ({@code faketime}, Debian's
+     * package; monotonic time left as it is, as a drifted NTP client leaves it).
+     */
+    public static RunnerProcess startWithClockAhead(Path workDir, Map<String, String> env, Duration ahead) {
+        List<String> command = new ArrayList<>(List.of("faketime", "-f", "+" + ahead.toSeconds() + "s"));
+        command.addAll(jvm());
+        command.addAll(List.of("-jar", jar().toString()));
+        Map<String, String> faked = new HashMap<>(env);
+        faked.put("FAKETIME_DONT_FAKE_MONOTONIC", "1");
+        return start(workDir, faked, command);
+    }
+
+    /** Whether {@link #startWithClockAhead} can run here. */
+    public static boolean faketimeInstalled() {
+        return Files.isExecutable(Path.of("/usr/bin/faketime"));
+    }
+
+    /**
      * camel-main's own {@code org.apache.camel.main.Main} with the jar on the classpath and only
      * system properties: no chat-intake launcher on the call path.
      */

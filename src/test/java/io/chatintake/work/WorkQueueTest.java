@@ -279,7 +279,7 @@ class WorkQueueTest {
                     INSERT INTO work_lane (kind, chat_key, due_at, head_id, claim_token) VALUES ('chat-work', 'c1', now(), 1, 7);
                     INSERT INTO work_item (id, kind, source_key, source_id, chat_key, state)
                     SELECT g, 'chat-work', 'k' || g, g, 'c1', 'done' FROM generate_series(1, 10) g""",
-                    FinishRuns.FINISH_LANES, List.of("text[]", "text[]", "bigint[]", "bigint[]", "timestamptz[]", "bigint[]"),
+                    FinishRuns.FINISH_LANES, List.of("text[]", "text[]", "bigint[]", "bigint[]", "float8[]", "bigint[]"),
                     "'{chat-work}', '{c1}', '{7}', '{1}', '{NULL}', '{11}'", """
                     UPDATE work_lane SET claim_token = 8, head_id = 11;
                     INSERT INTO work_item (id, kind, source_key, source_id, chat_key, state)
