@@ -70,8 +70,9 @@ class BoundedCallsTest {
                 proxy.freeze();
                 long start = System.nanoTime();
                 assertThatThrownBy(() -> s.execute("SELECT 1")).isInstanceOf(SQLException.class);
+                // Bounded, not for ever: the upper margin leaves room for a loaded machine's scheduling.
                 assertThat(Duration.ofNanos(System.nanoTime() - start)).as("a statement on a frozen link")
-                        .isBetween(Duration.ofSeconds(SOCKET_SECONDS - 1), Duration.ofSeconds(SOCKET_SECONDS + 2));
+                        .isBetween(Duration.ofSeconds(SOCKET_SECONDS - 1), Duration.ofSeconds(SOCKET_SECONDS + 10));
                 assertThat(c.isClosed()).as("the connection given up on").isTrue();
             }
             proxy.thaw();
