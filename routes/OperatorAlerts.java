@@ -12,6 +12,8 @@
 //   - work of a kind due for longer than operator-alerts.max-pending-age-seconds while intake is
 //     healthy (no bot's polling stopped): its handlers are starved or stalled, not waiting for intake
 //     (a kind an operator paused waits on purpose)
+//   - the database's oldest open transaction, open longer than chat-intake.db.open-transaction-warn-seconds
+//     (a session left idle in transaction holds vacuum back): its backend pid, application, state, age
 // A finding is new while no alert for it is recorded in outbound_effect; the key names the
 // finding and its occurrence (a work item parked again is a new finding; work still waiting is
 // a new finding each hour).
@@ -29,7 +31,7 @@ public class OperatorAlerts extends RouteBuilder {
     // Every finding as (finding, text), through camel-sql; those already alerted (an
     // outbound_effect row) are left out. Parameters, from headers (:?name, camel-sql's named
     // parameter in a query body): the silence after which a process is dead, the longest a due
-    // item may wait, the limit.
+    // item may wait, the longest a transaction may stay open, the limit.
     private static final String NEW_FINDINGS = """
             WITH polling_stopped AS (
                 SELECT bot_id, bot_name, last_poll_at, updated_at FROM telegram_checkpoint
@@ -91,6 +93,18 @@ public class OperatorAlerts extends RouteBuilder {
                          WHERE state IN ('pending', 'failed') AND next_attempt_at <= now() GROUP BY kind) w, held_back h
                  WHERE w.due_since < now() - make_interval(secs => :?maxPendingAgeSeconds) AND NOT EXISTS (SELECT 1 FROM polling_stopped)
                    AND w.kind NOT IN (SELECT name FROM operator_pause WHERE subject = 'work-kind')
+                UNION ALL
+                SELECT 'open-transaction:' || pid || ':' || (extract(epoch FROM xact_start) * 1000)::bigint,
+                       'chat-intake: database backend ' || pid || ' ('
+                           || coalesce('application ''' || nullif(application_name, '') || '''', 'no application name') || ', '
+                           || coalesce(state, 'state not visible to this role') || ') has held a transaction open for '
+                           || (extract(epoch FROM clock_timestamp() - xact_start) / 60)::bigint
+                           || ' min: vacuum is held back until it ends (SELECT pg_terminate_backend(' || pid || ') ends it)',
+                       xact_start
+                  FROM (SELECT pid, application_name, state, xact_start FROM pg_stat_activity
+                         WHERE xact_start < clock_timestamp() - make_interval(secs => :?openTransactionWarnSeconds) AND datname = current_database()
+                           AND pid <> pg_backend_pid() AND backend_type = 'client backend'
+                         ORDER BY xact_start LIMIT 1) oldest
             ) f
              WHERE NOT EXISTS (SELECT 1 FROM outbound_effect e WHERE e.effect_key = f.finding || ':operator-alert')
              ORDER BY seen_at
@@ -116,6 +130,7 @@ public class OperatorAlerts extends RouteBuilder {
         from("timer:operator-alerts?delay=5000&period=60000").routeId("operator-alerts")
                 .setHeader("deadAfterSeconds", constant(deadAfterSeconds))
                 .setHeader("maxPendingAgeSeconds", constant(number("{{operator-alerts.max-pending-age-seconds}}")))
+                .setHeader("openTransactionWarnSeconds", constant(number("{{chat-intake.db.open-transaction-warn-seconds}}")))
                 .setHeader("limit", constant(MAX_PER_CHECK))
                 // The query is the body: too long (and too full of ? and +) for an endpoint URI.
                 .setBody(constant(NEW_FINDINGS))

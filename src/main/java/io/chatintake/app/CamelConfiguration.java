@@ -75,6 +75,8 @@ public class CamelConfiguration implements org.apache.camel.CamelConfiguration, 
     private CamelContext camel;
     private Settings settings;
     private DataSource dataSource;
+    /** Null when a data source was given: its owner opened it. */
+    private DatabaseService database;
     private WorkDispatcher dispatcher;
     private AttachmentFetcher fetcher;
     private AlbumDecisions albumDecisions;
@@ -92,10 +94,11 @@ public class CamelConfiguration implements org.apache.camel.CamelConfiguration, 
     }
 
     /**
-     * The product's database, migrated before any route is even loaded. An external one when
-     * {@code chat-intake.db.url} is set, else the embedded one; closed after Camel has stopped.
-     * A {@code dataSource} bound before this class runs is used as it is: its owner migrates it
-     * (and records nothing in {@code runner_start}).
+     * The product's database, migrated before any route starts. An external one when
+     * {@code chat-intake.db.url} is set, else the embedded one; closed after Camel has stopped. One
+     * that does not answer yet is waited for ({@link DatabaseService}): the routes start once it
+     * does. A {@code dataSource} bound before this class runs is used as it is: its owner migrates
+     * it (and records nothing in {@code runner_start}).
      */
     @BindToRegistry("dataSource")
     public synchronized DataSource dataSource() {
@@ -107,17 +110,17 @@ public class CamelConfiguration implements org.apache.camel.CamelConfiguration, 
             dataSource = given;
             return dataSource;
         }
-        Database opened = Database.open(settings());
+        database = new DatabaseService(settings());
+        database.tryOpen();
         try {
-            LOG.info("migrations: {}", Migrations.apply(opened.dataSource()));
-            DatabaseService.recordStart(opened.dataSource(), Runner.version());
             // Added before anything else, so Camel stops it last: after every route and the dispatcher.
-            camel.addService(new DatabaseService(opened));
+            camel.addService(database);
         } catch (Exception e) {
-            opened.close();
-            throw e instanceof RuntimeException runtime ? runtime : new IllegalStateException(e.getMessage(), e);
+            database.stop();
+            throw new IllegalStateException(e.getMessage(), e);
         }
-        dataSource = opened.dataSource();
+        camel.getRegistry().bind(DatabaseService.NAME, database);
+        dataSource = database.dataSource();
         return dataSource;
     }
 
@@ -209,6 +212,7 @@ public class CamelConfiguration implements org.apache.camel.CamelConfiguration, 
 
     @Override
     public void configure(CamelContext context) throws Exception {
+        StartingHttpGate gate = null;
         Path routesDir = routesDirectory(settings());
         HealthCheckRegistry health = HealthCheckHelper.getHealthCheckRegistry(context);
         if (health != null) {
@@ -224,7 +228,8 @@ public class CamelConfiguration implements org.apache.camel.CamelConfiguration, 
             context.getRegistry().bind("vertx", vertx);
             context.getManagementStrategy().addEventNotifier(new HttpServerVertx.Closing(vertx));
             context.addRoutes(StatusPage.route(settings(), dataSource()));
-            context.getManagementStrategy().addEventNotifier(new StartingHttpGate(context));
+            gate = new StartingHttpGate(context);
+            context.getManagementStrategy().addEventNotifier(gate);
             context.getManagementStrategy().addEventNotifier(new RequestLimits(context, limits));
         }
         // camel-telegram in users' own routes gets the bot main's token and server from the
@@ -241,7 +246,7 @@ public class CamelConfiguration implements org.apache.camel.CamelConfiguration, 
         context.getCamelContextExtension().getContextPlugin(Model.class).addModelLifecycleStrategy(new HandlerRouteErrors());
         // One file that does not load is one line in the log, not a runner that does not start.
         context.getCamelContextExtension().addContextPlugin(RoutesLoader.class, new RouteFilesLoader(context));
-        RunnerLifecycle lifecycle = new RunnerLifecycle(workDispatcher(), dataSource(), routesDir);
+        RunnerLifecycle lifecycle = new RunnerLifecycle(workDispatcher(), dataSource(), routesDir, database, gate);
         context.addLifecycleStrategy(lifecycle);
     }
 

@@ -46,6 +46,13 @@ public final class Runner {
         Runtime.getRuntime().addShutdownHook(hold);
         try {
             camel.run();
+            // A configuration error found once the awaited database answered stopped Camel.
+            if (camel.getCamelContext() != null) {
+                DatabaseService database = camel.getCamelContext().getRegistry().lookupByNameAndType(DatabaseService.NAME, DatabaseService.class);
+                if (database != null && database.failure().isPresent()) {
+                    throw database.failure().get();
+                }
+            }
         } catch (Exception e) {
             String where = failedRoute(camel, e);
             stopQuietly(camel);

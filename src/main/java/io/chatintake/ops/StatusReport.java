@@ -4,6 +4,7 @@ import io.chatintake.album.AlbumMetrics;
 
 import io.chatintake.channel.telegram.TelegramBots;
 import io.chatintake.config.Settings;
+import io.chatintake.store.OldestTransaction;
 import io.chatintake.store.OperatorPause;
 import io.chatintake.support.Redactor;
 import java.sql.Connection;
@@ -21,6 +22,7 @@ import java.util.HashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
@@ -113,6 +115,7 @@ final class StatusReport {
     private final Duration refresh;
     private final String processName;
     private final Duration deadAfter;
+    private final Duration openTransactionWarn;
 
     /**
      * Who looks: the session's CSRF token for the action forms (null: a bearer client, the page
@@ -136,6 +139,7 @@ final class StatusReport {
         this.refresh = refresh;
         this.processName = processName;
         this.deadAfter = StatusHistory.deadAfter(settings);
+        this.openTransactionWarn = Duration.ofSeconds(settings.getLong("chat-intake.db.open-transaction-warn-seconds"));
     }
 
     String render(Map<RecentRefusals.Refusal, Long> refusals, Viewer viewer) throws SQLException {
@@ -449,6 +453,13 @@ final class StatusReport {
             }
         }
         html.endTable();
+        Optional<OldestTransaction> oldest = OldestTransaction.olderThan(c, openTransactionWarn);
+        if (oldest.isPresent()) {
+            String said = "database: " + oldest.get().describe() + "; vacuum is held back until it ends (SELECT pg_terminate_backend("
+                    + oldest.get().pid() + ") ends it)";
+            html.raw("<p id=\"oldest-transaction\" class=\"warn\">").text(said).raw("</p>");
+            attention.add(said);
+        }
     }
 
     private void actions(Connection c, Html html, Instant now) throws SQLException {

@@ -1,7 +1,15 @@
 package io.chatintake.routes;
 
+import com.zaxxer.hikari.HikariDataSource;
+import io.chatintake.testkit.Await;
 import io.chatintake.testkit.Sql;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.ResultSet;
+import java.sql.Statement;
+import java.time.Duration;
 import java.util.Map;
+import java.util.Properties;
 import org.apache.camel.builder.AdviceWith;
 import org.apache.camel.component.mock.MockEndpoint;
 import org.junit.jupiter.api.Test;
@@ -15,7 +23,8 @@ class OperatorAlertsRouteTest extends RouteTestSupport {
 
     @Override
     protected Map<String, String> settings() {
-        return Map.of("operator-alerts.telegram-chat-id", "-100555");
+        // A transaction open 2 s is old here: no test of this class holds one but the one that means to.
+        return Map.of("operator-alerts.telegram-chat-id", "-100555", "chat-intake.db.open-transaction-warn-seconds", "2");
     }
 
     @Test
@@ -100,6 +109,35 @@ class OperatorAlertsRouteTest extends RouteTestSupport {
         template.sendBody("direct:check", null);
 
         send.assertIsSatisfied();
+    }
+
+    @Test
+    void aSessionIdleInTransactionIsAnAlertNamingItsBackendApplicationStateAndAge() throws Exception {
+        Properties session = new Properties();
+        if (((HikariDataSource) db).getUsername() != null) {
+            session.setProperty("user", ((HikariDataSource) db).getUsername());
+        }
+        session.setProperty("ApplicationName", "left-open");
+        try (Connection left = DriverManager.getConnection(((HikariDataSource) db).getJdbcUrl(), session)) {
+            left.setAutoCommit(false);
+            long pid;
+            try (Statement st = left.createStatement(); ResultSet rs = st.executeQuery("SELECT pg_backend_pid()")) {
+                rs.next();
+                pid = rs.getLong(1);
+            }
+            Await.until("the transaction is older than the threshold", Duration.ofSeconds(30), () -> Sql.count(db,
+                    "SELECT count(*) FROM pg_stat_activity WHERE pid = " + pid + " AND xact_start < clock_timestamp() - interval '3 seconds'") == 1);
+            MockEndpoint send = checking();
+            send.expectedMessageCount(1);
+            send.message(0).header("IdempotencyKey").startsWith("open-transaction:" + pid + ":");
+            send.message(0).body().regex("chat-intake: database backend " + pid + " \\(application 'left-open', idle in transaction\\)"
+                    + " has held a transaction open for \\d+ min: vacuum is held back until it ends \\(SELECT pg_terminate_backend\\(" + pid + "\\).*");
+            context.start();
+
+            template.sendBody("direct:check", null);
+
+            send.assertIsSatisfied();
+        }
     }
 
     /** One item of {@code kind}, due since {@code ago}. */

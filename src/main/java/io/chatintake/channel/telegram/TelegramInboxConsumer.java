@@ -124,6 +124,14 @@ public class TelegramInboxConsumer extends DefaultConsumer implements BotPoller.
         scheduler.catchUp(lease);
     }
 
+    /** Rows a lost commit answer stored are read back: the retried batch finds them stored and hands none over. */
+    @Override
+    public void storeUncertain(PollLease.Held lease) {
+        if (scheduler != null && scheduler.botId() == lease.botId()) {
+            scheduler.catchUp(lease);
+        }
+    }
+
     @Override
     public void stored(BotApiClient.BotIdentity identity, TelegramInbox.StoredBatch batch, boolean fullBatch, boolean answerQueued) {
         if (batch.lastRowId() > 0) {

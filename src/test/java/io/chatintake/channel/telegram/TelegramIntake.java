@@ -13,6 +13,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.function.BooleanSupplier;
+import javax.sql.DataSource;
 import org.apache.camel.CamelContext;
 import org.apache.camel.Exchange;
 import org.apache.camel.Processor;
@@ -40,10 +41,15 @@ final class TelegramIntake implements AutoCloseable {
     }
 
     TelegramIntake(BotApiSimulator simulator, Clock clock) {
+        this(simulator, clock, TestDatabase.dataSource());
+    }
+
+    /** @param dataSource the test database, or one that misbehaves over it */
+    TelegramIntake(BotApiSimulator simulator, Clock clock, DataSource dataSource) {
         simulator.setAudit(new InboxAudit(TestDatabase.dataSource()));
         TelegramInboxComponent component = new TelegramInboxComponent();
         component.setClock(clock);
-        product = WebhookServer.builder(TestDatabase.dataSource()).withoutHttp()
+        product = WebhookServer.builder(dataSource).withoutHttp()
                 .bean("telegram-inbox", component)
                 .bean("metricsRegistry", meters)
                 .setting("telegram.api-url", simulator.url())
