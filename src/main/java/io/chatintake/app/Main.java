@@ -12,6 +12,7 @@ import io.chatintake.ops.bench.WebhookIntakeBenchmark;
 import io.chatintake.config.ConfigurationException;
 import io.chatintake.config.Settings;
 import io.chatintake.ops.AlbumCommands;
+import io.chatintake.ops.MessagesCommand;
 import io.chatintake.ops.KubernetesConfigMap;
 import io.chatintake.ops.Chaos;
 import io.chatintake.ops.Demo;
@@ -75,6 +76,9 @@ public final class Main {
                 }
                 case "work" -> {
                     return new WorkCommands(loadSettings(), out).run(args.subList(1, args.size()));
+                }
+                case "messages" -> {
+                    return new MessagesCommand(loadSettings(), out).run(args.subList(1, args.size()));
                 }
                 case "albums" -> {
                     String sub = args.size() > 1 ? args.get(1) : "status";
@@ -204,6 +208,10 @@ public final class Main {
                 "                                           settle an effect parked for reconciliation; its item runs again",
                 "  work pause --kind K [--by NAME]          no item of kind K is claimed within 2 s; new ones are stored, none parked",
                 "  work resume --kind K [--by NAME]         kind K is claimed again, in order per chat (both recorded in operator_action)",
+                "  messages find [--channel C] [--bot B] [--conversation ID] [--sender ID] [--text T] [--event ID]",
+                "                [--since T] [--until T] [--limit N] [--after CURSOR]",
+                "                                           stored messages, newest first (T: ISO time or age, 15m, 2h, 3d)",
+                "  messages show KEY                        a message's timeline: stored by, album, runs, effects, payload masked",
                 "  albums status                            open albums, oldest open age, recent decisions, conflicts",
                 "  albums resolve ALBUM_KEY [--by NAME]     a person settled the album: clears needs_person, records who",
                 "  demo [--exit]                            a one-minute story on a fresh embedded database with the simulators;",

@@ -58,6 +58,11 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
     private static final String BEARER = "Bearer ";
     private static final String TEXT = "text/plain; charset=utf-8";
 
+    /** The pages besides {@code /status}: {@link MessagesPage}'s. */
+    enum View { SEARCH, TIMELINE }
+
+    private static final String VIEW = "statusView";
+
     /** The page's actions: {@code POST /status/<name>}. */
     enum Action {
         LOGIN("login"), OPERATOR("operator"), LOGOUT("logout"),
@@ -95,6 +100,7 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
     private final Optional<StatusSession> sessions;
     private final StatusReport report;
     private final OperatorActions actions;
+    private final MessagesPage messages;
     private final RecentRefusals refusals = new RecentRefusals(Clock.systemUTC());
     private final RefusalLog refusalLog = new RefusalLog();
     private CamelContext context;
@@ -111,6 +117,7 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
         this.report = new StatusReport(dataSource, settings, Duration.ofSeconds(settings.getLong(REFRESH_SECONDS, 10)),
                 ProcessIdentity.name());
         this.actions = new OperatorActions(dataSource);
+        this.messages = new MessagesPage(dataSource);
     }
 
     /** The routes serving the page and its actions, for the runner to add: on the management port if it has one, else the HTTP port. */
@@ -121,6 +128,10 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
             public void configure() {
                 String http = ManagementPort.component(getContext(), settings);
                 from(http + ":" + PATH + "?httpMethodRestrict=GET&muteException=true").routeId("status-page").process(page);
+                from(http + ":" + PATH + MessagesPage.SEARCH + "?httpMethodRestrict=GET&muteException=true").routeId("status-messages")
+                        .setProperty(VIEW, constant(View.SEARCH)).process(page);
+                from(http + ":" + PATH + MessagesPage.SEARCH + "/{key}?httpMethodRestrict=GET&muteException=true").routeId("status-message")
+                        .setProperty(VIEW, constant(View.TIMELINE)).process(page);
                 for (Action action : Action.values()) {
                     from(http + ":" + PATH + "/" + action.path + "?httpMethodRestrict=POST&muteException=true")
                             .routeId("status-" + action.path).setProperty("statusAction", constant(action)).process(page);
@@ -197,7 +208,7 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
         String cookies = request.getHeader("Cookie");
         Optional<String> sessionId = session.verify(StatusSession.cookie(cookies, StatusSession.COOKIE));
         if (action == null) {
-            page(message, request, client, session, sessionId, cookies);
+            page(message, request, client, session, sessionId, cookies, exchange.getProperty(VIEW, View.class));
         } else if (action == Action.LOGIN) {
             login(message, request, client, session);
         } else {
@@ -205,8 +216,9 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
         }
     }
 
+    /** @param view a messages page, or null for the status page itself */
     private void page(Message message, HttpServerRequest request, String client, StatusSession session, Optional<String> sessionId,
-                      String cookies) {
+                      String cookies, View view) {
         String authorization = request.getHeader("Authorization");
         String queryToken = request.getParam("token");
         boolean bearer = authorization != null && authorization.startsWith(BEARER)
@@ -234,7 +246,8 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
             StatusReport.Viewer viewer = new StatusReport.Viewer(sessionId.map(session::csrf).orElse(null),
                     StatusSession.cookie(cookies, StatusSession.OPERATOR_COOKIE),
                     page(request, "parked-page"), page(request, "effects-page"));
-            String html = report.render(refusals.lastHour(MeterRegistryLookup.of(context)), viewer);
+            String html = view != null ? messages.render(request, view == View.TIMELINE)
+                    : report.render(refusals.lastHour(MeterRegistryLookup.of(context)), viewer);
             // The page holds no link or script of anyone else's, posts only to itself, and is never framed.
             message.setHeader("Content-Security-Policy",
                     "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; form-action 'self'; frame-ancestors 'none'");

@@ -183,7 +183,10 @@ final class WorkItemRepository {
     // the planner read the partial index work_item_running instead, whose entries left by earlier
     // claims only vacuum removes (28,000-60,000 read for 163-312 items). They are planned at each
     // execution: a plan kept from a small work_item scans the whole table (67,000 rows for 24 items).
+    // Each run also leaves a work_run row (a deferral is no run: its attempt is given back), in the
+    // same statement; b is the item as claimed, for who ran it and since when.
     private static final String RECORD = """
+            WITH recorded AS (
             UPDATE work_item w SET state = o.state, next_attempt_at = COALESCE(o.next_at, w.next_attempt_at),
                    attempts = CASE WHEN o.state = 'pending' THEN w.attempts - 1 ELSE w.attempts END,
                    last_error = CASE WHEN o.state = 'pending' THEN w.last_error ELSE o.error END,
@@ -191,8 +194,13 @@ final class WorkItemRepository {
                    claim_expires_at = NULL, updated_at = now()
               FROM unnest(?::bigint[], ?::text[], ?::text[], ?::timestamptz[], ?::text[], ?::bigint[])
                    AS o(id, state, error, next_at, result, token)
+              JOIN work_item b ON b.id = o.id
              WHERE w.id = o.id AND w.claim_token = o.token
-            RETURNING o.token""";
+            RETURNING o.token, w.id, w.attempts, o.state, o.result, o.error, b.claimed_by, b.updated_at),
+                 run AS (
+            INSERT INTO work_run (work_item_id, attempt, state, outcome, error, process, claimed_at)
+            SELECT id, attempts, state, result, error, claimed_by, updated_at FROM recorded WHERE state <> 'pending')
+            SELECT token FROM recorded""";
 
     /** @return outcomes recorded per token: only those of items that still carry their run's token */
     static Map<Long, Integer> recordOutcomes(Connection c, List<FinishedRun> finished) throws SQLException {
