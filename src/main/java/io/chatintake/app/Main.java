@@ -5,6 +5,7 @@ import io.chatintake.ops.bench.DispatchBenchmark;
 import io.chatintake.ops.bench.ManyBotsBenchmark;
 import io.chatintake.ops.bench.MemoryBenchmark;
 import io.chatintake.ops.bench.ReplyBenchmark;
+import io.chatintake.ops.bench.SearchBenchmark;
 import io.chatintake.ops.bench.SoakBenchmark;
 import io.chatintake.ops.bench.StartBenchmark;
 import io.chatintake.ops.bench.TelegramIntakeBenchmark;
@@ -112,9 +113,10 @@ public final class Main {
                             case "start" -> new StartBenchmark(out).run();
                             case "latency" -> new DispatchBenchmark(out).latency(given ? n : 20);
                             case "replies" -> new ReplyBenchmark(out).run(given ? n : 600);
+                            case "search" -> new SearchBenchmark(out).run(given ? n : 1_000_000);
                             case "soak" -> new SoakBenchmark(out).run(given ? n : 300, args.subList(2, args.size()));
                             default -> throw new ConfigurationException(
-                                    "usage: bench telegram [--cold]|bots|dispatch|albums|webhook|memory|start|latency|replies|soak [N]");
+                                    "usage: bench telegram [--cold]|bots|dispatch|albums|webhook|memory|start|latency|replies|search|soak [N]");
                         };
                     } catch (ConfigurationException e) {
                         throw e;
@@ -234,6 +236,7 @@ public final class Main {
                 "  bench latency [SECONDS]                  commit-to-handler wait over 1,000 chats, shipped vs a growing gathering wait (20 s a rate)",
                 "  bench albums [N]                         album decision latency with N albums open (default 20,000), heap flat",
                 "  bench replies [N]                        echo replies at Telegram's limits (simulator, 429 above them) as ratios to the bot's limit",
+                "  bench search [N]                         N stored messages (default 1,000,000): p50/p95 of a page per search filter",
                 "  bench dispatch [N]                       ordered work handled as a ratio to the intake rate; claim cost vs backlog",
                 "  bench soak [SECONDS] [--FLAG=VALUE ...]   one runner under a steady mixed load for SECONDS (default 300): handling",
                 "                                           keeps up, oldest pending, drained in 30 s, no claim lost to itself; flags",

@@ -113,7 +113,7 @@ public final class MessageSearch {
     private static final String WEBHOOK_ROWS = """
             SELECT e.id, e.channel, e.workspace, m.conversation_id, webhook_sender_id(e.payload), e.event_id, e.event_type,
                    COALESCE(m.text, m.caption), e.received_at
-              FROM webhook_event e LEFT JOIN channel_message m ON m.first_event_id = e.event_id AND m.workspace = e.workspace
+              FROM webhook_event e %s JOIN channel_message m ON m.first_event_id = e.event_id AND m.workspace = e.workspace
              WHERE true""";
 
     private MessageSearch() {
@@ -153,7 +153,8 @@ public final class MessageSearch {
     }
 
     private static List<Ranked> webhook(Connection c, Filter f, Cursor after) throws SQLException {
-        Query q = new Query(WEBHOOK_ROWS);
+        // An inner join when the child is filtered on: the planner then starts from the child's index.
+        Query q = new Query(WEBHOOK_ROWS.formatted(f.conversation() == null && f.text() == null ? "LEFT" : ""));
         q.where(f.channel(), " AND e.channel = ?");
         q.where(f.conversation(), " AND m.conversation_id = ?");
         q.where(f.sender(), " AND webhook_sender_id(e.payload) = ?");

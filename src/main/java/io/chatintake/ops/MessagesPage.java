@@ -18,6 +18,7 @@ final class MessagesPage {
     static final String SEARCH = "/messages";
     /** The longest value a filter field takes; anything longer is cut. */
     private static final int FIELD_CHARS = 200;
+    /** Rows a page shows unless ?limit= says otherwise (up to {@link MessageSearch#MAX_LIMIT}). */
     private static final int PAGE_ROWS = 50;
 
     private final DataSource dataSource;
@@ -42,11 +43,15 @@ final class MessagesPage {
                 values.put(name, value == null ? "" : value.length() > FIELD_CHARS ? value.substring(0, FIELD_CHARS) : value);
             }
             String after = request.getParam("after");
+            String limit = request.getParam("limit");
+            if (limit != null && limit.matches("\\d{1,3}")) {
+                values.put("limit", limit);
+            }
             try {
                 Instant now = Instant.now();
                 MessageSearch.Filter filter = new MessageSearch.Filter(values.get("channel"), values.get("bot"), values.get("conversation"),
                         values.get("sender"), values.get("text"), values.get("event"), MessageSearch.time(values.get("since"), now),
-                        MessageSearch.time(values.get("until"), now), PAGE_ROWS,
+                        MessageSearch.time(values.get("until"), now), values.containsKey("limit") ? Integer.parseInt(values.get("limit")) : PAGE_ROWS,
                         after == null || after.length() > FIELD_CHARS ? null : after);
                 return MessagesView.search(values, MessageSearch.find(c, filter), null);
             } catch (IllegalArgumentException e) {
