@@ -14,6 +14,9 @@ import io.chatintake.testkit.WebhookServer;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.net.InetSocketAddress;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -205,6 +208,21 @@ class MessagesFindTest {
         assertThat(row(html, "stored")).as("stored by a named process").contains("chat-intake");
         assertThat(html).as("secret fields masked").doesNotContain("rt-SECRET").doesNotContain(MEDIA_SIGNATURE.substring(16))
                 .doesNotContain(STATUS_TOKEN).doesNotContain(WEBHOOK_SECRET).contains("[redacted]");
+    }
+
+    @Test
+    void theSearchAndTimelinesNeedTheStatusPagesToken() throws Exception {
+        HttpClient http = HttpClient.newHttpClient();
+        for (String path : List.of("/status/messages?text=parcel", "/status/messages/" + retried)) {
+            HttpResponse<String> anonymous = http.send(HttpRequest.newBuilder(server.uri(path)).build(), HttpResponse.BodyHandlers.ofString());
+            assertThat(anonymous.statusCode()).as(path).isEqualTo(401);
+            assertThat(anonymous.body()).doesNotContain("parcel");
+            HttpResponse<String> bearer = http.send(HttpRequest.newBuilder(server.uri(path)).header("Authorization", "Bearer " + STATUS_TOKEN)
+                    .build(), HttpResponse.BodyHandlers.ofString());
+            assertThat(bearer.statusCode()).as(path).isEqualTo(200);
+            assertThat(bearer.body()).contains("where is my parcel").doesNotContain(STATUS_TOKEN);
+            assertThat(bearer.headers().firstValue("Cache-Control")).contains("no-store");
+        }
     }
 
     @Test
