@@ -109,7 +109,7 @@ class MessagesFindTest {
                             method: complete
                 """.formatted(replies.getAddress().getPort()));
         server = WebhookServer.startWithWork(TestDatabase.dataSource(), Map.of(StatusPage.TOKEN, STATUS_TOKEN, "unifyport.signing-secrets", WEBHOOK_SECRET,
-                "unifyport.workspace", "ws-find"), "file:routes/unifyport-webhook.yaml,file:" + routes + "/*.yaml");
+                "unifyport.workspace", "ws-find"), "file:routes/unifyport-webhook.yaml,file:routes/albums.yaml,file:routes/handlers.yaml,file:" + routes + "/*.yaml");
 
         browser = Browser.start();
         browser.open(server.uri("/status?token=" + STATUS_TOKEN).toString());
@@ -150,10 +150,14 @@ class MessagesFindTest {
 
     /** Posts a signed UnifyPort message.received; @return its message key (webhook-N) */
     private static String deliver(String eventId, String conversation, String sender, String text) {
-        SignedDeliverySender client = new SignedDeliverySender(server.uri("/webhooks/unifyport"), Secret.of(WEBHOOK_SECRET));
         String data = "{\"conversation\":{\"id\":\"" + conversation + "\",\"type\":\"user\"},\"sender\":{\"id\":\"" + sender + "\"},"
                 + "\"message\":{\"id\":\"m-" + eventId + "\",\"type\":\"text\",\"text\":\"" + text + "\",\"reply_token\":\"rt-SECRET-"
                 + eventId + "\",\"attachments\":[{\"type\":\"image\",\"url\":\"https://media.example/x.jpg?" + MEDIA_SIGNATURE + "\"}]}}";
+        return deliver(eventId, data);
+    }
+
+    private static String deliver(String eventId, String data) {
+        SignedDeliverySender client = new SignedDeliverySender(server.uri("/webhooks/unifyport"), Secret.of(WEBHOOK_SECRET));
         byte[] body = SignedDeliverySender.envelope(eventId, "message.received", "whatsapp", "acc-find", Instant.now(), data);
         assertThat(client.post(client.sign(eventId, body, TimestampForm.RFC3339)).status()).isEqualTo(200);
         return "webhook-" + Sql.count(TestDatabase.dataSource(), "SELECT id FROM webhook_event WHERE event_id = '" + eventId + "'");
@@ -208,6 +212,26 @@ class MessagesFindTest {
         assertThat(row(html, "stored")).as("stored by a named process").contains("chat-intake");
         assertThat(html).as("secret fields masked").doesNotContain("rt-SECRET").doesNotContain(MEDIA_SIGNATURE.substring(16))
                 .doesNotContain(STATUS_TOKEN).doesNotContain(WEBHOOK_SECRET).contains("[redacted]");
+    }
+
+    @Test
+    void aChildsTimelineShowsItsAlbumAndTheAlbumsDecisions(DataSource db) {
+        String run = suffix();
+        List<String> children = new ArrayList<>();
+        for (int index = 1; index <= 2; index++) {
+            children.add(deliver("evt-find-album-" + index + "-" + run, "{\"conversation\":{\"id\":\"conv-album-" + run + "\"},"
+                    + "\"sender\":{\"id\":\"s\"},\"message\":{\"id\":\"m-album-" + index + "-" + run + "\",\"type\":\"image\","
+                    + "\"caption\":\"photo " + index + "\",\"album\":{\"id\":\"alb-" + run + "\",\"index\":" + index + ",\"total\":2}}}"));
+        }
+        Await.until("the album decided", Duration.ofSeconds(60), () -> Sql.count(db,
+                "SELECT count(*) FROM album_decision d JOIN album a USING (album_key) WHERE a.album_id = 'alb-" + run + "'") == 1);
+
+        browser.open(server.uri("/status/messages/" + children.get(1)).toString());
+        String html = browser.html();
+        assertThat(browser.text()).contains("(album alb-" + run + ")").contains("photo 2");
+        assertThat(row(html, "decision-1")).contains("complete").contains("<td>2</td>");
+        assertThat(cli("show", children.get(0))).contains("album ").contains("(album id alb-" + run + ")")
+                .contains("decision v1 complete, 2 child(ren)");
     }
 
     @Test
