@@ -183,10 +183,7 @@ final class WorkItemRepository {
     // the planner read the partial index work_item_running instead, whose entries left by earlier
     // claims only vacuum removes (28,000-60,000 read for 163-312 items). They are planned at each
     // execution: a plan kept from a small work_item scans the whole table (67,000 rows for 24 items).
-    // Each run also leaves a work_run row (a deferral is no run: its attempt is given back), in the
-    // same statement; b is the item as claimed, for who ran it and since when.
     private static final String RECORD = """
-            WITH recorded AS (
             UPDATE work_item w SET state = o.state, next_attempt_at = COALESCE(o.next_at, w.next_attempt_at),
                    attempts = CASE WHEN o.state = 'pending' THEN w.attempts - 1 ELSE w.attempts END,
                    last_error = CASE WHEN o.state = 'pending' THEN w.last_error ELSE o.error END,
@@ -194,13 +191,18 @@ final class WorkItemRepository {
                    claim_expires_at = NULL, updated_at = now()
               FROM unnest(?::bigint[], ?::text[], ?::text[], ?::timestamptz[], ?::text[], ?::bigint[])
                    AS o(id, state, error, next_at, result, token)
-              JOIN work_item b ON b.id = o.id
              WHERE w.id = o.id AND w.claim_token = o.token
-            RETURNING o.token, w.id, w.attempts, o.state, o.result, o.error, b.claimed_by, b.updated_at),
+            RETURNING o.token, w.id, w.attempts, o.state, o.result, o.error, (SELECT b FROM work_item b WHERE b.id = w.id) AS claimed""";
+
+    // Each run also leaves a work_run row, in the same statement (a deferral is no run: its attempt
+    // is given back). claimed is the item as the statement's snapshot has it, i.e. as claimed: who
+    // ran it and since when.
+    private static final String RECORD_WITH_RUNS = """
+            WITH recorded AS (%s),
                  run AS (
             INSERT INTO work_run (work_item_id, attempt, state, outcome, error, process, claimed_at)
-            SELECT id, attempts, state, result, error, claimed_by, updated_at FROM recorded WHERE state <> 'pending')
-            SELECT token FROM recorded""";
+            SELECT id, attempts, state, result, error, (claimed).claimed_by, (claimed).updated_at FROM recorded WHERE state <> 'pending')
+            SELECT token FROM recorded""".formatted(RECORD);
 
     /** @return outcomes recorded per token: only those of items that still carry their run's token */
     static Map<Long, Integer> recordOutcomes(Connection c, List<FinishedRun> finished) throws SQLException {
@@ -213,7 +215,7 @@ final class WorkItemRepository {
         if (outcomes.isEmpty()) {
             return Map.of();
         }
-        try (PreparedStatement ps = PlannedEachTime.prepare(c, RECORD)) {
+        try (PreparedStatement ps = PlannedEachTime.prepare(c, RECORD_WITH_RUNS)) {
             ps.setArray(1, c.createArrayOf("bigint", outcomes.stream().map(o -> o.item().id()).toArray()));
             ps.setArray(2, c.createArrayOf("text", outcomes.stream().map(o -> o.state().stored()).toArray()));
             ps.setArray(3, c.createArrayOf("text", outcomes.stream().map(Outcome::error).toArray()));
