@@ -114,10 +114,10 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
                 Duration.ofSeconds(settings.getLong(WrongTokenLimit.WINDOW_SECONDS, 300)), Clock.systemUTC());
         this.proxies = TrustedProxies.from(settings);
         this.sessions = token.map(t -> new StatusSession(t, Clock.systemUTC()));
+        this.messages = new MessagesPage(dataSource);
         this.report = new StatusReport(dataSource, settings, Duration.ofSeconds(settings.getLong(REFRESH_SECONDS, 10)),
                 ProcessIdentity.name());
         this.actions = new OperatorActions(dataSource);
-        this.messages = new MessagesPage(dataSource);
     }
 
     /** The routes serving the page and its actions, for the runner to add: on the management port if it has one, else the HTTP port. */
