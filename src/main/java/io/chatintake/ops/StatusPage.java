@@ -231,7 +231,8 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
             }
             // The token leaves the address bar at once: the session cookie stands for it from now on.
             message.setHeader("Set-Cookie", StatusSession.sessionCookie(session.open(), proxies.overTls(request)));
-            redirect(message, PATH.substring(1), "Signed in: the page is at " + PATH + ".\n");
+            // Back to the page asked for (its last segment, relative), without the query that held the token.
+            redirect(message, request.path().substring(request.path().lastIndexOf('/') + 1), "Signed in: the page is at " + PATH + ".\n");
             return;
         }
         if (!bearer && sessionId.isEmpty()) {

@@ -247,6 +247,10 @@ class MessagesFindTest {
             assertThat(bearer.body()).contains("where is my parcel").doesNotContain(STATUS_TOKEN);
             assertThat(bearer.headers().firstValue("Cache-Control")).contains("no-store");
         }
+        HttpResponse<String> signIn = http.send(HttpRequest.newBuilder(server.uri("/status/messages?token=" + STATUS_TOKEN)).build(),
+                HttpResponse.BodyHandlers.ofString());
+        assertThat(signIn.statusCode()).isEqualTo(303);
+        assertThat(signIn.headers().firstValue("Location")).as("back to the search, the token out of the address").contains("messages");
     }
 
     @Test
