@@ -70,14 +70,16 @@ CREATE INDEX channel_message_conversation ON channel_message (conversation_id, c
 -- managed services allow it, and it is a trusted extension from PostgreSQL 13). Without it a text
 -- search reads the other filters' rows, or the newest rows, and still answers.
 DO $$
+DECLARE trgm text;
 BEGIN
-    IF EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'pg_trgm')
-       OR EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'pg_trgm') THEN
+    IF EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'pg_trgm') THEN
         BEGIN
             CREATE EXTENSION IF NOT EXISTS pg_trgm;
-            EXECUTE 'CREATE INDEX telegram_update_text ON telegram_update USING gin (telegram_text(payload) gin_trgm_ops)';
-            EXECUTE 'CREATE INDEX channel_message_text ON channel_message USING gin ((COALESCE(text, caption)) gin_trgm_ops)';
-        EXCEPTION WHEN insufficient_privilege OR undefined_object OR feature_not_supported THEN
+            -- Wherever it was installed (another application's schema, too), its operator class is named in full.
+            SELECT extnamespace::regnamespace::text INTO trgm FROM pg_extension WHERE extname = 'pg_trgm';
+            EXECUTE format('CREATE INDEX telegram_update_text ON telegram_update USING gin (telegram_text(payload) %s.gin_trgm_ops)', trgm);
+            EXECUTE format('CREATE INDEX channel_message_text ON channel_message USING gin ((COALESCE(text, caption)) %s.gin_trgm_ops)', trgm);
+        EXCEPTION WHEN insufficient_privilege OR undefined_object OR undefined_file OR feature_not_supported THEN
             RAISE NOTICE 'pg_trgm not available (%): text search runs without its index', SQLERRM;
         END;
     END IF;

@@ -33,7 +33,8 @@ import org.slf4j.LoggerFactory;
 
 /**
  * {@code GET /status}: one HTML page a person reads at a glance ({@link StatusReport}), and the
- * actions it offers, each a {@code POST /status/<action>}. Off unless
+ * actions it offers, each a {@code POST /status/<action>}; {@code GET /status/messages} and
+ * {@code /status/messages/<key>} ({@link MessagesPage}) read behind the same sign-in. Off unless
  * {@code chat-intake.status.token} is set (404 saying how to turn it on).
  * <p>
  * The token must have at least {@value #MIN_TOKEN_LENGTH} characters, or the page stays off. The
@@ -232,7 +233,8 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
             // The token leaves the address bar at once: the session cookie stands for it from now on.
             message.setHeader("Set-Cookie", StatusSession.sessionCookie(session.open(), proxies.overTls(request)));
             // Back to the page asked for (its last segment, relative), without the query that held the token.
-            redirect(message, request.path().substring(request.path().lastIndexOf('/') + 1), "Signed in: the page is at " + PATH + ".\n");
+            redirect(message, request.path().substring(request.path().lastIndexOf('/') + 1),
+                    "Signed in: the page is at " + PATH + ".\n");
             return;
         }
         if (!bearer && sessionId.isEmpty()) {

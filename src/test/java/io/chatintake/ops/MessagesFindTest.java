@@ -164,7 +164,9 @@ class MessagesFindTest {
     }
 
     @Test
-    void thePageFindsMessagesByEachFilter() {
+    void thePageFindsMessagesByEachFilter(DataSource db) {
+        assertThat(Sql.count(db, "SELECT count(*) FROM pg_indexes WHERE indexname IN ('telegram_update_text', 'channel_message_text')"))
+                .as("the embedded PostgreSQL has pg_trgm: text contains has its indexes").isEqualTo(2);
         String run = suffix();
         assertThat(search(Map.of("channel", "unifyport", "conversation", "conv-find-a-" + run))).containsExactly(other, retried);
         assertThat(search(Map.of("bot", "find_bot"))).containsExactly(telegram);
