@@ -237,6 +237,21 @@ class MessagesFindTest {
     }
 
     @Test
+    void aTelegramAlbumPartShowsItsAlbum(DataSource db) {
+        // The rows Telegram intake and the album route write for a media group part, written here directly.
+        long update = Long.parseLong(telegram.substring("telegram-".length()));
+        Sql.execute(db, "INSERT INTO channel_message (workspace, provider, account_id, conversation_id, message_id, album_id, first_event_id)"
+                + " VALUES ('default', 'telegram-bot', '" + BOT_ID + "', '-100" + BOT_ID + "', '1', 'group-9', 'telegram:" + BOT_ID + ":5501')");
+        Sql.execute(db, "INSERT INTO album (album_key, workspace, provider, account_id, conversation_id, album_id, decided_version)"
+                + " VALUES ('tg-album-key-9', 'default', 'telegram-bot', '" + BOT_ID + "', '-100" + BOT_ID + "', 'group-9', 1)");
+        Sql.execute(db, "INSERT INTO album_decision (album_key, version, kind, child_ids, message_ids, totals_seen, indexes_seen, completed_by)"
+                + " VALUES ('tg-album-key-9', 1, 'provisional', '[1, 2]', '[\"1\", \"2\"]', '[]', '[null, null]', 'timeout')");
+
+        assertThat(cli("show", "telegram-" + update)).contains("album tg-album-key-9 (album id group-9)")
+                .contains("decision v1 provisional, 2 child(ren), completed by timeout");
+    }
+
+    @Test
     void theSearchAndTimelinesNeedTheStatusPagesToken() throws Exception {
         HttpClient http = HttpClient.newHttpClient();
         for (String path : List.of("/status/messages?text=parcel", "/status/messages/" + retried)) {
