@@ -17,13 +17,6 @@
 // a new finding each hour).
 // Off while operator-alerts.telegram-chat-id (OPERATOR_ALERTS_TELEGRAM_CHAT_ID) is empty.
 
-import java.sql.Connection;
-import java.sql.PreparedStatement;
-import java.sql.ResultSet;
-import java.util.ArrayList;
-import java.util.List;
-import javax.sql.DataSource;
-import org.apache.camel.Exchange;
 import org.apache.camel.LoggingLevel;
 import org.apache.camel.builder.RouteBuilder;
 import org.slf4j.Logger;
@@ -33,8 +26,10 @@ public class OperatorAlerts extends RouteBuilder {
     private static final Logger LOG = LoggerFactory.getLogger("io.chatintake.operator-alerts");
     private static final int MAX_PER_CHECK = 20;
 
-    // Every finding as (key, text); those already alerted (an outbound_effect row) are left out.
-    // Parameters: the silence after which a process is dead, the longest a due item may wait, the limit.
+    // Every finding as (finding, text), through camel-sql; those already alerted (an
+    // outbound_effect row) are left out. Parameters, from headers (:?name, camel-sql's named
+    // parameter in a query body): the silence after which a process is dead, the longest a due
+    // item may wait, the limit.
     private static final String NEW_FINDINGS = """
             WITH polling_stopped AS (
                 SELECT bot_id, bot_name, last_poll_at, updated_at FROM telegram_checkpoint
@@ -42,7 +37,7 @@ public class OperatorAlerts extends RouteBuilder {
                    AND bot_name NOT IN (SELECT name FROM operator_pause WHERE subject = 'telegram-bot')),
             held_back AS (
                 SELECT min(held_back_since) AS since FROM runner_heartbeat
-                 WHERE held_back_since IS NOT NULL AND beat_at >= now() - make_interval(secs => ?))
+                 WHERE held_back_since IS NOT NULL AND beat_at >= now() - make_interval(secs => :?deadAfterSeconds))
             SELECT finding, text FROM (
                 SELECT 'work-parked:' || id || ':' || (extract(epoch FROM updated_at) * 1000)::bigint AS finding,
                        'chat-intake: work item ' || id || ' (' || kind || ' ' || source_key || ') parked after '
@@ -94,31 +89,23 @@ public class OperatorAlerts extends RouteBuilder {
                        w.due_since
                   FROM (SELECT kind, min(next_attempt_at) AS due_since FROM work_item
                          WHERE state IN ('pending', 'failed') AND next_attempt_at <= now() GROUP BY kind) w, held_back h
-                 WHERE w.due_since < now() - make_interval(secs => ?) AND NOT EXISTS (SELECT 1 FROM polling_stopped)
+                 WHERE w.due_since < now() - make_interval(secs => :?maxPendingAgeSeconds) AND NOT EXISTS (SELECT 1 FROM polling_stopped)
                    AND w.kind NOT IN (SELECT name FROM operator_pause WHERE subject = 'work-kind')
             ) f
              WHERE NOT EXISTS (SELECT 1 FROM outbound_effect e WHERE e.effect_key = f.finding || ':operator-alert')
              ORDER BY seen_at
-             LIMIT ?""";
-
-    public record Finding(String key, String text) {
-    }
-
-    private double deadAfterSeconds;
-    private double maxPendingAgeSeconds;
+             LIMIT :?limit""";
 
     @Override
     public void configure() {
-        String chat = property("operator-alerts.telegram-chat-id", "");
+        String chat = getContext().resolvePropertyPlaceholders("{{operator-alerts.telegram-chat-id}}").trim();
         if (chat.isEmpty()) {
             LOG.info("operator alerts: OFF: no operator chat configured; set OPERATOR_ALERTS_TELEGRAM_CHAT_ID (operator-alerts.telegram-chat-id)");
             return;
         }
         LOG.info("operator alerts: new findings are sent to Telegram chat {} every minute", chat);
         // As the work dispatcher counts a process dead: its last word on holding handlers back is then stale.
-        deadAfterSeconds = Double.parseDouble(property("work.heartbeat-seconds", "2"))
-                * Double.parseDouble(property("work.dead-after-heartbeats", "4"));
-        maxPendingAgeSeconds = Double.parseDouble(property("operator-alerts.max-pending-age-seconds", "60"));
+        double deadAfterSeconds = number("{{work.heartbeat-seconds}}") * number("{{work.dead-after-heartbeats}}");
 
         // A send that failed may still have arrived: the guard keeps it from being repeated, and
         // the exception's text is not logged (a Bot API error can quote the token in its URL).
@@ -127,31 +114,21 @@ public class OperatorAlerts extends RouteBuilder {
                         "operator alert ${header.IdempotencyKey} not confirmed sent (${exception.class.simpleName}); not repeated: see outbound_effect");
 
         from("timer:operator-alerts?delay=5000&period=60000").routeId("operator-alerts")
-                .process(this::findNew)
+                .setHeader("deadAfterSeconds", constant(deadAfterSeconds))
+                .setHeader("maxPendingAgeSeconds", constant(number("{{operator-alerts.max-pending-age-seconds}}")))
+                .setHeader("limit", constant(MAX_PER_CHECK))
+                // The query is the body: too long (and too full of ? and +) for an endpoint URI.
+                .setBody(constant(NEW_FINDINGS))
+                .to("sql:operator-alert-findings?dataSource=#dataSource&useMessageBodyForSql=true")
                 .split(body())
-                    .setHeader("IdempotencyKey", simple("${body.key()}"))
-                    .setBody(simple("${body.text()}"))
+                    .setHeader("IdempotencyKey", simple("${body[finding]}"))
+                    .setBody(simple("${body[text]}"))
                     .to("direct:operator-alert-send")
                 .end();
     }
 
-    private String property(String key, String otherwise) {
-        return getContext().getPropertiesComponent().resolveProperty(key).orElse(otherwise).trim();
-    }
-
-    private void findNew(Exchange exchange) throws Exception {
-        DataSource dataSource = exchange.getContext().getRegistry().lookupByNameAndType("dataSource", DataSource.class);
-        List<Finding> findings = new ArrayList<>();
-        try (Connection c = dataSource.getConnection(); PreparedStatement ps = c.prepareStatement(NEW_FINDINGS)) {
-            ps.setDouble(1, deadAfterSeconds);
-            ps.setDouble(2, maxPendingAgeSeconds);
-            ps.setInt(3, MAX_PER_CHECK);
-            try (ResultSet rs = ps.executeQuery()) {
-                while (rs.next()) {
-                    findings.add(new Finding(rs.getString(1), rs.getString(2)));
-                }
-            }
-        }
-        exchange.getMessage().setBody(findings);
+    /** A configured number; a missing key fails the route file's start, naming it. */
+    private double number(String placeholder) {
+        return Double.parseDouble(getContext().resolvePropertyPlaceholders(placeholder).trim());
     }
 }

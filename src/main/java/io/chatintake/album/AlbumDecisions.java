@@ -73,8 +73,8 @@ public final class AlbumDecisions {
     }
 
     /** A person settled the album ({@code albums resolve}): needs_person cleared, who and when recorded. */
-    public boolean resolve(String albumKey, String by) throws SQLException {
-        try (Connection c = dataSource.getConnection(); PreparedStatement ps = c.prepareStatement(
+    public static boolean resolve(Connection c, String albumKey, String by) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(
                 "UPDATE album SET needs_person = false, resolved_by = ?, resolved_at = now() WHERE album_key = ? AND needs_person")) {
             ps.setString(1, by);
             ps.setString(2, albumKey);

@@ -2,6 +2,7 @@ package io.chatintake.album;
 
 import io.chatintake.config.Settings;
 import java.time.Duration;
+import java.util.Map;
 
 /**
  * How long an album must stay without a new child before it is decided without a consistent
@@ -9,10 +10,11 @@ import java.time.Duration;
  * carry a total, so only their own, shorter quiet period closes them.
  */
 public record QuietPeriods(Duration other, Duration telegram) {
-    public static final QuietPeriods DEFAULTS = new QuietPeriods(Duration.ofSeconds(20), Duration.ofSeconds(5));
+    /** The built-in ones (the jar's application.properties). */
+    public static final QuietPeriods DEFAULTS = from(Settings.of(Map.of()));
 
     public static QuietPeriods from(Settings settings) {
-        return new QuietPeriods(Duration.ofSeconds(settings.getLong("albums.quiet-period-seconds", DEFAULTS.other().toSeconds())),
-                Duration.ofSeconds(settings.getLong("albums.telegram-quiet-period-seconds", DEFAULTS.telegram().toSeconds())));
+        return new QuietPeriods(Duration.ofSeconds(settings.getLong("albums.quiet-period-seconds")),
+                Duration.ofSeconds(settings.getLong("albums.telegram-quiet-period-seconds")));
     }
 }

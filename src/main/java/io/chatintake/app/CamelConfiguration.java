@@ -24,7 +24,10 @@ import io.chatintake.ops.StatusPage;
 import io.chatintake.store.Database;
 import io.chatintake.store.DatabaseHealthCheck;
 import io.chatintake.store.Migrations;
+import io.chatintake.support.Redactor;
 import io.chatintake.work.EffectGuard;
+import io.chatintake.work.GuardedEffect;
+import io.chatintake.work.HandlerRouteErrors;
 import io.chatintake.work.Retention;
 import io.chatintake.work.WorkDispatcher;
 import io.chatintake.work.WorkQueue;
@@ -32,14 +35,11 @@ import io.chatintake.work.WorkSource;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Properties;
 import java.util.TreeMap;
-import java.util.function.Function;
 import java.util.concurrent.ExecutorService;
 import javax.sql.DataSource;
 import org.apache.camel.BindToRegistry;
@@ -47,6 +47,7 @@ import org.apache.camel.CamelContext;
 import org.apache.camel.CamelContextAware;
 import org.apache.camel.component.telegram.TelegramComponent;
 import org.apache.camel.health.HealthCheckHelper;
+import org.apache.camel.model.Model;
 import org.apache.camel.health.HealthCheckRegistry;
 import org.apache.camel.spi.PropertiesComponent;
 import org.apache.camel.spi.RoutesLoader;
@@ -70,8 +71,6 @@ public class CamelConfiguration implements org.apache.camel.CamelConfiguration, 
     public static final String ROUTES_DIR = "chat-intake.routes-dir";
     public static final String HTTP_PORT = "chat-intake.http.port";
     public static final String ROUTES_RELOAD = "chat-intake.routes-reload";
-    /** {@code work.handlers.<kind>=direct:...}: the handler route of each work kind this process runs. */
-    public static final String WORK_HANDLERS = "work.handlers.";
 
     private CamelContext camel;
     private Settings settings;
@@ -125,6 +124,12 @@ public class CamelConfiguration implements org.apache.camel.CamelConfiguration, 
     @BindToRegistry("effectGuard")
     public EffectGuard effectGuard() {
         return new EffectGuard(dataSource());
+    }
+
+    /** A guarded effect as one step: policy: {id: <effect name>, ref: guardedEffect, steps: [...]}. */
+    @BindToRegistry(GuardedEffect.BEAN)
+    public GuardedEffect guardedEffect() {
+        return new GuardedEffect(effectGuard());
     }
 
     /** What happens when a channel stores a child message: its attachments are recorded, then its album is scheduled. */
@@ -212,7 +217,7 @@ public class CamelConfiguration implements org.apache.camel.CamelConfiguration, 
         // The history the status page graphs, written by every process, whether or not it serves the page.
         context.addService(new StatusHistory(settings(), dataSource()));
         // GET /status (off until chat-intake.status.token is set), where this process serves HTTP.
-        if (settings().getBoolean("camel.server.enabled", true)) {
+        if (settings().getBoolean("camel.server.enabled")) {
             HttpLimits limits = HttpLimits.from(settings());
             // Bound before the server starts: platform-http takes the Vert.x it finds in the registry.
             HttpServerVertx vertx = new HttpServerVertx(limits);
@@ -232,6 +237,8 @@ public class CamelConfiguration implements org.apache.camel.CamelConfiguration, 
         }
         // A camel-telegram consumer of a bot telegram-inbox polls would confirm updates outside storage.
         SecondPollerGuard.install(context);
+        // work: routes take their failure handling from the work engine, whatever file they are in.
+        context.getCamelContextExtension().getContextPlugin(Model.class).addModelLifecycleStrategy(new HandlerRouteErrors());
         // One file that does not load is one line in the log, not a runner that does not start.
         context.getCamelContextExtension().addContextPlugin(RoutesLoader.class, new RouteFilesLoader(context));
         RunnerLifecycle lifecycle = new RunnerLifecycle(workDispatcher(), dataSource(), routesDir);
@@ -242,16 +249,8 @@ public class CamelConfiguration implements org.apache.camel.CamelConfiguration, 
     synchronized Settings settings() {
         if (settings == null) {
             PropertiesComponent properties = camel.getPropertiesComponent();
-            Properties all = properties.loadProperties();
-            Map<String, String> values = new TreeMap<>();
-            for (String key : all.stringPropertyNames()) {
-                try {
-                    properties.resolveProperty(key).ifPresent(value -> values.put(key, value));
-                } catch (RuntimeException e) {
-                    // A placeholder this key names is not set: Camel reports it where the key is used.
-                }
-            }
-            settings = Settings.resolved(null, values, System.getenv());
+            settings = resolved(properties);
+            Redactor.register(settings.secretValues());
             LOG.info("chat-intake {} starting; configuration from {}", Runner.version(),
                     properties.getLocations().isEmpty() ? "built-in defaults" : String.join(", ", properties.getLocations()));
             checkHttpSettings(settings);
@@ -259,50 +258,45 @@ public class CamelConfiguration implements org.apache.camel.CamelConfiguration, 
         return settings;
     }
 
+    /** Each key Camel knows, resolved: at start, and again after a configuration reload. */
+    static Settings resolved(PropertiesComponent properties) {
+        Properties all = properties.loadProperties();
+        Map<String, String> values = new TreeMap<>();
+        for (String key : all.stringPropertyNames()) {
+            try {
+                properties.resolveProperty(key).ifPresent(value -> values.put(key, value));
+            } catch (RuntimeException e) {
+                // A placeholder this key names is not set: Camel reports it where the key is used.
+            }
+        }
+        return Settings.resolved(null, values, System.getenv());
+    }
+
     /**
      * camel-main reads these through placeholders ({@code camel.server.port={{chat-intake.http.port}}}):
      * checked here as well so that a typo is named by its key.
      */
     static void checkHttpSettings(Settings settings) {
-        settings.getInt(HTTP_PORT, 8080);
+        settings.getInt(HTTP_PORT);
         HttpLimits.from(settings);
-        settings.getBoolean(ROUTES_RELOAD, true);
+        settings.getBoolean(ROUTES_RELOAD);
     }
 
     private WorkDispatcher.Options workOptions() {
         return WorkDispatcher.Options.from(settings());
     }
 
-    /** A source per kind with a handler configured here; kinds without one are left for the processes that have one. */
-    private List<WorkSource> workSources() {
-        Settings s = settings();
-        Map<String, Function<String, WorkSource>> kinds = new LinkedHashMap<>();
-        kinds.put(TelegramWorkSource.KIND, TelegramWorkSource::new);
-        kinds.put(AlbumChildSource.KIND, AlbumChildSource::new);
-        kinds.put(AlbumDecisionSource.KIND, AlbumDecisionSource::new);
-        kinds.put(AttachmentStore.KIND, AttachmentWorkSource::new);
-        // <channel>-event kinds belong to webhook-inbox routes, which register their sources themselves.
-        s.describe().keySet().stream().filter(k -> k.startsWith(WORK_HANDLERS))
-                .filter(k -> !kinds.containsKey(k.substring(WORK_HANDLERS.length())) && !k.endsWith("-event")).findFirst().ifPresent(k -> {
-                    throw new ConfigurationException(Settings.envName(k) + " (" + k + "): no work of kind '"
-                            + k.substring(WORK_HANDLERS.length()) + "' exists; kinds: " + String.join(", ", kinds.keySet())
-                            + ", and <channel>-event for each webhook-inbox channel");
-                });
-        List<WorkSource> sources = new ArrayList<>();
-        List<String> elsewhere = new ArrayList<>();
-        kinds.forEach((kind, source) -> {
-            Optional<String> uri = s.get(WORK_HANDLERS + kind);
-            uri.ifPresentOrElse(u -> sources.add(source.apply(u)), () -> elsewhere.add(kind));
-        });
-        if (!elsewhere.isEmpty()) {
-            LOG.info("work: no handler configured here for {} ({}...); such items are left for a process that has one",
-                    elsewhere, WORK_HANDLERS);
-        }
-        return sources;
+    /**
+     * How the rows of each built-in kind are read. Which kinds this process runs is up to the
+     * routes: those with a started {@code work:<kind>} route. {@code <channel>-event} kinds belong
+     * to webhook-inbox routes, which register their sources themselves.
+     */
+    private static List<WorkSource> workSources() {
+        return List.of(new TelegramWorkSource(), new AlbumChildSource(), new AlbumDecisionSource(), new AttachmentWorkSource());
     }
 
     static Path routesDirectory(Settings settings) {
-        return Path.of(settings.get(ROUTES_DIR, "routes")).toAbsolutePath().normalize();
+        return Path.of(settings.value(ROUTES_DIR)).toAbsolutePath().normalize();
     }
 
     /** camel-main watches the routes directory from its first step: it must exist before Camel starts. */

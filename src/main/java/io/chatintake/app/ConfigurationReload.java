@@ -1,6 +1,7 @@
 package io.chatintake.app;
 
 import io.chatintake.channel.telegram.TelegramBotRoutes;
+import io.chatintake.support.Redactor;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -60,6 +61,8 @@ final class ConfigurationReload extends ServiceSupport {
         try {
             if (changedFiles()) {
                 context.getPropertiesComponent().reloadProperties(null);
+                // A secret that arrives now (a new bot's token) is masked before anything can log it.
+                Redactor.register(CamelConfiguration.resolved(context.getPropertiesComponent()).secretValues());
                 LOG.info("configuration: {} changed; read again (bots of telegram.bots and their tokens apply now)", String.join(", ",
                         digests.keySet().stream().map(Path::toString).toList()));
             }

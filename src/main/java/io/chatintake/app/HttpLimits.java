@@ -25,10 +25,10 @@ record HttpLimits(long maxBodyBytes, Duration requestTimeout, Duration idleTimeo
     static final String FILE_UPLOADS = "chat-intake.http.file-uploads";
 
     static HttpLimits from(Settings settings) {
-        return new HttpLimits(positive(settings, MAX_BODY_BYTES, 8L * 1024 * 1024),
-                Duration.ofSeconds(positive(settings, REQUEST_TIMEOUT_SECONDS, 30)),
-                Duration.ofSeconds(positive(settings, IDLE_TIMEOUT_SECONDS, 60)),
-                settings.getBoolean(CLEARTEXT_HTTP2, false), settings.getBoolean(FILE_UPLOADS, false));
+        return new HttpLimits(positive(settings, MAX_BODY_BYTES),
+                Duration.ofSeconds(positive(settings, REQUEST_TIMEOUT_SECONDS)),
+                Duration.ofSeconds(positive(settings, IDLE_TIMEOUT_SECONDS)),
+                settings.getBoolean(CLEARTEXT_HTTP2), settings.getBoolean(FILE_UPLOADS));
     }
 
     /** camel.server.* has no key for these: they reach the server through the Vert.x it is created with. */
@@ -37,8 +37,8 @@ record HttpLimits(long maxBodyBytes, Duration requestTimeout, Duration idleTimeo
                 .setIdleTimeout((int) idleTimeout.toSeconds()).setIdleTimeoutUnit(TimeUnit.SECONDS);
     }
 
-    private static long positive(Settings settings, String key, long defaultValue) {
-        long value = settings.getLong(key, defaultValue);
+    private static long positive(Settings settings, String key) {
+        long value = settings.getLong(key);
         if (value <= 0 || value > Integer.MAX_VALUE) {
             throw new ConfigurationException(Settings.envName(key) + " (" + key + ") must be a whole number from 1 to "
                     + Integer.MAX_VALUE + ", got " + value);

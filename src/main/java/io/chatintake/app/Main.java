@@ -10,6 +10,7 @@ import io.chatintake.ops.bench.SoakBenchmark;
 import io.chatintake.ops.bench.StartBenchmark;
 import io.chatintake.ops.bench.TelegramIntakeBenchmark;
 import io.chatintake.ops.bench.WebhookIntakeBenchmark;
+import io.chatintake.channel.webhook.WebhookRouteFile;
 import io.chatintake.config.ConfigurationException;
 import io.chatintake.config.Settings;
 import io.chatintake.ops.AlbumCommands;
@@ -161,7 +162,9 @@ public final class Main {
                 case "config" -> {
                     Settings settings = loadSettings();
                     out.println("configuration file: " + settings.source().map(Path::toString).orElse("(none: built-in defaults)"));
-                    settings.describe().forEach((k, v) -> out.println(k + "=" + v));
+                    // Each value with where it came from: built-in, config file or environment.
+                    settings.describe().forEach((k, v) -> out.println(k + "=" + v
+                            + settings.sourceOf(k).map(source -> " (" + source.label() + ")").orElse("")));
                     return 0;
                 }
                 case "help", "--help", "-h" -> {
@@ -184,6 +187,8 @@ public final class Main {
     static Settings loadSettings() {
         Path file = Path.of(System.getenv().getOrDefault(CONFIG_FILE_ENV, "config/application.properties"));
         Settings settings = Settings.load(file, System.getenv());
+        // Keys the routes name as secret (a webhook's secretsKey) are secrets whatever their names, for config too.
+        WebhookRouteFile.secretKeys(CamelConfiguration.routesDirectory(settings)).forEach(Settings::declareSecretKey);
         // Before anything can log: every secret value is masked in all output from here on.
         int tooShort = Redactor.register(settings.secretValues());
         if (tooShort > 0) {
@@ -242,7 +247,8 @@ public final class Main {
                 "                                           keeps up, oldest pending, drained in 30 s, no claim lost to itself; flags",
                 "                                           --telegram-per-second=150 --chats=500 --webhook-per-second=38",
                 "                                           --album-share=0.25 (share of deliveries that are album children) --album-size=3",
-                "  config    print the effective configuration, secrets redacted",
+                "  config    print the effective configuration, secrets redacted, each value with its source",
+                "            (built-in, config file, environment)",
                 "  help      this text",
                 "configuration: config/application.properties (or $" + CONFIG_FILE_ENV + "), each key overridable by",
                 "an environment variable named after it, e.g. chat-intake.db.url -> CHAT_INTAKE_DB_URL")));

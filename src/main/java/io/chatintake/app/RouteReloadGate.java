@@ -51,6 +51,10 @@ final class RouteReloadGate implements ResourceReload {
         }
     }
 
+    private static List<RoutesCheck.Problem> refusing(List<RoutesCheck.Problem> found) {
+        return found.stream().filter(RoutesCheck.Problem::refusesReload).toList();
+    }
+
     @Override
     public void onReload(String name, Resource resource) throws Exception {
         reloadIfValid(name, resource);
@@ -66,11 +70,11 @@ final class RouteReloadGate implements ResourceReload {
         List<RoutesCheck.Problem> problems;
         try {
             content = read(resource);
-            problems = check.check(Path.of(name), content);
+            problems = refusing(check.check(Path.of(name), content));
             // A save can be seen half-written (truncated, then written): look again while it changes.
             for (int look = 0; look < SETTLE_LOOKS && !problems.isEmpty() && !content.equals(read(resource)); look++) {
                 content = read(resource);
-                problems = check.check(Path.of(name), content);
+                problems = refusing(check.check(Path.of(name), content));
             }
         } catch (IOException e) {
             reload.onReload(name, resource); // gone or unreadable: Camel's reload says what it does with it

@@ -60,9 +60,10 @@ final class RunnerLifecycle extends LifecycleStrategySupport {
         RouteReloadGate.install(context);
         // Camel's own file watcher misses a ConfigMap update (a ..data symlink swap).
         ConfigMapRoutesReload.start(context, routesDir);
+        RemovedRouteFiles.start(context, routesDir);
         LOG.info("routes: {} running from {}: {}", context.getRoutes().size(), routesDir,
                 context.getRoutes().stream().map(Route::getRouteId).sorted().collect(Collectors.joining(", ")));
-        String httpPort = context.getPropertiesComponent().resolveProperty("camel.server.port").orElse("8080");
+        String httpPort = context.resolvePropertyPlaceholders("{{camel.server.port}}");
         String managementPort = context.getPropertiesComponent().resolveProperty("camel.management.port").orElse(httpPort);
         if (managementPort.equals(httpPort)) {
             LOG.info("http: listening on port {}; health at /observe/health, metrics at /observe/metrics", httpPort);

@@ -9,12 +9,10 @@ import io.chatintake.store.Database;
 import io.chatintake.work.WorkDispatcher;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
+import java.io.Closeable;
 import java.io.IOException;
 import java.io.InputStream;
 import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.Set;
@@ -27,6 +25,16 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import javax.sql.DataSource;
 import org.apache.camel.Exchange;
 import org.apache.camel.Handler;
+import org.apache.hc.client5.http.classic.methods.HttpGet;
+import org.apache.hc.client5.http.config.ConnectionConfig;
+import org.apache.hc.client5.http.config.RequestConfig;
+import org.apache.hc.client5.http.impl.classic.CloseableHttpClient;
+import org.apache.hc.client5.http.impl.classic.HttpClients;
+import org.apache.hc.client5.http.impl.io.PoolingHttpClientConnectionManagerBuilder;
+import org.apache.hc.core5.http.ClassicHttpResponse;
+import org.apache.hc.core5.http.Header;
+import org.apache.hc.core5.http.HttpEntity;
+import org.apache.hc.core5.util.Timeout;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -39,12 +47,16 @@ import org.slf4j.LoggerFactory;
  * (an expired Telegram file link is renewed through getFile first);
  * 5xx, 429 and network errors throw, so the dispatcher retries with backoff; the last attempt
  * records {@code failed} (and the dispatcher parks the item, where {@code work retry} finds it).
+ * A URL the {@link FetchGuard} refuses (a scheme other than https, a private address, also after
+ * a redirect) or cannot parse is {@code failed} at once, without a request.
  * Signed URLs and Telegram download URLs hold secrets: no log line or error message names them.
  */
 public final class AttachmentFetcher {
     private static final Logger LOG = LoggerFactory.getLogger(AttachmentFetcher.class);
     static final String METRIC = "chat_intake_attachment_downloads";
     private static final Set<Integer> EXPIRED = Set.of(403, 404, 410);
+    private static final Set<Integer> REDIRECTS = Set.of(301, 302, 303, 307, 308);
+    private static final int MAX_REDIRECTS = 5;
     // One timer thread for every download deadline; daemon, so it never holds the JVM.
     private static final ScheduledExecutorService DEADLINES = Executors.newSingleThreadScheduledExecutor(r -> {
         Thread t = new Thread(r, "attachment-download-deadline");
@@ -52,18 +64,20 @@ public final class AttachmentFetcher {
         return t;
     });
 
-    public record Options(MediaStore media, long maxBytes, int maxConcurrentDownloads, Duration downloadTimeout, int maxAttempts) {
+    public record Options(MediaStore media, long maxBytes, int maxConcurrentDownloads, Duration downloadTimeout, int maxAttempts,
+                          FetchGuard guard) {
         /**
          * Opens the media store {@code media.store} names (an S3 bucket is checked here, at start).
          * @param maxAttempts the dispatcher's {@code work.max-attempts}: the attempt that records {@code failed}
          */
         public static Options from(Settings settings, int maxAttempts) {
-            Duration downloadTimeout = Duration.ofSeconds(settings.getLong("attachments.download-timeout-seconds", 120));
+            Duration downloadTimeout = Duration.ofSeconds(settings.getLong("attachments.download-timeout-seconds"));
             return new Options(MediaStore.configured(settings, Database.dataDir(settings).resolve("media"), downloadTimeout),
-                    settings.getLong("attachments.max-bytes", 50L * 1024 * 1024),
-                    settings.getInt("attachments.max-concurrent-downloads", 4),
+                    settings.getLong("attachments.max-bytes"),
+                    settings.getInt("attachments.max-concurrent-downloads"),
                     downloadTimeout,
-                    maxAttempts);
+                    maxAttempts,
+                    FetchGuard.from(settings));
         }
     }
 
@@ -86,7 +100,7 @@ public final class AttachmentFetcher {
     private final Options options;
     private final FileSource telegramFiles;
     private final Semaphore downloads;
-    private final HttpClient http;
+    private final CloseableHttpClient http;
     private volatile MeterRegistry meters;
 
     /** @param telegramFiles where attachments known by a Telegram file id come from */
@@ -97,8 +111,18 @@ public final class AttachmentFetcher {
         this.telegramFiles = telegramFiles;
         // The dispatcher's work.concurrency bounds handlers of every kind; this bounds downloads alone.
         this.downloads = new Semaphore(options.maxConcurrentDownloads());
-        this.http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(10))
-                .followRedirects(HttpClient.Redirect.NORMAL).build();
+        // Redirects are followed here, not by the client, so each target passes the guard's checks.
+        Timeout timeout = Timeout.of(options.downloadTimeout());
+        this.http = HttpClients.custom()
+                .setConnectionManager(PoolingHttpClientConnectionManagerBuilder.create()
+                        .setDnsResolver(options.guard())
+                        .setDefaultConnectionConfig(ConnectionConfig.custom().setConnectTimeout(Timeout.ofSeconds(10))
+                                .setSocketTimeout(timeout).build())
+                        .setMaxConnTotal(options.maxConcurrentDownloads()).setMaxConnPerRoute(options.maxConcurrentDownloads())
+                        .build())
+                .setDefaultRequestConfig(RequestConfig.custom().setResponseTimeout(timeout).build())
+                .disableRedirectHandling().disableAutomaticRetries().disableCookieManagement().disableAuthCaching()
+                .build();
         LOG.info("attachments: files kept in {}", media.description());
     }
 
@@ -149,33 +173,73 @@ public final class AttachmentFetcher {
     private Fetched fromUrl(Attachment attachment) throws RetryableDownloadException {
         URI uri;
         try {
-            uri = URI.create(attachment.url().reveal());
-        } catch (IllegalArgumentException e) {
-            return Fetched.of("failed", "the url is not a valid URI"); // its message would quote the URL
+            uri = options.guard().check(attachment.url().reveal());
+        } catch (FetchGuard.RefusedException e) {
+            return Fetched.of("failed", e.getMessage());
         }
-        HttpRequest request = HttpRequest.newBuilder(uri).timeout(options.downloadTimeout()).GET().build();
-        HttpResponse<InputStream> response;
+        for (int redirects = 0; ; redirects++) {
+            HttpGet get = new HttpGet(uri);
+            ClassicHttpResponse response;
+            try {
+                response = http.executeOpen(null, get, null);
+            } catch (IOException e) {
+                FetchGuard.RefusedException refused = FetchGuard.refusal(e);
+                if (refused != null) {
+                    return Fetched.of("failed", refused.getMessage() + (redirects > 0 ? " (after a redirect)" : ""));
+                }
+                throw new RetryableDownloadException(describe(e, attachment.url()));
+            }
+            // Closing the response alone would read the rest of its body first, however large: the connection is dropped.
+            Closeable drop = () -> {
+                get.cancel();
+                response.close();
+            };
+            int status = response.getCode();
+            if (status != 200) {
+                quietly(drop);
+            }
+            if (REDIRECTS.contains(status)) {
+                Header location = response.getFirstHeader("Location");
+                if (location == null || redirects == MAX_REDIRECTS) {
+                    return Fetched.of("failed", "answered " + status + (location == null ? " without a Location" : " once more after "
+                            + MAX_REDIRECTS + " redirects"));
+                }
+                try {
+                    uri = options.guard().check(uri.resolve(location.getValue()).toString());
+                } catch (FetchGuard.RefusedException e) {
+                    return Fetched.of("failed", e.getMessage() + " (after a redirect)");
+                } catch (IllegalArgumentException e) {
+                    return Fetched.of("failed", "answered " + status + " with a Location that is not a valid URI");
+                }
+                continue;
+            }
+            if (EXPIRED.contains(status)) {
+                return Fetched.of("expired", "answered " + status);
+            }
+            if (status >= 500 || status == 429 || status == 408) {
+                throw new RetryableDownloadException("answered " + status);
+            }
+            if (status != 200) {
+                return Fetched.of("failed", "answered " + status);
+            }
+            Header type = response.getFirstHeader("Content-Type");
+            HttpEntity entity = response.getEntity();
+            try {
+                InputStream body = entity == null ? InputStream.nullInputStream() : entity.getContent();
+                return save(body, drop, type == null ? attachment.declaredType() : type.getValue(), attachment.url());
+            } catch (IOException e) {
+                quietly(drop);
+                throw new RetryableDownloadException(describe(e, attachment.url()));
+            }
+        }
+    }
+
+    private static void quietly(Closeable connection) {
         try {
-            response = http.send(request, info -> info.statusCode() == 200
-                    ? HttpResponse.BodySubscribers.ofInputStream() : HttpResponse.BodySubscribers.replacing(InputStream.nullInputStream()));
+            connection.close();
         } catch (IOException e) {
-            throw new RetryableDownloadException(describe(e, attachment.url()));
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new RetryableDownloadException("interrupted");
+            // The connection is discarded either way; nothing was read from it that matters.
         }
-        int status = response.statusCode();
-        if (EXPIRED.contains(status)) {
-            return Fetched.of("expired", "answered " + status);
-        }
-        if (status >= 500 || status == 429 || status == 408) {
-            throw new RetryableDownloadException("answered " + status);
-        }
-        if (status != 200) {
-            return Fetched.of("failed", "answered " + status);
-        }
-        String type = response.headers().firstValue("Content-Type").orElse(attachment.declaredType());
-        return save(response.body(), type, attachment.url());
     }
 
     private Fetched fromTelegram(Attachment attachment) throws RetryableDownloadException {
@@ -185,7 +249,7 @@ public final class AttachmentFetcher {
         }
         try {
             InputStream body = telegramFiles.open(botName, attachment.telegramFileId(), options.maxBytes(), options.downloadTimeout());
-            return save(body, attachment.declaredType(), null);
+            return save(body, body, attachment.declaredType(), null);
         } catch (FileSource.TooLargeException e) {
             return tooLarge(e.getMessage());
         } catch (FileSource.UnavailableException e) {
@@ -195,10 +259,13 @@ public final class AttachmentFetcher {
         }
     }
 
-    /** Streams the body into the media store; the whole download must end within the timeout. */
-    private Fetched save(InputStream body, String contentType, Secret url) throws RetryableDownloadException {
-        Deadline deadline = new Deadline(body, options.downloadTimeout());
-        try (InputStream in = body; deadline) {
+    /**
+     * Streams the body into the media store; the whole download must end within the timeout.
+     * @param connection closed when time is up, and at the end
+     */
+    private Fetched save(InputStream body, Closeable connection, String contentType, Secret url) throws RetryableDownloadException {
+        Deadline deadline = new Deadline(connection, options.downloadTimeout());
+        try (InputStream in = body; Closeable c = connection; deadline) {
             MediaStore.StoredFile file = media.save(in, options.maxBytes());
             return new Fetched(Outcome.stored(file.sha256(), file.size(), contentType, file.relativePath()),
                     file.duplicate() ? "duplicate_content" : "stored");
@@ -231,18 +298,18 @@ public final class AttachmentFetcher {
     }
 
     /**
-     * Closes the response body when time is up: a read blocked on a server that stopped sending
+     * Closes the response when time is up: a read blocked on a server that stopped sending
      * then fails at once (an interrupt would not end it), and the attempt is retried.
      */
     private static final class Deadline implements AutoCloseable {
         private final AtomicBoolean passed = new AtomicBoolean();
         private final ScheduledFuture<?> timer;
 
-        Deadline(InputStream body, Duration timeout) {
+        Deadline(Closeable connection, Duration timeout) {
             timer = DEADLINES.schedule(() -> {
                 passed.set(true);
                 try {
-                    body.close();
+                    connection.close();
                 } catch (IOException e) {
                     // Closing is all that was asked; the reader sees the stream closed either way.
                 }

@@ -48,7 +48,7 @@ public interface MediaStore extends AutoCloseable {
      * @param downloadTimeout the longest a download runs: younger parts may be in progress elsewhere
      */
     static MediaStore configured(Settings settings, Path mediaDir, Duration downloadTimeout) {
-        String kind = settings.get(STORE, "local").toLowerCase(Locale.ROOT);
+        String kind = settings.value(STORE).toLowerCase(Locale.ROOT);
         MediaSpool spool = new MediaSpool(mediaDir.resolve("tmp"));
         MediaStore store = switch (kind) {
             case "local" -> new LocalMediaStore(mediaDir, spool);

@@ -59,10 +59,10 @@ public final class S3MediaStore implements MediaStore {
     static S3MediaStore configured(Settings settings, MediaSpool spool) {
         String bucket = settings.get(BUCKET).orElseThrow(() -> new ConfigurationException(
                 named(BUCKET) + " must name a bucket when " + MediaStore.STORE + "=s3"));
-        String region = settings.get(REGION, "us-east-1");
+        String region = settings.value(REGION);
         S3ClientBuilder builder = S3Client.builder()
                 .region(Region.of(region))
-                .forcePathStyle(settings.getBoolean(PATH_STYLE, false))
+                .forcePathStyle(settings.getBoolean(PATH_STYLE))
                 .credentialsProvider(credentials(settings))
                 // Checksums only where S3 requires them: MinIO and Ceph do not all know the newer ones.
                 .requestChecksumCalculation(RequestChecksumCalculation.WHEN_REQUIRED)

@@ -1,6 +1,8 @@
 package io.chatintake.config;
 
 import java.io.IOException;
+import java.io.InputStream;
+import java.io.InputStreamReader;
 import java.io.Reader;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -15,53 +17,84 @@ import java.util.Properties;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Consumer;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
- * The effective configuration: {@code config/application.properties}, where every key can be
- * overridden by an environment variable named after it ({@code chat-intake.db.url} ->
+ * The effective configuration: the jar's built-in {@code application.properties} (every default,
+ * once), the configuration file over it ({@code config/application.properties}), and over both an
+ * environment variable named after each key ({@code chat-intake.db.url} ->
  * {@code CHAT_INTAKE_DB_URL}, {@code telegram.bot-token} -> {@code TELEGRAM_BOT_TOKEN}).
- * Keys missing from the file can still be set from the environment when the code asks for them.
+ * Keys missing from both files can still be set from the environment when the code asks for them.
+ * Code reads a key without a default of its own: a key nobody sets is a configuration error naming it.
  */
 public final class Settings {
     /** Keys whose values are secrets: shown redacted, never logged. */
     private static final Set<String> SECRET_KEY_WORDS = Set.of("password", "token", "secret");
+    /** Keys that routes name as holding secrets (a webhook's {@code secretsKey}, {@code verifyTokenKey}), whatever their names. */
+    private static final Set<String> DECLARED_SECRET_KEYS = ConcurrentHashMap.newKeySet();
     /** A password in a URL, under any key: {@code //user:password@host}, or {@code ?password=} (pgjdbc's too). */
     private static final List<Pattern> URL_PASSWORDS = List.of(Pattern.compile("(//[^/@:\\s]*:)([^/@\\s]+)(@)"),
             Pattern.compile("(?i)([?&;](?:password|sslpassword|sslkey)=)([^&;\\s]+)()"));
 
+    /** The jar's built-in defaults, as camel-main reads them too. */
+    public static final String BUILT_IN = "application.properties";
+
     private final Path source;
     private final Map<String, String> values;
     private final Map<String, String> env;
+    /** The keys the configuration file (or the caller) set, over the built-in defaults. */
+    private final Set<String> given;
 
-    private Settings(Path source, Map<String, String> values, Map<String, String> env) {
+    private Settings(Path source, Map<String, String> values, Map<String, String> env, Set<String> given) {
         this.source = source;
         this.values = values;
         this.env = env;
+        this.given = given;
     }
 
     public static Settings load(Path file, Map<String, String> env) {
-        Properties props = new Properties();
+        Map<String, String> fileValues = new TreeMap<>();
         if (Files.isRegularFile(file)) {
             try (Reader reader = Files.newBufferedReader(file, StandardCharsets.UTF_8)) {
-                props.load(reader);
+                fileValues.putAll(read(reader));
             } catch (IOException e) {
                 throw new ConfigurationException("cannot read configuration file " + file + ": " + e.getMessage(), e);
             }
         }
-        Map<String, String> values = new TreeMap<>();
-        for (String key : props.stringPropertyNames()) {
-            values.put(key, props.getProperty(key).trim());
-        }
-        Settings settings = new Settings(Files.isRegularFile(file) ? file : null, values, Map.copyOf(env));
+        return layered(Files.isRegularFile(file) ? file : null, fileValues, env);
+    }
+
+    /** The built-in defaults with these values over them (tests, benchmarks). */
+    public static Settings of(Map<String, String> values) {
+        return layered(null, values, Map.of());
+    }
+
+    private static Settings layered(Path source, Map<String, String> over, Map<String, String> env) {
+        Map<String, String> values = builtIn();
+        over.forEach((key, value) -> values.put(key, value.trim()));
+        Settings settings = new Settings(source, values, Map.copyOf(env), Set.copyOf(over.keySet()));
         settings.values.replaceAll((key, value) -> settings.fromEnv(key).orElse(value));
         return settings;
     }
 
-    public static Settings of(Map<String, String> values) {
-        return new Settings(null, new TreeMap<>(values), Map.of());
+    /** The jar's built-in {@value #BUILT_IN}: empty when it is missing (a bare test classpath). */
+    private static Map<String, String> builtIn() {
+        try (InputStream in = Settings.class.getClassLoader().getResourceAsStream(BUILT_IN)) {
+            return in == null ? new TreeMap<>() : read(new InputStreamReader(in, StandardCharsets.UTF_8));
+        } catch (IOException e) {
+            throw new ConfigurationException("cannot read the built-in " + BUILT_IN + ": " + e.getMessage(), e);
+        }
+    }
+
+    private static Map<String, String> read(Reader reader) throws IOException {
+        Properties props = new Properties();
+        props.load(reader);
+        Map<String, String> values = new TreeMap<>();
+        props.stringPropertyNames().forEach(key -> values.put(key, props.getProperty(key).trim()));
+        return values;
     }
 
     /**
@@ -72,7 +105,7 @@ public final class Settings {
     public static Settings resolved(Path source, Map<String, String> values, Map<String, String> env) {
         Map<String, String> trimmed = new TreeMap<>();
         values.forEach((key, value) -> trimmed.put(key, value.trim()));
-        return new Settings(source, trimmed, Map.copyOf(env));
+        return new Settings(source, trimmed, Map.copyOf(env), Set.copyOf(trimmed.keySet()));
     }
 
     /** The environment variable that overrides a key. */
@@ -90,8 +123,21 @@ public final class Settings {
         return value.map(String::trim).filter(v -> !v.isEmpty());
     }
 
-    public String get(String key, String defaultValue) {
-        return get(key).orElse(defaultValue);
+    /** A value that must be set (the built-in defaults set it): missing, it is a configuration error naming the key. */
+    public String value(String key) {
+        return get(key).orElseThrow(() -> new ConfigurationException(envName(key) + " (" + key + ") is not set: not in the built-in"
+                + " defaults, the configuration file or the environment"));
+    }
+
+    /** Where the key's effective value comes from; empty when nothing sets it. */
+    public Optional<ValueSource> sourceOf(String key) {
+        if (fromEnv(key).isPresent()) {
+            return Optional.of(ValueSource.ENVIRONMENT);
+        }
+        if (given.contains(key)) {
+            return Optional.of(ValueSource.FILE);
+        }
+        return values.containsKey(key) ? Optional.of(ValueSource.BUILT_IN) : Optional.empty();
     }
 
     /** A non-blank environment variable that is not a setting, e.g. one the platform sets. */
@@ -103,16 +149,16 @@ public final class Settings {
         return get(key).map(Secret::of);
     }
 
-    public int getInt(String key, int defaultValue) {
-        return get(key).map(v -> parse(key, v, Integer::parseInt, "a whole number")).orElse(defaultValue);
+    public int getInt(String key) {
+        return parse(key, value(key), Integer::parseInt, "a whole number");
     }
 
-    public long getLong(String key, long defaultValue) {
-        return get(key).map(v -> parse(key, v, Long::parseLong, "a whole number")).orElse(defaultValue);
+    public long getLong(String key) {
+        return parse(key, value(key), Long::parseLong, "a whole number");
     }
 
-    public boolean getBoolean(String key, boolean defaultValue) {
-        return get(key).map(v -> parse(key, v, Settings::parseBoolean, "true or false")).orElse(defaultValue);
+    public boolean getBoolean(String key) {
+        return parse(key, value(key), Settings::parseBoolean, "true or false");
     }
 
     /** The keys starting with {@code prefix} that have a value, with their effective values. */
@@ -180,9 +226,19 @@ public final class Settings {
         return String.join(",", words);
     }
 
+    /** A key (or environment variable) whose name {@link #isSecretKey} is a secret, as its values are. */
     public static boolean isSecretKey(String key) {
         String lower = key.toLowerCase(Locale.ROOT);
-        return SECRET_KEY_WORDS.stream().anyMatch(lower::contains);
+        return SECRET_KEY_WORDS.stream().anyMatch(lower::contains)
+                || DECLARED_SECRET_KEYS.stream().anyMatch(declared -> declared.equals(key) || envName(declared).equals(key));
+    }
+
+    /**
+     * Makes a key secret whatever its name, from now on, in every configuration of this process
+     * (its values redacted, registered with the log redactor, masked by Camel).
+     */
+    public static void declareSecretKey(String key) {
+        DECLARED_SECRET_KEYS.add(key);
     }
 
     private Optional<String> fromEnv(String key) {

@@ -24,8 +24,9 @@ public final class ManagementPort {
 
     /** The management port when it is apart from the HTTP port; empty when everything shares the HTTP port. */
     public static OptionalInt apart(Settings settings) {
-        int http = settings.getInt(HTTP_PORT, 8080);
-        int management = settings.getInt(KEY, http);
+        int http = settings.getInt(HTTP_PORT);
+        // Not set: everything shares the HTTP port.
+        int management = settings.get(KEY).isPresent() ? settings.getInt(KEY) : http;
         return management == http ? OptionalInt.empty() : OptionalInt.of(management);
     }
 

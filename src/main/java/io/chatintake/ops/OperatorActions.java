@@ -4,6 +4,7 @@ import static io.chatintake.store.Transactions.inTransaction;
 
 import io.chatintake.album.AlbumDecisions;
 import io.chatintake.store.OperatorPause;
+import io.chatintake.store.Transactions;
 import io.chatintake.work.EffectGuard;
 import io.chatintake.work.WorkQueue;
 import java.sql.Connection;
@@ -19,17 +20,15 @@ import javax.sql.DataSource;
 /**
  * What an operator fixes by hand, the same calls for the CLI ({@code work retry},
  * {@code work resolve-effect}, {@code albums resolve}, {@code telegram|work pause|resume}) and the
- * status page's buttons. Each answers with one sentence saying what changed, or that nothing did;
- * the page also keeps that sentence in {@code operator_action} with who and when ({@link #record}).
- * A pause or a resume records itself, from the CLI too, in the transaction that makes it.
+ * status page's buttons. Each answers with one sentence saying what changed, or that nothing did,
+ * and keeps that sentence in {@code operator_action} with who and when, from the CLI too, in the
+ * transaction that makes the change: if the row cannot be written, nothing changed.
  */
 final class OperatorActions {
     private final DataSource dataSource;
-    private final WorkQueue queue;
 
     OperatorActions(DataSource dataSource) {
         this.dataSource = dataSource;
-        this.queue = new WorkQueue(dataSource);
     }
 
     /** Whether anything changed, and the sentence that says what. */
@@ -37,28 +36,38 @@ final class OperatorActions {
     }
 
     /** One parked (or failed) item back to pending, due now. */
-    Outcome retry(long id) throws SQLException {
-        return queue.retry(id) == 1 ? new Outcome(true, "work item " + id + " back to pending")
-                : new Outcome(false, "work item " + id + " is not parked or failed (unknown, or retried already); nothing changed");
+    Outcome retry(long id, String by) throws SQLException {
+        return recorded(by, "retry", "work item " + id, c -> WorkQueue.retry(c, id) == 1
+                ? new Outcome(true, "work item " + id + " back to pending")
+                : new Outcome(false, "work item " + id + " is not parked or failed (unknown, or retried already); nothing changed"));
     }
 
-    /** Every parked item of one kind back to pending, one by one, as {@code work retry --id} would. */
-    Outcome retryParked(String kind) throws SQLException {
-        List<Long> ids = new ArrayList<>();
-        try (Connection c = dataSource.getConnection();
-             PreparedStatement ps = c.prepareStatement("SELECT id FROM work_item WHERE state = 'parked' AND kind = ? ORDER BY id")) {
-            ps.setString(1, kind);
-            try (ResultSet rs = ps.executeQuery()) {
-                while (rs.next()) {
-                    ids.add(rs.getLong(1));
+    /** Every parked item, of every kind, back to pending ({@code work retry --all-parked}). */
+    Outcome retryAllParked(String by) throws SQLException {
+        return recorded(by, "retry-all", "every parked item", c -> {
+            int back = WorkQueue.retry(c, null);
+            return new Outcome(back > 0, back + " item(s) back to pending");
+        });
+    }
+
+    /** Every parked item of one kind back to pending, each as {@code work retry --id} would. */
+    Outcome retryParked(String kind, String by) throws SQLException {
+        return recorded(by, "retry-kind", "parked " + kind, c -> {
+            List<Long> ids = new ArrayList<>();
+            try (PreparedStatement ps = c.prepareStatement("SELECT id FROM work_item WHERE state = 'parked' AND kind = ? ORDER BY id")) {
+                ps.setString(1, kind);
+                try (ResultSet rs = ps.executeQuery()) {
+                    while (rs.next()) {
+                        ids.add(rs.getLong(1));
+                    }
                 }
             }
-        }
-        int back = 0;
-        for (long id : ids) {
-            back += queue.retry(id);
-        }
-        return new Outcome(back > 0, back + " parked item(s) of kind " + kind + " back to pending");
+            int back = 0;
+            for (long id : ids) {
+                back += WorkQueue.retry(c, id);
+            }
+            return new Outcome(back > 0, back + " parked item(s) of kind " + kind + " back to pending");
+        });
     }
 
     /**
@@ -67,22 +76,36 @@ final class OperatorActions {
      * and performs one that was not.
      */
     Outcome settleEffect(String key, boolean performed, String by) throws SQLException {
-        Optional<EffectGuard.Resolved> resolved = new EffectGuard(dataSource).resolve(key, performed, by);
-        if (resolved.isEmpty()) {
-            return new Outcome(false, "effect " + key + " is not awaiting reconciliation (unknown, or settled already); nothing changed");
-        }
-        Long itemId = resolved.get().workItemId();
-        boolean back = itemId != null && queue.retry(itemId) == 1;
-        return new Outcome(true, "effect " + key + " recorded " + (performed ? "performed (done)" : "not performed (failed)")
-                + " by " + by + "; " + (back ? "work item " + itemId + " back to pending: "
-                + (performed ? "the guard skips the effect" : "the effect runs again") : "no parked work item to put back"));
+        return recorded(by, "settle-effect", "effect " + key, c -> {
+            Optional<EffectGuard.Resolved> resolved = EffectGuard.resolve(c, key, performed, by);
+            if (resolved.isEmpty()) {
+                return new Outcome(false, "effect " + key + " is not awaiting reconciliation (unknown, or settled already); nothing changed");
+            }
+            Long itemId = resolved.get().workItemId();
+            boolean back = itemId != null && WorkQueue.retry(c, itemId) == 1;
+            return new Outcome(true, "effect " + key + " recorded " + (performed ? "performed (done)" : "not performed (failed)")
+                    + " by " + by + "; " + (back ? "work item " + itemId + " back to pending: "
+                    + (performed ? "the guard skips the effect" : "the effect runs again") : "no parked work item to put back"));
+        });
     }
 
     /** A person settled an album's conflicting totals. */
     Outcome resolveAlbum(String albumKey, String by) throws SQLException {
-        return new AlbumDecisions(dataSource).resolve(albumKey, by)
+        return recorded(by, "resolve-album", "album " + albumKey, c -> AlbumDecisions.resolve(c, albumKey, by)
                 ? new Outcome(true, "album " + albumKey + " resolved by " + by + ": needs_person cleared")
-                : new Outcome(false, "album " + albumKey + " is not awaiting a person (unknown, or resolved already); nothing changed");
+                : new Outcome(false, "album " + albumKey + " is not awaiting a person (unknown, or resolved already); nothing changed"));
+    }
+
+    /**
+     * The action and its {@code operator_action} row in one transaction: an action that cannot be
+     * recorded is not done (the exception says so), and one recorded was done.
+     */
+    private Outcome recorded(String by, String action, String target, Transactions.Work<Outcome> work) throws SQLException {
+        return inTransaction(dataSource, c -> {
+            Outcome outcome = work.run(c);
+            record(c, by, action, target, outcome.sentence());
+            return outcome;
+        });
     }
 
     /** Pauses a bot's polling or a kind of work ({@link OperatorPause}); every process obeys within about 2 s. */
@@ -131,13 +154,7 @@ final class OperatorActions {
         }
     }
 
-    /** Keeps what was done from the page: by whom, to what, and the sentence it answered. */
-    void record(String by, String action, String target, String outcome) throws SQLException {
-        try (Connection c = dataSource.getConnection()) {
-            record(c, by, action, target, outcome);
-        }
-    }
-
+    /** Keeps what was done: by whom, to what, and the sentence it answered. */
     private static void record(Connection c, String by, String action, String target, String outcome) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement("INSERT INTO operator_action (acted_by, action, target, outcome) VALUES (?, ?, ?, ?)")) {
             ps.setString(1, by);

@@ -78,7 +78,7 @@ public final class SendCommand {
         if (path.contains("{")) {
             throw new ConfigurationException("send: the route's path " + path + " has parameters: give the whole URL with --url");
         }
-        return "http://127.0.0.1:" + settings.getInt("chat-intake.http.port", 8080) + path;
+        return "http://127.0.0.1:" + settings.getInt("chat-intake.http.port") + path;
     }
 
     /** A parameter's {@code {{key}}} / {@code {{key:default}}} placeholders from the configuration. */

@@ -114,9 +114,9 @@ public final class StatusHistory extends ServiceSupport implements CamelContextA
 
     public StatusHistory(Settings settings, DataSource dataSource) {
         this.dataSource = dataSource;
-        this.historyKept = Duration.ofDays(settings.getInt(HISTORY_DAYS, 8));
-        this.actionsKept = Duration.ofDays(settings.getInt(ACTION_DAYS, 90));
-        this.deadProcessKept = Duration.ofMinutes(settings.getLong(DEAD_PROCESS_MINUTES, 1440));
+        this.historyKept = Duration.ofDays(settings.getInt(HISTORY_DAYS));
+        this.actionsKept = Duration.ofDays(settings.getInt(ACTION_DAYS));
+        this.deadProcessKept = Duration.ofMinutes(settings.getLong(DEAD_PROCESS_MINUTES));
         this.deadAfter = deadAfter(settings);
     }
 

@@ -1,5 +1,6 @@
 package io.chatintake.ops;
 
+import io.chatintake.work.WorkDispatcher;
 import io.chatintake.config.Secret;
 import io.chatintake.config.Settings;
 import io.chatintake.store.OperatorPause;
@@ -17,6 +18,8 @@ import java.time.Duration;
 import java.util.Arrays;
 import java.util.Optional;
 import java.util.OptionalLong;
+import java.util.Set;
+import java.util.TreeSet;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import javax.sql.DataSource;
@@ -111,13 +114,13 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
         Optional<Secret> configured = settings.secret(TOKEN);
         this.tokenTooShort = configured.isPresent() && configured.get().reveal().length() < MIN_TOKEN_LENGTH;
         this.token = tokenTooShort ? Optional.empty() : configured;
-        this.wrongTokens = new WrongTokenLimit(settings.getInt(WrongTokenLimit.LIMIT, 10),
-                Duration.ofSeconds(settings.getLong(WrongTokenLimit.WINDOW_SECONDS, 300)), Clock.systemUTC());
+        this.wrongTokens = new WrongTokenLimit(settings.getInt(WrongTokenLimit.LIMIT),
+                Duration.ofSeconds(settings.getLong(WrongTokenLimit.WINDOW_SECONDS)), Clock.systemUTC());
         this.proxies = TrustedProxies.from(settings);
         this.sessions = token.map(t -> new StatusSession(t, Clock.systemUTC()));
         this.messages = new MessagesPage(dataSource);
-        this.report = new StatusReport(dataSource, settings, Duration.ofSeconds(settings.getLong(REFRESH_SECONDS, 10)),
-                ProcessIdentity.name());
+        this.report = new StatusReport(dataSource, settings, Duration.ofSeconds(settings.getLong(REFRESH_SECONDS)),
+                ProcessIdentity.name(), this::handledKinds);
         this.actions = new OperatorActions(dataSource);
     }
 
@@ -139,6 +142,11 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
                 }
             }
         };
+    }
+
+    private Set<String> handledKinds() {
+        WorkDispatcher dispatcher = context == null ? null : WorkDispatcher.of(context);
+        return dispatcher == null ? new TreeSet<>() : new TreeSet<>(dispatcher.kinds());
     }
 
     @Override
@@ -336,22 +344,19 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
                 answer(message, 400, TEXT, "The form lacks what " + action.path + " needs. Nothing changed.\n");
                 return;
             }
-            if (!performed.recorded()) {
-                actions.record(by, action.path, performed.target(), performed.outcome().sentence());
-            }
             LOG.info("status page: {} {} by {}: {}", action.path, performed.target(), by, performed.outcome().sentence());
             redirect(message, "../" + PATH.substring(1) + "#actions", performed.outcome().sentence() + "\n");
         } catch (SQLException e) {
-            LOG.warn("status page: {} not done: cannot write the database ({}); nothing changed", action.path, e.getMessage());
-            answer(message, 503, TEXT, "The database does not answer: " + action.path + " was not done. Nothing changed.\n");
+            // The action and its operator_action row commit together: neither was written.
+            LOG.warn("status page: {} not done: the database did not answer or refused the action or its record ({} {});"
+                    + " nothing changed", action.path, e.getSQLState(), e.getMessage());
+            answer(message, 503, TEXT, "The database did not answer or refused the action or its record: " + action.path
+                    + " was not done. Nothing changed.\n");
         }
     }
 
-    /** @param recorded whether the action kept its own operator_action row (a pause or resume: in its transaction) */
-    private record Performed(String target, OperatorActions.Outcome outcome, boolean recorded) {
-        Performed(String target, OperatorActions.Outcome outcome) {
-            this(target, outcome, false);
-        }
+    /** What an action was done to and how it ended, both also in its operator_action row. */
+    private record Performed(String target, OperatorActions.Outcome outcome) {
     }
 
     /** The action the form asks for, or null when a field it needs is missing or malformed. */
@@ -359,11 +364,11 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
         switch (action) {
             case RETRY -> {
                 String id = form.get("id");
-                return id == null || !id.matches("\\d{1,18}") ? null : new Performed("work item " + id, actions.retry(Long.parseLong(id)));
+                return id == null || !id.matches("\\d{1,18}") ? null : new Performed("work item " + id, actions.retry(Long.parseLong(id), by));
             }
             case RETRY_KIND -> {
                 String kind = form.get("kind");
-                return kind == null || kind.isBlank() ? null : new Performed("parked " + kind, actions.retryParked(kind));
+                return kind == null || kind.isBlank() ? null : new Performed("parked " + kind, actions.retryParked(kind, by));
             }
             case SETTLE_EFFECT -> {
                 String key = form.get("key");
@@ -383,7 +388,7 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
                     return null;
                 }
                 return new Performed(action.subject.label + " " + name,
-                        action.pause ? actions.pause(action.subject, name, by) : actions.resume(action.subject, name, by), true);
+                        action.pause ? actions.pause(action.subject, name, by) : actions.resume(action.subject, name, by));
             }
             default -> throw new IllegalArgumentException(action.path);
         }

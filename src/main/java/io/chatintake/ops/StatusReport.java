@@ -24,6 +24,7 @@ import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
+import java.util.function.Supplier;
 import java.util.regex.Pattern;
 import javax.sql.DataSource;
 
@@ -35,7 +36,6 @@ import javax.sql.DataSource;
 final class StatusReport {
     private static final DateTimeFormatter TIME = DateTimeFormatter.ofPattern("yyyy-MM-dd HH:mm:ss 'UTC'").withZone(ZoneOffset.UTC);
     private static final int LIST_LIMIT = 20;
-    private static final String HANDLERS = "work.handlers.";
 
     private static final String BOTS = """
             SELECT c.bot_id, c.bot_name, c.next_offset, c.last_poll_at, c.last_batch_at, c.stored_count,
@@ -61,6 +61,10 @@ final class StatusReport {
             SELECT p.channel, p.workspace,
                    (SELECT max(e.last_received_at) FROM webhook_event e WHERE e.channel = p.channel AND e.workspace = p.workspace)
               FROM pairs p""";
+
+    /** Through V33's partial index: only the unmapped rows are read. */
+    private static final String UNMAPPED = """
+            SELECT channel, workspace, count(*) FROM webhook_event WHERE parse_error = 'unmapped' GROUP BY channel, workspace""";
 
     private static final String WORK = """
             SELECT kind, state, count(*),
@@ -105,6 +109,7 @@ final class StatusReport {
 
     private final DataSource dataSource;
     private final Settings settings;
+    private final Supplier<Set<String>> handledKinds;
     private final Duration refresh;
     private final String processName;
     private final Duration deadAfter;
@@ -120,7 +125,12 @@ final class StatusReport {
         }
     }
 
-    StatusReport(DataSource dataSource, Settings settings, Duration refresh, String processName) {
+    /**
+     * @param handledKinds the kinds this process runs now (a started {@code work:<kind>} route each), offered for a
+     *                     pause even before any item of theirs is stored
+     */
+    StatusReport(DataSource dataSource, Settings settings, Duration refresh, String processName, Supplier<Set<String>> handledKinds) {
+        this.handledKinds = handledKinds;
         this.dataSource = dataSource;
         this.settings = settings;
         this.refresh = refresh;
@@ -138,7 +148,7 @@ final class StatusReport {
             Set<String> bots = bots(c, body, attention, now, pausedBots);
             channels(c, body, refusals, attention, now);
             Set<String> kinds = work(c, body, attention, now, viewer);
-            kinds.addAll(handlerKinds());
+            kinds.addAll(handledKinds.get());
             pauses(body, attention, now, viewer, OperatorPause.Subject.TELEGRAM_BOT, bots, pausedBots);
             pauses(body, attention, now, viewer, OperatorPause.Subject.WORK_KIND, kinds, OperatorPause.list(c, OperatorPause.Subject.WORK_KIND));
             effects(c, body, attention, now, viewer);
@@ -220,10 +230,17 @@ final class StatusReport {
                 lastDelivery.put(rs.getString(1) + "/" + rs.getString(2), instant(rs, 3));
             }
         }
+        Map<String, Long> unmapped = new TreeMap<>();
+        try (PreparedStatement ps = c.prepareStatement(UNMAPPED); ResultSet rs = ps.executeQuery()) {
+            while (rs.next()) {
+                unmapped.put(rs.getString(1) + "/" + rs.getString(2), rs.getLong(3));
+            }
+        }
         Set<String> channels = new TreeSet<>(lastDelivery.keySet());
-        channels.add("unifyport/" + settings.get("unifyport.workspace", "default"));
+        channels.add("unifyport/" + settings.value("unifyport.workspace"));
         refusals.keySet().forEach(r -> channels.add(r.channel() + "/" + r.workspace()));
-        html.header("channel / workspace", "configured", "last delivery stored", "refused in the last hour (this process), by reason");
+        html.header("channel / workspace", "configured", "last delivery stored", "refused in the last hour (this process), by reason",
+                "unmapped (verified, no known event; stored whole)");
         for (String key : channels) {
             String channel = key.substring(0, key.indexOf('/'));
             List<String> reasons = new ArrayList<>();
@@ -236,10 +253,10 @@ final class StatusReport {
                 attention.add(key + ": " + reasons.size() + " kind(s) of refused deliveries in the last hour");
             }
             html.row("channel-" + key.replace('/', '-'), key, webhookConfigured(channel), when(lastDelivery.get(key), now),
-                    reasons.isEmpty() ? "none" : String.join("; ", reasons));
+                    reasons.isEmpty() ? "none" : String.join("; ", reasons), Long.toString(unmapped.getOrDefault(key, 0L)));
         }
         for (String bot : configuredBots()) {
-            html.row("channel-telegram-" + bot, "telegram bot " + bot, "on (token set)", "see Telegram bots", "-");
+            html.row("channel-telegram-" + bot, "telegram bot " + bot, "on (token set)", "see Telegram bots", "-", "-");
         }
         html.endTable();
     }
@@ -509,17 +526,6 @@ final class StatusReport {
         return shorten(URL_QUERY.matcher(result).replaceAll("$1?" + Redactor.MASK));
     }
 
-    /** The kinds this configuration has a handler route for ({@code work.handlers.<kind>}, not empty). */
-    private Set<String> handlerKinds() {
-        Set<String> kinds = new TreeSet<>();
-        settings.withPrefix(HANDLERS).forEach((key, route) -> {
-            if (!route.isBlank()) {
-                kinds.add(key.substring(HANDLERS.length()));
-            }
-        });
-        return kinds;
-    }
-
     /** Bots with a token in this process's configuration: those of telegram.bots, then any other with a token key. */
     private Set<String> configuredBots() {
         return TelegramBots.configured(settings::get, settings.withPrefix("telegram.bots.").keySet());
@@ -530,7 +536,7 @@ final class StatusReport {
         if (settings.get(channel + ".signing-secrets").isPresent()) {
             return "on";
         }
-        if (settings.getBoolean(channel + ".allow-unsigned", false)) {
+        if (settings.get(channel + ".allow-unsigned").isPresent() && settings.getBoolean(channel + ".allow-unsigned")) {
             return "on, UNSIGNED (insecure)";
         }
         return "off (set " + Settings.envName(channel + ".signing-secrets") + ")";

@@ -27,7 +27,7 @@ final class TrustedProxies {
 
     static TrustedProxies from(Settings settings) {
         List<Range> ranges = new ArrayList<>();
-        for (String entry : settings.get(KEY, "").split(",")) {
+        for (String entry : settings.get(KEY).orElse("").split(",")) {
             if (!entry.isBlank()) {
                 ranges.add(Range.parse(entry.trim()));
             }

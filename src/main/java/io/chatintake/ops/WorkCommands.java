@@ -48,7 +48,12 @@ public final class WorkCommands {
                     if (id == null && !args.contains("--all-parked")) {
                         throw new ConfigurationException("work retry needs --id N (one item) or --all-parked");
                     }
-                    out.printf("%d item(s) back to pending%n", queue.retry(id));
+                    OperatorActions actions = new OperatorActions(database.dataSource());
+                    if (id == null) {
+                        out.println(actions.retryAllParked(OperatorActions.by(args)).sentence());
+                    } else {
+                        out.printf("%d item(s) back to pending%n", actions.retry(id, OperatorActions.by(args)).changed() ? 1 : 0);
+                    }
                     yield 0;
                 }
                 case "replay" -> {
@@ -63,7 +68,8 @@ public final class WorkCommands {
                         + "' (status, retry, replay, resolve-effect, pause, resume)");
             };
         } catch (SQLException e) {
-            throw new ConfigurationException("cannot read the work tables: " + e.getMessage(), e);
+            throw new ConfigurationException((sub.equals("status") ? "cannot read the work tables: "
+                    : "work " + sub + " failed; nothing changed: ") + e.getMessage(), e);
         }
     }
 
@@ -100,6 +106,11 @@ public final class WorkCommands {
             query(c, "SELECT count(*), min(staged_at) FROM work_staged",
                     rs -> out.printf("staged, not yet work items: %d%s%n", rs.getLong(1),
                             rs.getTimestamp(2) == null ? "" : " (oldest staged " + rs.getTimestamp(2).toInstant() + ")"));
+            out.println("unmapped deliveries (verified, stored whole: no event the mapping knows; webhook_event.parse_error):");
+            query(c, "SELECT channel, workspace, count(*), max(received_at) FROM webhook_event WHERE parse_error = 'unmapped'"
+                    + " GROUP BY channel, workspace ORDER BY channel, workspace",
+                    rs -> out.printf("  %s/%s: %d unmapped, the latest %s%n", rs.getString(1), rs.getString(2), rs.getLong(3),
+                            rs.getTimestamp(4).toInstant()));
             out.println("parked items (work retry --id N, or --all-parked):");
             query(c, "SELECT id, kind, source_key, attempts, last_error FROM work_item WHERE state = 'parked' ORDER BY id LIMIT 50",
                     rs -> out.printf("  #%d %s %s after %d attempt(s): %s%n", rs.getLong(1), rs.getString(2), rs.getString(3),

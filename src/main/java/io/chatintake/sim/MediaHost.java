@@ -31,6 +31,9 @@ public final class MediaHost implements AutoCloseable {
                          AtomicInteger failuresLeft, AtomicInteger stallsLeft, AtomicInteger requests) {
     }
 
+    /** The settings that let attachments be fetched from a media host: it serves plain http on loopback. */
+    public static final Map<String, String> ALLOWED = Map.of("attachments.allowed-hosts", "127.0.0.1", "attachments.allow-http", "true");
+
     private final HttpServer server;
     private final ExecutorService executor = Executors.newCachedThreadPool(r -> {
         Thread t = new Thread(r, "media-host");

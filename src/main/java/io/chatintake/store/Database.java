@@ -43,13 +43,13 @@ public final class Database implements AutoCloseable {
     }
 
     public static Database open(Settings settings) {
-        int poolSize = settings.getInt(POOL_SIZE, 16);
-        int connectTimeout = settings.getInt(CONNECT_TIMEOUT_SECONDS, 10);
-        long borrowTimeout = settings.getLong(BORROW_TIMEOUT_MILLIS, 2000);
+        int poolSize = settings.getInt(POOL_SIZE);
+        int connectTimeout = settings.getInt(CONNECT_TIMEOUT_SECONDS);
+        long borrowTimeout = settings.getLong(BORROW_TIMEOUT_MILLIS);
         String schema = DatabaseSchema.configured(settings);
         Optional<String> url = settings.get(URL);
         if (url.isPresent()) {
-            String user = settings.get(USER, "");
+            String user = settings.get(USER).orElse("");
             Secret password = settings.secret(PASSWORD).orElse(Secret.of(""));
             String shown = Settings.redactUrl(url.get());
             if (!url.get().startsWith("jdbc:postgresql:")) {
@@ -69,7 +69,7 @@ public final class Database implements AutoCloseable {
         Path dataDir = dataDir(settings);
         Path pgDir = dataDir.resolve("pg");
         LOG.info("database: no {} set, starting embedded PostgreSQL 15 in {}", Settings.envName(URL), pgDir);
-        EmbeddedDatabase embedded = EmbeddedDatabase.start(pgDir, settings.getInt(EMBEDDED_PORT, 0), true);
+        EmbeddedDatabase embedded = EmbeddedDatabase.start(pgDir, settings.getInt(EMBEDDED_PORT), true);
         String description = "embedded PostgreSQL 15 in " + pgDir + " on 127.0.0.1:" + embedded.port()
                 + " (fsync on, synchronous_commit on)";
         LOG.info("database: {}", description);
@@ -84,7 +84,7 @@ public final class Database implements AutoCloseable {
 
     /** Where the embedded database and the media store live ({@code CHAT_INTAKE_DATA_DIR}). */
     public static Path dataDir(Settings settings) {
-        return Path.of(settings.get(DATA_DIR, "./data")).toAbsolutePath().normalize();
+        return Path.of(settings.value(DATA_DIR)).toAbsolutePath().normalize();
     }
 
     /**

@@ -31,7 +31,7 @@ public final class DatabaseSchema {
     }
 
     public static String configured(Settings settings) {
-        String schema = settings.get(SETTING, DEFAULT);
+        String schema = settings.value(SETTING);
         if (!NAME.matcher(schema).matches()) {
             throw new ConfigurationException(Settings.envName(SETTING) + " (" + SETTING
                     + ") must be a lower-case PostgreSQL identifier (letters, digits, _), got '" + schema + "'");

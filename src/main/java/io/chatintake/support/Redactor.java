@@ -8,6 +8,7 @@ import java.util.Comparator;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Set;
+import java.util.stream.Collectors;
 
 /**
  * The net under every other precaution: each configured secret value (bot tokens, signing
@@ -26,7 +27,12 @@ public final class Redactor {
 
     // Longest first, so a secret that contains another is masked whole.
     private static volatile List<String> secrets = List.of();
-    private static volatile List<String> transientSecrets = List.of();
+    private static volatile List<Transient> transientSecrets = List.of();
+    private static volatile List<String> transientForms = List.of();
+
+    /** An event's secret and the forms it is masked in. */
+    private record Transient(String value, List<String> forms) {
+    }
 
     private Redactor() {
     }
@@ -43,15 +49,22 @@ public final class Redactor {
                 tooShort++;
                 continue;
             }
-            String encoded = URLEncoder.encode(value, StandardCharsets.UTF_8);
-            all.add(value);
-            all.add(encoded);
-            all.add(encoded.replace("+", "%20"));
+            all.addAll(forms(value));
         }
-        List<String> sorted = new ArrayList<>(all);
-        sorted.sort(Comparator.comparingInt(String::length).reversed());
-        secrets = List.copyOf(sorted);
+        secrets = longestFirst(all);
         return tooShort;
+    }
+
+    /** The value as written, and URL-encoded as URIs and form bodies quote it (Slack's response_url in a form). */
+    private static List<String> forms(String value) {
+        String encoded = URLEncoder.encode(value, StandardCharsets.UTF_8);
+        return List.copyOf(new LinkedHashSet<>(List.of(value, encoded, encoded.replace("+", "%20"))));
+    }
+
+    private static List<String> longestFirst(Collection<String> values) {
+        List<String> sorted = new ArrayList<>(values);
+        sorted.sort(Comparator.comparingInt(String::length).reversed());
+        return List.copyOf(sorted);
     }
 
     /**
@@ -60,13 +73,14 @@ public final class Redactor {
      * {@value #TRANSIENT_CAPACITY} are kept, as each is registered again whenever it is used.
      */
     public static synchronized void registerTransient(String value) {
-        if (value == null || value.length() < MIN_LENGTH || !transientSecrets.isEmpty() && transientSecrets.get(0).equals(value)) {
+        if (value == null || value.length() < MIN_LENGTH || !transientSecrets.isEmpty() && transientSecrets.get(0).value().equals(value)) {
             return;
         }
-        List<String> recent = new ArrayList<>(TRANSIENT_CAPACITY);
-        recent.add(value);
-        transientSecrets.stream().filter(s -> !s.equals(value)).limit(TRANSIENT_CAPACITY - 1).forEach(recent::add);
+        List<Transient> recent = new ArrayList<>(TRANSIENT_CAPACITY);
+        recent.add(new Transient(value, forms(value)));
+        transientSecrets.stream().filter(s -> !s.value().equals(value)).limit(TRANSIENT_CAPACITY - 1).forEach(recent::add);
         transientSecrets = List.copyOf(recent);
+        transientForms = longestFirst(recent.stream().flatMap(t -> t.forms().stream()).collect(Collectors.toCollection(LinkedHashSet::new)));
     }
 
     /** For stored texts: redacted first, then cut to {@code maxLength}, so no secret is left half-masked. */
@@ -79,7 +93,7 @@ public final class Redactor {
         if (text == null || text.isEmpty()) {
             return text;
         }
-        return mask(mask(text, secrets), transientSecrets);
+        return mask(mask(text, secrets), transientForms);
     }
 
     private static String mask(String text, List<String> values) {

@@ -19,13 +19,10 @@ import org.slf4j.LoggerFactory;
 /**
  * Wraps an external action (a reply, a CRM call) in a route so that receiving or running
  * something twice never performs it twice: a crash after the action and before its record
- * leaves something only an idempotency key or a person can reconcile. In YAML:
- * <pre>
- * - bean: { ref: effectGuard, method: begin }
- * - to: "telegram-bot:main"          # the action
- * - bean: { ref: effectGuard, method: complete }
- * </pre>
- * The effect key is the exchange's {@code IdempotencyKey} plus {@code EffectName} (default
+ * leaves something only an idempotency key or a person can reconcile. Routes use it as one step,
+ * the {@link GuardedEffect} policy; routes written earlier call {@code begin} and {@code complete}
+ * as bean steps around the action. The effect key is the exchange's {@code IdempotencyKey} plus
+ * the effect's name (the policy's id; for the bean steps the {@code EffectName} header, default
  * {@code effect}). The ledger ({@code outbound_effect}) holds one row per effect:
  * <ul>
  * <li>{@code done}: performed, with its result; the rest of the route is skipped if it runs again;</li>
@@ -37,7 +34,7 @@ import org.slf4j.LoggerFactory;
  * because the remote side deduplicates by the key itself.</li>
  * </ul>
  * Components that know what happened throw {@link EffectFailure}; for any other system the route
- * sets the {@value EffectOutcome#HEADER} header before {@code complete}.
+ * sets the {@value EffectOutcome#HEADER} header (or the policy reads what was thrown).
  */
 public final class EffectGuard {
     private static final Logger LOG = LoggerFactory.getLogger(EffectGuard.class);
@@ -74,12 +71,25 @@ public final class EffectGuard {
         }
     }
 
+    /** The old way, a bean step: an effect settled earlier stops the rest of the route. */
     public void begin(Exchange exchange) throws SQLException, UnconfirmedEffectException {
+        if (open(exchange, exchange.getMessage().getHeader(EFFECT_NAME, "effect", String.class)).isPresent()) {
+            exchange.setRouteStop(true);
+        }
+    }
+
+    /**
+     * Begins effect {@code name} of this exchange's item and sets {@value #EFFECT_KEY}.
+     * @return empty when this attempt performs it; the earlier settlement (done or undeliverable,
+     *         with its result) when it must not be performed again
+     * (Not an overload of begin: the bean step's binding would find two methods.)
+     */
+    Optional<Settlement> open(Exchange exchange, String name) throws SQLException, UnconfirmedEffectException {
         Message message = exchange.getMessage();
-        String key = effectKey(message);
+        String key = effectKey(message, name);
         message.setHeader(EFFECT_KEY, key);
         try {
-            start(exchange, key);
+            return start(exchange, key);
         } catch (SQLException e) {
             // The action did not run. Should the start have committed all the same (the database
             // went away as it answered), it is settled failed once the database is back, so the
@@ -89,7 +99,7 @@ public final class EffectGuard {
         }
     }
 
-    private void start(Exchange exchange, String key) throws SQLException, UnconfirmedEffectException {
+    private Optional<Settlement> start(Exchange exchange, String key) throws SQLException, UnconfirmedEffectException {
         Message message = exchange.getMessage();
         try (Connection c = dataSource.getConnection()) {
             // New, or provably not performed before: this attempt performs it.
@@ -99,16 +109,19 @@ public final class EffectGuard {
                 ps.setString(1, key);
                 ps.setObject(2, message.getHeader(WorkDispatcher.WORK_ITEM_ID, Long.class));
                 if (ps.executeUpdate() == 1) {
-                    return;
+                    return Optional.empty();
                 }
             }
-            String state = state(c, key).orElse("");
+            Optional<Settlement> earlier = settlement(c, key);
+            String state = earlier.map(Settlement::state).orElse("");
             if ("done".equals(state) || "undeliverable".equals(state)) {
                 LOG.info("effect {} already settled ({}); not repeating it", key, state);
-                exchange.setRouteStop(true);
-            } else if (!message.getHeader(IDEMPOTENT_DOWNSTREAM, false, Boolean.class)) {
+                return earlier;
+            }
+            if (!message.getHeader(IDEMPOTENT_DOWNSTREAM, false, Boolean.class)) {
                 throw new UnconfirmedEffectException(key);
             }
+            return Optional.empty();
         }
     }
 
@@ -127,11 +140,22 @@ public final class EffectGuard {
         String declared = message.getHeader(EffectOutcome.HEADER, String.class);
         EffectOutcome outcome = declared == null || declared.isBlank() ? EffectOutcome.PERFORMED : EffectOutcome.parse(declared);
         if (outcome != EffectOutcome.PERFORMED) {
-            Long retryAfter = message.getHeader(EffectOutcome.RETRY_AFTER_HEADER, Long.class);
-            throw new EffectFailure(outcome, "the route declared effect " + key + " " + outcome.label(),
-                    retryAfter == null ? null : Instant.now().plusSeconds(retryAfter));
+            throw declaredFailure(message, key, outcome);
         }
-        Settlement done = new Settlement(key, "done", text(message.getBody(String.class)));
+        performed(exchange);
+    }
+
+    /** The failure a route declared with {@value EffectOutcome#HEADER} (and {@value EffectOutcome#RETRY_AFTER_HEADER}). */
+    static EffectFailure declaredFailure(Message message, String key, EffectOutcome outcome) {
+        Long retryAfter = message.getHeader(EffectOutcome.RETRY_AFTER_HEADER, Long.class);
+        return new EffectFailure(outcome, "the route declared effect " + key + " " + outcome.label(),
+                retryAfter == null ? null : Instant.now().plusSeconds(retryAfter));
+    }
+
+    /** Records the exchange's started effect as done, with the body as its result. */
+    void performed(Exchange exchange) {
+        Settlement done = new Settlement(exchange.getMessage().getHeader(EFFECT_KEY, String.class), "done",
+                text(exchange.getMessage().getBody(String.class)));
         try {
             write(List.of(done));
         } catch (SQLException e) {
@@ -207,7 +231,14 @@ public final class EffectGuard {
     }
 
     public Optional<Resolved> resolve(String key, boolean performed, String by) throws SQLException {
-        try (Connection c = dataSource.getConnection(); PreparedStatement ps = c.prepareStatement(
+        try (Connection c = dataSource.getConnection()) {
+            return resolve(c, key, performed, by);
+        }
+    }
+
+    /** The same inside the caller's transaction (an operator action committed with its audit row). */
+    public static Optional<Resolved> resolve(Connection c, String key, boolean performed, String by) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(
                 "UPDATE outbound_effect SET state = ?, done_at = CASE WHEN ? THEN now() END, resolved_by = ?, resolved_at = now()"
                         + " WHERE effect_key = ? AND state = 'started' RETURNING work_item_id")) {
             ps.setString(1, performed ? "done" : "failed");
@@ -220,19 +251,19 @@ public final class EffectGuard {
         }
     }
 
-    private static String effectKey(Message message) {
+    private static String effectKey(Message message, String name) {
         String idempotencyKey = message.getHeader(WorkDispatcher.IDEMPOTENCY_KEY, String.class);
         if (idempotencyKey == null || idempotencyKey.isBlank()) {
-            throw new IllegalStateException("effectGuard needs the IdempotencyKey header that stored work carries");
+            throw new IllegalStateException("a guarded effect needs the IdempotencyKey header that stored work carries");
         }
-        return idempotencyKey + ":" + message.getHeader(EFFECT_NAME, "effect", String.class);
+        return idempotencyKey + ":" + name;
     }
 
-    private static Optional<String> state(Connection c, String key) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement("SELECT state FROM outbound_effect WHERE effect_key = ?")) {
+    private static Optional<Settlement> settlement(Connection c, String key) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement("SELECT state, result FROM outbound_effect WHERE effect_key = ?")) {
             ps.setString(1, key);
             try (ResultSet rs = ps.executeQuery()) {
-                return rs.next() ? Optional.of(rs.getString(1)) : Optional.empty();
+                return rs.next() ? Optional.of(new Settlement(key, rs.getString(1), rs.getString(2))) : Optional.empty();
             }
         }
     }

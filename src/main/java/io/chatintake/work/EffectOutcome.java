@@ -17,7 +17,7 @@ public enum EffectOutcome {
     /** May or may not have happened (timeout or reset after sending, 5xx): parked for reconciliation. */
     AMBIGUOUS;
 
-    /** A route sets this header (performed, failed, undeliverable, ambiguous) before {@code effectGuard.complete}. */
+    /** A step inside a guardedEffect policy (or before {@code effectGuard.complete}) sets this header: performed, failed, undeliverable, ambiguous. */
     public static final String HEADER = "EffectOutcome";
     /** With {@code failed}: seconds before the next attempt may run (e.g. the other side's Retry-After). */
     public static final String RETRY_AFTER_HEADER = "EffectRetryAfterSeconds";

@@ -31,6 +31,11 @@ import org.slf4j.LoggerFactory;
  * handled already. Work of kinds whose source is kept (album children, attachments) goes by
  * {@code retention.work-item-days}; an effect goes only once its work item is gone, so it can
  * never be replayed into a repeated side effect.
+ * <p>
+ * A deleted webhook event leaves its key behind ({@code webhook_event_purged}, kept for
+ * {@code retention.dedupe-key-days}), so a replay of its signed bytes is still a duplicate. Telegram
+ * update ids are not kept: Telegram reuses them after a week idle (a new update, told apart only
+ * by its content) and stops retrying a webhook long before retention deletes an update.
  */
 public final class Retention {
     private static final Logger LOG = LoggerFactory.getLogger(Retention.class);
@@ -41,6 +46,7 @@ public final class Retention {
     }
 
     private static final String TELEGRAM = "telegram-update";
+    private static final String DEDUPE_KEY_DAYS = "retention.dedupe-key-days";
     private static final String WEBHOOK = "unifyport-event";
     private static final String ALBUM_DECISION = "album-decision";
 
@@ -63,10 +69,14 @@ public final class Retention {
                     SELECT x.id AS k FROM telegram_update x WHERE x.received_at < ? AND %s"""
                     .formatted(noUnfinishedWork(OTHER_TABLES_KINDS + ", '" + WEBHOOK + "'")), 1,
                     "w.kind = '" + TELEGRAM + "' AND w.source_id = doomed.k", null),
+            // The keys of deleted events stay behind (webhook_event_purged): a replay after the row is gone is a duplicate.
             new Policy("webhook_event", "id", "retention.webhook-event-days", """
                     SELECT x.id AS k FROM webhook_event x WHERE x.received_at < ? AND %s"""
                     .formatted(noUnfinishedWork(OTHER_TABLES_KINDS + ", '" + TELEGRAM + "'")), 1,
-                    "w.kind = '" + WEBHOOK + "' AND w.source_id = doomed.k", null),
+                    "w.kind = '" + WEBHOOK + "' AND w.source_id = doomed.k", """
+                    keys AS (INSERT INTO webhook_event_purged (workspace, channel, event_id)
+                             SELECT x.workspace, x.channel, x.event_id FROM webhook_event x JOIN doomed ON x.id = doomed.k
+                             ON CONFLICT ON CONSTRAINT webhook_event_purged_key DO UPDATE SET purged_at = now() RETURNING 1), """),
             // Decided albums with no child since (no deadline), no person needed, every decision handled.
             new Policy("album", "album_key", "retention.album-days", """
                     SELECT x.album_key AS k FROM album x
@@ -82,7 +92,10 @@ public final class Retention {
             new Policy("outbound_effect", "effect_key", "retention.outbound-effect-days", """
                     SELECT x.effect_key AS k FROM outbound_effect x WHERE x.started_at < ? AND x.done_at < ? AND x.state = 'done'
                        AND (x.work_item_id IS NULL OR NOT EXISTS (SELECT 1 FROM work_item w WHERE w.id = x.work_item_id))""",
-                    2, null, null));
+                    2, null, null),
+            // The kept keys themselves, once older than any replay worth refusing (no unique id column: by row address).
+            new Policy("webhook_event_purged", "ctid", DEDUPE_KEY_DAYS, """
+                    SELECT x.ctid AS k FROM webhook_event_purged x WHERE x.purged_at < ?""", 1, null, null));
 
     /** What one table would lose (dry run) or lost (purge): its rows, and the work items that went with them. */
     public record Outcome(String table, int days, long rows, long workItems) {
@@ -100,8 +113,8 @@ public final class Retention {
 
     public static Retention from(Settings settings, DataSource dataSource) {
         Map<String, Integer> days = new LinkedHashMap<>();
-        POLICIES.forEach(p -> days.put(p.settingKey(), settings.getInt(p.settingKey(), 30)));
-        return new Retention(dataSource, days, settings.getInt("retention.batch-size", 1000));
+        POLICIES.forEach(p -> days.put(p.settingKey(), settings.getInt(p.settingKey())));
+        return new Retention(dataSource, days, settings.getInt("retention.batch-size"));
     }
 
     /**
@@ -154,7 +167,7 @@ public final class Retention {
     }
 
     private Outcome count(Connection c, Policy p) throws SQLException {
-        int keep = days.get(p.settingKey());
+        int keep = days.getOrDefault(p.settingKey(), 0);
         if (keep <= 0) {
             return new Outcome(p.table(), keep, 0, 0);
         }
@@ -165,7 +178,7 @@ public final class Retention {
     }
 
     private Outcome purge(Connection c, Policy p) throws SQLException {
-        int keep = days.get(p.settingKey());
+        int keep = days.getOrDefault(p.settingKey(), 0);
         long rows = 0;
         long work = 0;
         if (keep > 0) {

@@ -50,38 +50,28 @@ public final class WorkDispatcher {
                           Duration pollInterval, Set<String> orderedKinds, Duration heartbeat, int deadAfterHeartbeats, int runSize,
                           Duration gather, Duration gatherMax, int concurrencyWhileIntakeBehind, Duration gatherWhileIntakeBehind,
                           Duration gatherWhileBacklogAtSource, Duration intakeFirst, Duration maxDeferral) {
-        /**
-         * With the default heartbeat (2 s, dead after 4 missed), runs of up to 500 items, a gathering
-         * wait of 20 ms and every worker at work, as often as ever, while intake is behind.
-         */
-        public Options(int concurrency, int maxAttempts, Duration backoffBase, Duration backoffCap, Duration claim,
-                       Duration pollInterval, Set<String> orderedKinds) {
-            this(concurrency, maxAttempts, backoffBase, backoffCap, claim, pollInterval, orderedKinds, Duration.ofSeconds(2), 4, 500,
-                    Duration.ofMillis(20), Duration.ofMillis(20), concurrency, Duration.ZERO, Duration.ZERO, Duration.ofSeconds(5),
-                    Duration.ofSeconds(30));
-        }
-
         public static Options from(Settings settings) {
             return new Options(
-                    settings.getInt("work.concurrency", 4),
-                    settings.getInt("work.max-attempts", 8),
-                    Duration.ofMillis(settings.getLong("work.backoff-base-millis", 1000)),
-                    Duration.ofMillis(settings.getLong("work.backoff-cap-millis", 300_000)),
-                    Duration.ofSeconds(settings.getLong("work.claim-seconds", 120)),
-                    Duration.ofMillis(settings.getLong("work.poll-interval-millis", 500)),
-                    Arrays.stream(settings.get("work.ordered-kinds", "telegram-update,album-child").split(","))
+                    settings.getInt("work.concurrency"),
+                    settings.getInt("work.max-attempts"),
+                    Duration.ofMillis(settings.getLong("work.backoff-base-millis")),
+                    Duration.ofMillis(settings.getLong("work.backoff-cap-millis")),
+                    Duration.ofSeconds(settings.getLong("work.claim-seconds")),
+                    Duration.ofMillis(settings.getLong("work.poll-interval-millis")),
+                    // Empty: no kind is ordered.
+                    Arrays.stream(settings.get("work.ordered-kinds").orElse("").split(","))
                             .map(String::trim).filter(s -> !s.isEmpty()).collect(Collectors.toSet()),
-                    Duration.ofSeconds(settings.getLong("work.heartbeat-seconds", 2)),
-                    settings.getInt("work.dead-after-heartbeats", 4),
-                    settings.getInt("work.run-size", 500),
-                    Duration.ofMillis(settings.getLong("work.gather-millis", 20)),
-                    Duration.ofMillis(settings.getLong("work.gather-max-millis", 20)),
+                    Duration.ofSeconds(settings.getLong("work.heartbeat-seconds")),
+                    settings.getInt("work.dead-after-heartbeats"),
+                    settings.getInt("work.run-size"),
+                    Duration.ofMillis(settings.getLong("work.gather-millis")),
+                    Duration.ofMillis(settings.getLong("work.gather-max-millis")),
                     // At least one: handling that stopped while intake stays behind would never catch up.
-                    Math.max(1, settings.getInt("work.concurrency-while-intake-behind", 1)),
-                    Duration.ofMillis(settings.getLong("work.gather-millis-while-intake-behind", 100)),
-                    Duration.ofMillis(settings.getLong("work.gather-millis-while-backlog-at-source", 1000)),
-                    Duration.ofSeconds(settings.getLong("work.intake-first-seconds", 5)),
-                    Duration.ofSeconds(settings.getLong("work.max-deferral-seconds", 30)));
+                    Math.max(1, settings.getInt("work.concurrency-while-intake-behind")),
+                    Duration.ofMillis(settings.getLong("work.gather-millis-while-intake-behind")),
+                    Duration.ofMillis(settings.getLong("work.gather-millis-while-backlog-at-source")),
+                    Duration.ofSeconds(settings.getLong("work.intake-first-seconds")),
+                    Duration.ofSeconds(settings.getLong("work.max-deferral-seconds")));
         }
 
         /** How long a process may stay silent before its claims are released. */
@@ -113,7 +103,8 @@ public final class WorkDispatcher {
         this.camel = camel;
         this.queue = queue;
         this.options = options;
-        this.sources = new HandlerSources(camel, sources);
+        this.sources = new HandlerSources(camel, sources,
+                kind -> new KindRules(options.orderedKinds().contains(kind), options.maxAttempts(), options.backoffBase(), options.backoffCap()));
         String process = ProcessIdentity.name();
         EffectGuard effects = new EffectGuard(queue.dataSource());
         this.metrics = new WorkMetrics(queue.dataSource());
@@ -122,13 +113,13 @@ public final class WorkDispatcher {
                 options.gatherWhileBacklogAtSource(), options.intakeFirst(), options.maxDeferral(), options.pollInterval(), runs, wakeups,
                 running);
         this.recorder = new RecordOutcomes(queue, effects, runs, running, options.claim());
-        ItemOutcomes outcomes = new ItemOutcomes(options.maxAttempts(), new Backoff(options.backoffBase(), options.backoffCap()), effects, metrics);
+        ItemOutcomes outcomes = new ItemOutcomes(this.sources::rules, effects, metrics);
         this.executing = new ExecutePicked(camel, queue.dataSource(), this.sources, outcomes, metrics, runs, recorder, running,
                 options.claim());
         this.keeper = new ClaimKeeper(queue, new RunnerHeartbeat(queue.dataSource(), process, this::handlingHeldBackSince), process,
                 runs, wakeups, options.claim(), options.heartbeat(), options.silence());
         this.gathering = new Gathering(options.gather(), options.gatherMax());
-        ClaimDueWork claiming = new ClaimDueWork(queue, process, options.claim(), options.runSize(), options.orderedKinds(), this.sources,
+        ClaimDueWork claiming = new ClaimDueWork(queue, process, options.claim(), options.runSize(), this.sources,
                 runs, pacing, gathering, new OperatorPause.Watch(queue.dataSource(), OperatorPause.Subject.WORK_KIND));
         this.worker = new RunUntilShutdown(running, runs, pacing, claiming, executing, wakeups, metrics, options.concurrency(),
                 options.runSize(), options.pollInterval());
@@ -142,16 +133,12 @@ public final class WorkDispatcher {
             // Whether or not this process handles anything: what its intake staged must become work for whoever does.
             scheduler = new StagedWorkScheduler(camel, queue, options.gather(), this::nudge);
         }
+        // Started even while no work: route runs here: one started later (a file added) is run at once.
         Set<String> kinds = sources.kinds();
-        if (kinds.isEmpty()) {
-            LOG.info("work: no work kind has a handler in this process; no dispatcher threads");
-            return;
-        }
         // Looked up at start: camel-micrometer binds its registry while the context starts.
         metrics.start(MeterRegistryLookup.of(camel), pacing::workersAllowed);
         keeper.firstBeat();
         running.set(true);
-        executing.start();
         ExecutorServiceManager threads = camel.getExecutorServiceManager();
         beater = threads.newSingleThreadExecutor(this, "work-heartbeat");
         beater.execute(keeper);
@@ -159,7 +146,7 @@ public final class WorkDispatcher {
         for (int i = 0; i < options.concurrency(); i++) {
             workers.execute(worker);
         }
-        LOG.info("work: {} dispatcher thread(s) for {}; at most {} attempts, then parked; claims last {} s, extended while"
+        LOG.info("work: {} dispatcher thread(s), running the kinds whose work: route runs here ({} now); by default at most {} attempts, then parked; claims last {} s, extended while"
                         + " handlers run; heartbeat every {} s, claims of a process silent for {} s are released; runs of up to {} item(s),"
                         + " gathered for {} when they come in thin; {} while intake is behind, claiming at most every {} ms, every {} ms"
                         + " while its source holds a backlog; yielding for {} s at a stretch, then every other second, and not"
@@ -252,8 +239,8 @@ public final class WorkDispatcher {
         return pacing.heldBackSince();
     }
 
-    /** Whether this process runs work of this kind (a handler is configured or registered here). */
-    public boolean handles(String kind) {
-        return sources.kinds().contains(kind);
+    /** The kinds this process runs now, each with a started {@code work:} route. */
+    public Set<String> kinds() {
+        return sources.kinds();
     }
 }

@@ -225,7 +225,12 @@ public final class WorkQueue {
 
     /** Parked (or failed) items back to pending, due now, attempts reset. {@code id} null: every parked item. */
     public int retry(Long id) throws SQLException {
-        return inTransaction(dataSource, c -> WorkLanes.reopen(c, WorkItemRepository.retry(c, id)));
+        return inTransaction(dataSource, c -> retry(c, id));
+    }
+
+    /** The same inside the caller's transaction (an operator action committed with its audit row). */
+    public static int retry(Connection c, Long id) throws SQLException {
+        return WorkLanes.reopen(c, WorkItemRepository.retry(c, id));
     }
 
     /** An explicit re-run of done items of one kind created since a time; never implicit. */

@@ -52,6 +52,8 @@ class AttachmentsIT {
             env.put("TELEGRAM_BOT_TOKEN", token);
             env.put("TELEGRAM_API_URL", telegram.url());
             env.put("WORK_BACKOFF_BASE_MILLIS", "100");
+            env.put("ATTACHMENTS_ALLOWED_HOSTS", "127.0.0.1");
+            env.put("ATTACHMENTS_ALLOW_HTTP", "true");
             env.put("CHAT_INTAKE_LOG_LEVEL", "DEBUG");
             Path routes = Files.createDirectories(work.resolve("routes"));
             for (String file : List.of("unifyport-webhook.yaml", "unifyport-handlers.yaml", "attachments.yaml")) {

@@ -23,7 +23,7 @@ class SettingsTest {
 
         Settings settings = Settings.load(file, Map.of("CHAT_INTAKE_HTTP_PORT", "9090", "TELEGRAM_BOT_TOKEN", "123:abc"));
 
-        assertThat(settings.getInt("chat-intake.http.port", 1)).isEqualTo(9090);
+        assertThat(settings.getInt("chat-intake.http.port")).isEqualTo(9090);
         assertThat(settings.get("chat-intake.db.url")).isEmpty();
         assertThat(settings.secret("telegram.bot-token")).get().extracting(Secret::reveal).isEqualTo("123:abc");
     }
@@ -32,8 +32,22 @@ class SettingsTest {
     void keysAbsentFromTheFileCanStillComeFromTheEnvironment() throws Exception {
         Settings settings = Settings.load(write(""), Map.of("UNIFYPORT_WORKSPACE", "acme"));
 
-        assertThat(settings.get("unifyport.workspace", "default")).isEqualTo("acme");
-        assertThat(settings.get("unifyport.missing", "fallback")).isEqualTo("fallback");
+        assertThat(settings.value("unifyport.workspace")).isEqualTo("acme");
+        assertThat(settings.sourceOf("unifyport.workspace")).contains(ValueSource.ENVIRONMENT);
+    }
+
+    @Test
+    void eachDefaultIsBuiltInOnceTheFileOverridesItAndAKeyNobodySetsIsAnErrorNamingIt() throws Exception {
+        Settings settings = Settings.load(write("work.max-attempts=3\n"), Map.of());
+
+        assertThat(settings.getInt("work.max-attempts")).isEqualTo(3);
+        assertThat(settings.sourceOf("work.max-attempts")).contains(ValueSource.FILE);
+        assertThat(settings.getInt("work.concurrency")).as("the jar's application.properties").isPositive();
+        assertThat(settings.sourceOf("work.concurrency")).contains(ValueSource.BUILT_IN);
+        assertThat(settings.sourceOf("no.such.key")).isEmpty();
+        assertThatThrownBy(() -> settings.getInt("no.such.key"))
+                .isInstanceOf(ConfigurationException.class)
+                .hasMessageStartingWith("NO_SUCH_KEY (no.such.key) is not set");
     }
 
     @Test
@@ -73,21 +87,21 @@ class SettingsTest {
     void aMalformedValueNamesTheKeyAndItsVariableButNeverASecret() throws Exception {
         Settings settings = Settings.load(write("chat-intake.http.port=eighty\n"), Map.of("SOME_TOKEN", "x"));
 
-        assertThatThrownBy(() -> settings.getInt("chat-intake.http.port", 8080))
+        assertThatThrownBy(() -> settings.getInt("chat-intake.http.port"))
                 .isInstanceOf(ConfigurationException.class)
                 .hasMessage("CHAT_INTAKE_HTTP_PORT (chat-intake.http.port) must be a whole number, got 'eighty'");
 
         Settings secret = Settings.of(Map.of("x.secret-count", "s3cr3t"));
-        assertThatThrownBy(() -> secret.getInt("x.secret-count", 1)).hasMessageNotContaining("s3cr3t");
+        assertThatThrownBy(() -> secret.getInt("x.secret-count")).hasMessageNotContaining("s3cr3t");
     }
 
     @Test
     void booleansAcceptTheUsualWords() {
         Settings settings = Settings.of(Map.of("a", "yes", "b", "off", "c", "maybe"));
 
-        assertThat(settings.getBoolean("a", false)).isTrue();
-        assertThat(settings.getBoolean("b", true)).isFalse();
-        assertThatThrownBy(() -> settings.getBoolean("c", true)).hasMessageContaining("must be true or false");
+        assertThat(settings.getBoolean("a")).isTrue();
+        assertThat(settings.getBoolean("b")).isFalse();
+        assertThatThrownBy(() -> settings.getBoolean("c")).hasMessageContaining("must be true or false");
     }
 
     @Test

@@ -73,18 +73,10 @@ class MessagesFindTest {
         Path routes = Files.createTempDirectory("find-routes");
         // The handler fails its first two attempts of the event marked "retried", then replies once, guarded.
         Files.writeString(routes.resolve("find-handler.yaml"), """
-                - routeConfiguration:
-                    id: find-handler
-                    errorHandler:
-                      defaultErrorHandler:
-                        level: DEBUG
-                        redeliveryPolicy:
-                          retriesExhaustedLogLevel: DEBUG
                 - route:
                     id: find-unifyport-event
-                    routeConfigurationId: find-handler
                     from:
-                      uri: "direct:unifyport-event"
+                      uri: "work:unifyport-event"
                       steps:
                         - filter:
                             simple: "${header.ChatIntakeEventId} startsWith 'evt-find-retried' && ${header.WorkAttempt} < 3"
@@ -92,24 +84,20 @@ class MessagesFindTest {
                               - throwException:
                                   exceptionType: java.lang.IllegalStateException
                                   message: "reply service down at attempt ${header.WorkAttempt}"
-                        - setHeader:
-                            name: EffectName
-                            constant: reply
-                        - bean:
-                            ref: effectGuard
-                            method: begin
-                        - setBody:
-                            constant: "thanks"
-                        - to:
-                            uri: "http://127.0.0.1:%d/reply"
-                        - convertBodyTo:
-                            type: java.lang.String
-                        - bean:
-                            ref: effectGuard
-                            method: complete
+                        - policy:
+                            id: reply
+                            ref: guardedEffect
+                            steps:
+                              - setBody:
+                                  constant: "thanks"
+                              - to:
+                                  uri: "http://127.0.0.1:%d/reply"
+                              - convertBodyTo:
+                                  type: java.lang.String
                 """.formatted(replies.getAddress().getPort()));
-        server = WebhookServer.startWithWork(TestDatabase.dataSource(), Map.of(StatusPage.TOKEN, STATUS_TOKEN, "unifyport.signing-secrets", WEBHOOK_SECRET,
-                "unifyport.workspace", "ws-find"), "file:routes/unifyport-webhook.yaml,file:routes/albums.yaml,file:routes/handlers.yaml,file:" + routes + "/*.yaml");
+        server = WebhookServer.startWithWork(TestDatabase.dataSource(), Map.of(StatusPage.TOKEN, STATUS_TOKEN,
+                "unifyport.signing-secrets", WEBHOOK_SECRET, "unifyport.workspace", "ws-find"),
+                "file:routes/unifyport-webhook.yaml,file:routes/albums.yaml,file:routes/handlers.yaml,file:" + routes + "/*.yaml");
 
         browser = Browser.start();
         browser.open(server.uri("/status?token=" + STATUS_TOKEN).toString());

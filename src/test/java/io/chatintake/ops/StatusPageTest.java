@@ -93,6 +93,7 @@ class StatusPageTest {
         assertThat(cells(dom, "channel-unifyport-ws-status")).element(1).isEqualTo("on");
         assertThat(cells(dom, "channel-unifyport-ws-status").get(2)).matches(".*\\((9\\d|1\\d\\d) s ago\\)");
         assertThat(cells(dom, "channel-unifyport-ws-status").get(3)).isEqualTo("401 bad_signature: 1");
+        assertThat(cells(dom, "channel-unifyport-ws-status").get(4)).as("unmapped deliveries").isEqualTo("1");
         assertThat(cells(dom, "work-telegram-update-pending")).containsExactly("telegram-update", "pending", "7",
                 cells(dom, "work-telegram-update-pending").get(3));
         assertThat(cells(dom, "work-telegram-update-pending").get(3)).matches(".*\\((9|1[01]) min ago\\)");
@@ -187,6 +188,8 @@ class StatusPageTest {
                 INSERT INTO telegram_loss_window (bot_id, from_time, to_time)
                 VALUES (111, now() - interval '3 days', now() - interval '1 day');
                 INSERT INTO telegram_gap (bot_id, from_update_id, to_update_id) VALUES (111, 4990, 4994);
+                INSERT INTO webhook_event (workspace, channel, event_id, body, received_at, last_received_at, parse_error)
+                VALUES ('ws-status', 'unifyport', 'e0', '\\x00', now() - interval '2 hours', now() - interval '2 hours', 'unmapped');
                 INSERT INTO webhook_event (workspace, channel, event_id, body, received_at, last_received_at)
                 VALUES ('ws-status', 'unifyport', 'e1', '\\x00', now() - interval '1 hour', now() - interval '1 hour'),
                        ('ws-status', 'unifyport', 'e2', '\\x00', now() - interval '90 seconds', now() - interval '90 seconds');

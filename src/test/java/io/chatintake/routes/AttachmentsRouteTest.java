@@ -17,6 +17,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.sql.Connection;
 import java.time.Duration;
+import java.util.HashMap;
 import java.util.Map;
 import org.apache.camel.spi.Registry;
 import org.junit.jupiter.api.AfterAll;
@@ -30,7 +31,9 @@ class AttachmentsRouteTest extends RouteTestSupport {
 
     @Override
     protected Map<String, String> settings() {
-        return Map.of("chat-intake.data-dir", dataDir.toString());
+        Map<String, String> settings = new HashMap<>(MediaHost.ALLOWED);
+        settings.put("chat-intake.data-dir", dataDir.toString());
+        return settings;
     }
 
     @Override
@@ -50,10 +53,11 @@ class AttachmentsRouteTest extends RouteTestSupport {
         String url = media.publish(content, "image/jpeg", Duration.ofMinutes(5));
         long id = storeMessageWithAttachment(url);
         loadRoutes("routes/attachments.yaml");
+        handItemsTo("attachment-fetch");
         context.start();
 
         try (Connection c = db.getConnection()) {
-            template.sendBody("direct:attachment-fetch", AttachmentStore.load(c, id));
+            template.sendBody("direct:attachment", AttachmentStore.load(c, id));
         }
 
         assertThat(Sql.string(db, "SELECT status || ' ' || size_bytes FROM message_attachment")).isEqualTo("stored 2048");

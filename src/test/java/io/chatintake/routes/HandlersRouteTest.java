@@ -6,6 +6,7 @@ import io.chatintake.config.Settings;
 import io.chatintake.testkit.LogCapture;
 import io.chatintake.testkit.Sql;
 import io.chatintake.work.EffectGuard;
+import io.chatintake.work.GuardedEffect;
 import java.util.Map;
 import org.apache.camel.builder.AdviceWith;
 import org.apache.camel.component.mock.MockEndpoint;
@@ -14,7 +15,7 @@ import org.junit.jupiter.api.Test;
 
 /**
  * routes/handlers.yaml: with echo replies on, a text message is answered once through
- * telegram-bot (a mock here), guarded by effectGuard; other updates send nothing; album
+ * telegram-bot (a mock here), guarded by the guardedEffect policy; other updates send nothing; album
  * decisions are logged.
  */
 class HandlersRouteTest extends RouteTestSupport {
@@ -26,12 +27,13 @@ class HandlersRouteTest extends RouteTestSupport {
 
     @Override
     protected void bindBeans(Registry registry, Settings settings) {
-        registry.bind("effectGuard", new EffectGuard(db));
+        registry.bind(GuardedEffect.BEAN, new GuardedEffect(new EffectGuard(db)));
     }
 
     @Test
     void aTextMessageIsEchoedOnceThroughTelegramBot() throws Exception {
         loadRoutes("routes/handlers.yaml");
+        handItemsTo("telegram-update-handler");
         AdviceWith.adviceWith(context, "telegram-echo-reply", r -> r.mockEndpointsAndSkip("telegram-bot:*"));
         MockEndpoint bot = getMockEndpoint("mock:telegram-bot:main");
         bot.whenAnyExchangeReceived(exchange -> exchange.getMessage().setBody(501)); // the Bot API's message id
@@ -54,10 +56,11 @@ class HandlersRouteTest extends RouteTestSupport {
     @Test
     void anAlbumDecisionIsLogged() throws Exception {
         loadRoutes("routes/handlers.yaml");
+        handItemsTo("album-ready-handler");
         context.start();
 
         try (LogCapture log = new LogCapture()) {
-            template.sendBodyAndHeaders("direct:album-ready", "{}", Map.of("AlbumKey", "k1", "AlbumDecisionVersion", 1,
+            template.sendBodyAndHeaders("direct:album-decision", "{}", Map.of("AlbumKey", "k1", "AlbumDecisionVersion", 1,
                     "AlbumDecisionKind", "complete", "AlbumChildCount", 3));
             assertThat(log.lines()).contains("album k1 version 1: complete with 3 child(ren)");
         }

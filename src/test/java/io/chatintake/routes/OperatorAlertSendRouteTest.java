@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.chatintake.config.Settings;
 import io.chatintake.testkit.Sql;
 import io.chatintake.work.EffectGuard;
+import io.chatintake.work.GuardedEffect;
 import java.util.Map;
 import org.apache.camel.builder.AdviceWith;
 import org.apache.camel.component.mock.MockEndpoint;
@@ -21,7 +22,7 @@ class OperatorAlertSendRouteTest extends RouteTestSupport {
 
     @Override
     protected void bindBeans(Registry registry, Settings settings) {
-        registry.bind("effectGuard", new EffectGuard(db));
+        registry.bind(GuardedEffect.BEAN, new GuardedEffect(new EffectGuard(db)));
     }
 
     @Test

@@ -2,6 +2,7 @@ package io.chatintake.work;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.chatintake.config.Settings;
 import io.chatintake.testkit.Await;
 import io.chatintake.testkit.Sql;
 import io.chatintake.testkit.TestDatabase;
@@ -10,7 +11,6 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import javax.sql.DataSource;
@@ -42,7 +42,7 @@ class EffectOutcomeTest {
         camel.addRoutes(new RouteBuilder() {
             @Override
             public void configure() {
-                from("direct:crm-call").setHeader(EffectGuard.EFFECT_NAME, constant("crm")).bean("effectGuard", "begin")
+                from("work:crm").setHeader(EffectGuard.EFFECT_NAME, constant("crm")).bean("effectGuard", "begin")
                         .process(e -> {
                             String key = e.getMessage().getHeader(WorkDispatcher.IDEMPOTENCY_KEY, String.class);
                             attempts.add(key);
@@ -59,13 +59,13 @@ class EffectOutcomeTest {
         });
         camel.start();
         // Items of this kind carry everything in their key: nothing to load.
-        WorkSource crm = new WorkSource("crm", "direct:crm-call") {
+        WorkSource crm = new WorkSource("crm") {
             @Override
             public void load(Connection connection, WorkItem item, Message message) {
             }
         };
-        dispatcher = new WorkDispatcher(camel, new WorkQueue(dataSource), List.of(crm), new WorkDispatcher.Options(2, 5,
-                Duration.ofMillis(100), Duration.ofMillis(200), Duration.ofSeconds(30), Duration.ofMillis(50), Set.of()));
+        dispatcher = new WorkDispatcher(camel, new WorkQueue(dataSource), List.of(crm), WorkDispatcher.Options.from(Settings.of(Map.of("work.concurrency", "2", "work.max-attempts", "5",
+                "work.backoff-base-millis", "100", "work.backoff-cap-millis", "200", "work.poll-interval-millis", "50", "work.ordered-kinds", ""))));
     }
 
     @AfterEach

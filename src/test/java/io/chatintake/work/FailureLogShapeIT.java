@@ -45,6 +45,9 @@ class FailureLogShapeIT {
             env.put("WORK_MAX_ATTEMPTS", "3");
             env.put("WORK_BACKOFF_BASE_MILLIS", "100");
             env.put("WORK_BACKOFF_CAP_MILLIS", "400");
+            // The refusing server is on loopback: let the attachment guard through, so the connection itself fails.
+            env.put("ATTACHMENTS_ALLOWED_HOSTS", "127.0.0.1");
+            env.put("ATTACHMENTS_ALLOW_HTTP", "true");
             simulator.rateLimitSends(token, 0.3, 1);
             simulator.blockChat(token, 66);
             try (RunnerProcess runner = RunnerProcess.start(work, env).awaitReady()) {

@@ -30,7 +30,7 @@ class RetentionTest {
 
     private static Map<String, Integer> days(int value) {
         return Map.of("retention.telegram-update-days", value, "retention.webhook-event-days", value, "retention.work-item-days", value,
-                "retention.outbound-effect-days", value, "retention.album-days", value);
+                "retention.outbound-effect-days", value, "retention.album-days", value, "retention.dedupe-key-days", value);
     }
 
     /**
@@ -138,7 +138,11 @@ class RetentionTest {
         assertThat(purged.subList(0, 4)).isEqualTo(dryRun.subList(0, 4));
         assertThat(dryRun.get(4).rows()).isEqualTo(1);
         assertThat(Retention.describe(purged)).isEqualTo("telegram_update " + OLD_DONE_UPDATES + " (+" + OLD_DONE_UPDATES
-                + " work items), webhook_event 5 (+5 work items), album 1 (+1 work items), work_item 3, outbound_effect 2");
+                + " work items), webhook_event 5 (+5 work items), album 1 (+1 work items), work_item 3, outbound_effect 2,"
+                + " webhook_event_purged 0");
+        assertThat(Sql.string(db, "SELECT string_agg(workspace || ':' || channel || ':' || event_id, ',' ORDER BY event_id)"
+                + " FROM webhook_event_purged")).as("the keys of the deleted events stay").isEqualTo(
+                "default:unifyport:old1,default:unifyport:old2,default:unifyport:old3,default:unifyport:old4,default:unifyport:old5");
         assertThat(Sql.count(db, "SELECT count(*) FROM webhook_event WHERE event_id LIKE 'live%'")).isEqualTo(stored.get());
         new WorkQueue(db).scheduleStaged(1000);
         assertThat(Sql.count(db, "SELECT count(*) FROM work_item WHERE source_key LIKE 'default:unifyport:live%'")).isEqualTo(stored.get());

@@ -39,6 +39,9 @@ public final class EventMapping {
             "conversation", "messageId", "messageType", "text", "caption", "attachments", "sentAt",
             "albumId", "albumIndex", "albumTotal", "messageEvents", "contentEvents", "deleteEvents");
 
+    /** The parse error (and type) of a verified body in which the mapping found no event: stored whole, as one raw event. */
+    public static final String UNMAPPED = "unmapped";
+
     private static final ObjectMapper JSON = new ObjectMapper()
             // "{...} trailing garbage" is not JSON for PostgreSQL either; refusing it here keeps
             // the jsonb insert from failing (and the event from being retried forever).
@@ -98,7 +101,8 @@ public final class EventMapping {
     }
 
     /**
-     * The events of one verified delivery, in body order; empty when the locations hold none.
+     * The events of one verified delivery, in body order; empty when the locations hold only
+     * empty arrays; one {@link #UNMAPPED} raw event when the body holds something else there.
      *
      * @param headers request headers, for {@code header:} specs
      */
@@ -121,32 +125,46 @@ public final class EventMapping {
             return List.of(event(root, List.of(), body, headers, deliveryId));
         }
         List<WebhookEvent> events = new ArrayList<>();
+        boolean followed = true;
         for (List<String> location : locations) {
-            collect(root, new ArrayList<>(), location, 0, headers, deliveryId, events);
+            followed &= collect(root, new ArrayList<>(), location, 0, headers, deliveryId, events);
+        }
+        if (events.isEmpty() && !followed) {
+            // Authentic, yet nothing where events are expected (WhatsApp's value.errors, account updates):
+            // kept whole, as the provider will not send it again.
+            return List.of(raw(body, headers, deliveryId, root.toString(), UNMAPPED));
         }
         return events;
     }
 
-    private void collect(JsonNode node, List<JsonNode> ancestors, List<String> location, int at,
-                         Function<String, String> headers, String deliveryId, List<WebhookEvent> events) {
+    /**
+     * @return whether the body followed the location everywhere: false when a key was missing or
+     * a value had another shape, true when it held only events and empty arrays (LINE's "Verify")
+     */
+    private boolean collect(JsonNode node, List<JsonNode> ancestors, List<String> location, int at,
+                            Function<String, String> headers, String deliveryId, List<WebhookEvent> events) {
         if (at == location.size()) {
             if (node.isObject()) {
                 events.add(event(node, List.copyOf(ancestors), node.toString().getBytes(StandardCharsets.UTF_8), headers, deliveryId));
+                return true;
             }
-            return;
+            return false;
         }
         String token = location.get(at);
         ancestors.add(node);
+        boolean followed;
         if (token.equals("*")) {
-            if (node.isArray()) {
+            followed = node.isArray();
+            if (followed) {
                 for (JsonNode element : node) {
-                    collect(element, ancestors, location, at + 1, headers, deliveryId, events);
+                    followed &= collect(element, ancestors, location, at + 1, headers, deliveryId, events);
                 }
             }
-        } else if (node.has(token)) {
-            collect(node.get(token), ancestors, location, at + 1, headers, deliveryId, events);
+        } else {
+            followed = node.has(token) && collect(node.get(token), ancestors, location, at + 1, headers, deliveryId, events);
         }
         ancestors.remove(ancestors.size() - 1);
+        return followed;
     }
 
     private WebhookEvent event(JsonNode node, List<JsonNode> ancestors, byte[] bytes, Function<String, String> headers,
@@ -177,8 +195,9 @@ public final class EventMapping {
 
     private WebhookEvent raw(byte[] body, Function<String, String> headers, String deliveryId, String payloadJson, String parseError) {
         String id = eventId.text(new FieldSpec.Scope(MissingNode.getInstance(), List.of(), headers));
-        return new WebhookEvent(id != null ? id : digest(body), deliveryId, null, null, null, null, body, payloadJson,
-                parseError, null, null);
+        // An unmapped body's type says so too, for handlers that route on ChatIntakeEventType.
+        return new WebhookEvent(id != null ? id : digest(body), deliveryId, UNMAPPED.equals(parseError) ? UNMAPPED : null, null, null,
+                null, body, payloadJson, parseError, null, null);
     }
 
     /** JSON, or a form body as an object of its fields; null when neither. */

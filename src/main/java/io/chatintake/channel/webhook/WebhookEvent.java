@@ -13,8 +13,9 @@ import java.time.Instant;
  * @param body        the event's bytes: the delivery exactly as signed when the event is the whole
  *                    body; the event's JSON when a delivery carries several
  * @param payloadJson the event as JSON text when PostgreSQL can store it as jsonb, else null
- * @param parseError  null, {@code invalid_json}, {@code not_an_object}, or why jsonb refuses the JSON
- *                    ({@code not_utf8}, {@code nul_character}, {@code lone_surrogate}, {@code byte_order_mark})
+ * @param parseError  null, {@code invalid_json}, {@code not_an_object}, why jsonb refuses the JSON
+ *                    ({@code not_utf8}, {@code nul_character}, {@code lone_surrogate}, {@code byte_order_mark}),
+ *                    or {@code unmapped}: JSON in which the mapping found no event (the whole body; its type too)
  * @param message     the child message it is about, or null
  * @param change      what it does to that child (null without one)
  */

@@ -33,6 +33,10 @@ public final class WebhookEventStore implements WebhookEventSink {
     private static final String EVENT_COLUMNS =
             "workspace, channel, event_id, first_delivery_id, last_delivery_id, event_type, provider, account_id, occurred_at, body, payload, parse_error";
 
+    /** A key retention deleted the event of ({@code webhook_event_purged}): a replay of it is a duplicate, not a new event. */
+    private static final String NOT_PURGED = """
+            NOT EXISTS (SELECT 1 FROM webhook_event_purged p WHERE p.workspace = ? AND p.channel = ? AND p.event_id = %s)""";
+
     /** A redelivery only counts itself on the row its first delivery wrote. */
     private static final String ON_REDELIVERY = """
             ON CONFLICT (workspace, channel, event_id) DO UPDATE
@@ -60,7 +64,7 @@ public final class WebhookEventStore implements WebhookEventSink {
             ev AS (
                 INSERT INTO webhook_event (%s)
                 SELECT ?, ?, event_id, delivery_id, delivery_id, event_type, provider, account_id, occurred_at, body, payload, parse_error
-                  FROM e ORDER BY n
+                  FROM e WHERE %s ORDER BY n
                 %s
                 RETURNING event_id, id, (xmax = 0) AS inserted),
             fresh AS (SELECT e.n, e.event_id, e.chat_key, ev.id FROM e JOIN ev ON ev.event_id = e.event_id WHERE ev.inserted),
@@ -69,12 +73,12 @@ public final class WebhookEventStore implements WebhookEventSink {
             new_work AS (SELECT CAST(? AS text) AS kind, CAST(? AS text) || event_id AS source_key, id AS source_id, chat_key, n AS o FROM fresh),
             %s
             SELECT ev.id, ev.inserted, c.id, c.inserted, c.album_assigned, c.has_attachments
-              FROM e JOIN ev ON ev.event_id = e.event_id
+              FROM e LEFT JOIN ev ON ev.event_id = e.event_id
               JOIN child_rows r ON r.n = e.n
               LEFT JOIN children c ON ev.inserted AND (c.provider, c.account_id, c.conversation_id, c.message_id)
                                                     = (r.provider, r.account_id, r.conversation_id, r.message_id)
              ORDER BY e.n
-            """.formatted(ChannelMessageStore.CHILD_ROWS, EVENT_COLUMNS, ON_REDELIVERY, ChannelMessageStore.upsertFrom("new_child"),
+            """.formatted(ChannelMessageStore.CHILD_ROWS, EVENT_COLUMNS, NOT_PURGED.formatted("e.event_id"), ON_REDELIVERY, ChannelMessageStore.upsertFrom("new_child"),
             WorkQueue.stageFrom("new_work"));
 
     /**
@@ -86,7 +90,7 @@ public final class WebhookEventStore implements WebhookEventSink {
     private static final String LONE = """
             WITH ev AS (
                 INSERT INTO webhook_event (%s)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, CAST(? AS timestamptz), ?, CAST(? AS jsonb), ?)
+                SELECT ?, ?, ?, ?, ?, ?, ?, ?, CAST(? AS timestamptz), ?, CAST(? AS jsonb), ? WHERE %s
                 %s
                 RETURNING id, (xmax = 0) AS inserted),
             %%s
@@ -94,14 +98,16 @@ public final class WebhookEventStore implements WebhookEventSink {
                            FROM ev WHERE ev.inserted),
             %s
             SELECT ev.id, ev.inserted, %%s
-            """.formatted(EVENT_COLUMNS, ON_REDELIVERY, WorkQueue.stageFrom("new_work"));
-    private static final String LONE_WITHOUT_CHILD = LONE.formatted("", "NULL, NULL, NULL, NULL FROM ev");
+            """.formatted(EVENT_COLUMNS, NOT_PURGED.formatted("?"), ON_REDELIVERY, WorkQueue.stageFrom("new_work"));
+    /** One row even when a purged key kept the event out (ev empty). */
+    private static final String LONE_ROW = " FROM (SELECT 1) one LEFT JOIN ev ON true";
+    private static final String LONE_WITHOUT_CHILD = LONE.formatted("", "NULL, NULL, NULL, NULL" + LONE_ROW);
     private static final Map<ChannelMessage.Change, String> LONE_WITH_CHILD = new EnumMap<>(ChannelMessage.Change.class);
 
     static {
         for (ChannelMessage.Change change : ChannelMessage.Change.values()) {
             LONE_WITH_CHILD.put(change, LONE.formatted(ChannelMessageStore.upsertOneFrom("ev WHERE ev.inserted", change) + ",",
-                    "c.id, c.inserted, c.album_assigned, c.has_attachments FROM ev LEFT JOIN child c ON true"));
+                    "c.id, c.inserted, c.album_assigned, c.has_attachments" + LONE_ROW + " LEFT JOIN child c ON true"));
         }
     }
 
@@ -217,6 +223,8 @@ public final class WebhookEventStore implements WebhookEventSink {
                     WebhookEvent::eventId, WebhookEvent::occurredAt);
             ps.setString(i++, workspace);
             ps.setString(i++, channel);
+            ps.setString(i++, workspace);
+            ps.setString(i++, channel);
             ps.setString(i++, workKind);
             ps.setString(i, workspace + ":" + channel + ":");
             read(ps, these, positions, stored, children);
@@ -240,6 +248,9 @@ public final class WebhookEventStore implements WebhookEventSink {
             ps.setBytes(++i, event.body());
             ps.setString(++i, event.payloadJson());
             ps.setString(++i, event.parseError());
+            ps.setString(++i, workspace);
+            ps.setString(++i, channel);
+            ps.setString(++i, event.eventId());
             if (aboutAChild) {
                 i = ChannelMessageStore.bindChildRow(ps, i + 1, workspace, event.message(), event.change(), event.eventId(),
                         event.occurredAt()) - 1;
@@ -253,7 +264,7 @@ public final class WebhookEventStore implements WebhookEventSink {
 
     /**
      * Each row, one per event of {@code these}: the event's row and whether this delivery wrote it
-     * first; its child's, when it has one, is new and is for the listeners.
+     * first (id 0, not first, when its key was purged); its child's, when it has one, is new and is for the listeners.
      */
     private void read(PreparedStatement ps, List<WebhookEvent> these, List<Integer> positions, Stored[] stored,
                       List<ChildMessageListener.StoredChild> children) throws SQLException {

@@ -3,6 +3,7 @@ package io.chatintake.channel.webhook;
 import io.chatintake.config.Secret;
 import io.chatintake.config.Settings;
 import io.chatintake.message.ChildMessageListener;
+import io.chatintake.support.Redactor;
 import io.chatintake.work.WorkDispatcher;
 import java.time.Duration;
 import java.util.Arrays;
@@ -57,8 +58,9 @@ public class WebhookInboxEndpoint extends DefaultEndpoint {
     private long maxBodyBytes = 1024 * 1024;
     @UriParam(defaultValue = "5000", description = "Longest a store statement runs before the delivery is answered 503")
     private long statementTimeoutMs = 5000;
-    @UriParam(description = "Handler route of the channel's events, run as work; default direct:<channel>-event")
-    private String handler;
+    @UriParam(description = "The kind of work each stored event is queued as, in the same transaction; its handler is the"
+            + " route from work:<kind>. Default <channel>-event")
+    private String workKind;
     @UriParam(description = "Request header naming the delivery attempt (logs, webhook_event.last_delivery_id)")
     private String deliveryIdHeader;
     @UriParam(description = "Event type of a signed handshake answered with its challenge, not stored (Slack: url_verification)")
@@ -118,7 +120,7 @@ public class WebhookInboxEndpoint extends DefaultEndpoint {
         SignatureScheme parsed = SignatureScheme.parse(scheme);
         SignatureScheme chosen = toleranceSeconds == null ? parsed : parsed.withTolerance(Duration.ofSeconds(toleranceSeconds));
         deliveryAnswers = DeliveryAnswers.parse(challenge, answers);
-        List<Secret> secrets = secrets(getSecretsKey());
+        List<Secret> secrets = secrets(getSecretsKey(), chosen.algorithm().publicKey());
         String variable = Settings.envName(getSecretsKey());
         String keys = chosen.algorithm().publicKey() ? "public key(s)" : "signing secret(s)";
         String state;
@@ -148,7 +150,7 @@ public class WebhookInboxEndpoint extends DefaultEndpoint {
                     + "Until then deliveries are answered 503 not_configured.", channel, workspace, missing, variable);
         }
         if (verifyTokenKey != null) {
-            verifyToken = secrets(verifyTokenKey).stream().findFirst().orElse(null);
+            verifyToken = secrets(verifyTokenKey, false).stream().findFirst().orElse(null);
             if (verifyToken == null) {
                 LOG.warn("{} webhook: subscription check (GET) OFF: set {}; until then it is answered 503 not_configured",
                         channel, Settings.envName(verifyTokenKey));
@@ -164,7 +166,7 @@ public class WebhookInboxEndpoint extends DefaultEndpoint {
                 workspace, channel, getWorkKind(), childMessageListener(), this::intakeBehind);
         if (eventSink == null) {
             // The dispatcher finds every WorkSource in the registry: this channel's events reach its handler.
-            getCamelContext().getRegistry().bind("workSource:" + getWorkKind(), new WebhookWorkSource(getWorkKind(), getHandler(),
+            getCamelContext().getRegistry().bind("workSource:" + getWorkKind(), new WebhookWorkSource(getWorkKind(),
                     secretFields == null ? List.of() : Arrays.stream(secretFields.split(",")).map(String::trim).filter(f -> !f.isEmpty()).toList()));
         }
     }
@@ -179,11 +181,20 @@ public class WebhookInboxEndpoint extends DefaultEndpoint {
     }
 
     /** A configuration key's comma-separated values: the Camel properties (configuration file), else its environment variable. */
-    private List<Secret> secrets(String key) {
+    /**
+     * The values of a key named by this route: secrets whatever the key is called, so they are
+     * registered with the log redactor here (again when the route restarts on a reload), unless
+     * they are public keys.
+     */
+    private List<Secret> secrets(String key, boolean publicKeys) {
         Optional<String> value = getCamelContext().getPropertiesComponent().resolveProperty(key);
         String raw = value.orElseGet(() -> System.getenv(Settings.envName(key)));
-        return raw == null ? List.of() : Arrays.stream(raw.split(","))
-                .map(String::trim).filter(s -> !s.isEmpty()).map(Secret::of).toList();
+        List<String> values = raw == null ? List.of() : Arrays.stream(raw.split(",")).map(String::trim).filter(s -> !s.isEmpty()).toList();
+        if (!publicKeys) {
+            Settings.declareSecretKey(key);
+            Redactor.register(values);
+        }
+        return values.stream().map(Secret::of).toList();
     }
 
     private DataSource dataSource() {
@@ -247,15 +258,11 @@ public class WebhookInboxEndpoint extends DefaultEndpoint {
     }
 
     public String getWorkKind() {
-        return WebhookWorkSource.kindOf(channel);
+        return workKind != null ? workKind : WebhookWorkSource.kindOf(channel);
     }
 
-    public String getHandler() {
-        return handler != null ? handler : "direct:" + getWorkKind();
-    }
-
-    public void setHandler(String handler) {
-        this.handler = handler;
+    public void setWorkKind(String workKind) {
+        this.workKind = workKind;
     }
 
     public String getSecretsKey() {

@@ -87,7 +87,7 @@ public final class WebhookInboxProducer extends DefaultProducer {
             }
         }
         if (events.isEmpty()) {
-            // A signed delivery without events: LINE's "Verify" button sends exactly that.
+            // Only empty event arrays: LINE's "Verify" button sends exactly that.
             reply(exchange, 200, "{\"status\":\"no_events\"}", "no_events");
             return;
         }
@@ -102,11 +102,13 @@ public final class WebhookInboxProducer extends DefaultProducer {
             return;
         }
         CrashPoint.reach(CrashPoint.WEBHOOK_AFTER_COMMIT);
-        events.stream().filter(event -> !event.parsed()).forEach(event -> LOG.warn(
-                "{} webhook: event {} is authentic but not a JSON object ({}); stored raw and acknowledged",
+        events.stream().filter(event -> !event.parsed()).forEach(event -> LOG.warn(EventMapping.UNMAPPED.equals(event.parseError())
+                        ? "{} webhook: event {} is authentic but holds no event the mapping knows; stored whole as {} and acknowledged"
+                        : "{} webhook: event {} is authentic but not a JSON object ({}); stored raw and acknowledged",
                 endpoint.getChannel(), event.eventId(), event.parseError()));
         boolean anyNew = stored.stream().anyMatch(WebhookEventSink.Stored::firstDelivery);
-        String outcome = anyNew ? "stored" : "duplicate";
+        boolean unmapped = EventMapping.UNMAPPED.equals(events.get(0).parseError());
+        String outcome = !anyNew ? "duplicate" : unmapped ? EventMapping.UNMAPPED : "stored";
         String answer = endpoint.answers().stored(events.get(0).type());
         reply(exchange, 200, answer != null ? answer : "{\"status\":\"" + outcome + "\"}", outcome);
         if (anyNew) {

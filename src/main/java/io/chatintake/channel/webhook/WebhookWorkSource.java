@@ -14,23 +14,24 @@ import org.apache.camel.Message;
 
 /**
  * Stored webhook events of one channel as work: kind {@code <channel>-event}, handled by the
- * channel's handler route ({@code direct:<channel>-event} unless configured), with the event's
+ * channel's {@code work:<channel>-event} route, with the event's
  * bytes as body. It can hold signed media URLs and reply tokens: handlers must not log it, and
  * the event's secret fields are registered with the {@link Redactor} before its handler runs.
  */
 public final class WebhookWorkSource extends RowWorkSource {
     private static final ObjectMapper JSON = new ObjectMapper();
-    private static final String SELECT = "SELECT id, workspace, channel, event_id, event_type, provider, account_id, body FROM webhook_event WHERE id %s";
+    private static final String SELECT = "SELECT id, workspace, channel, event_id, event_type, provider, account_id, body, payload::text FROM webhook_event WHERE id %s";
 
     private final List<String> secretFields;
 
     /**
      * A busy chat's run reads 20 events per query: an event can be as large as the body cap (1 MB by default).
      *
-     * @param secretFields JSON Pointers of values in an event that are secrets (an interaction token)
+     * @param secretFields JSON Pointers of values in an event that are secrets (an interaction token, a reply token,
+     *                     a response URL); masked as written and URL-encoded (as a form body holds them)
      */
-    public WebhookWorkSource(String kind, String endpointUri, List<String> secretFields) {
-        super(kind, endpointUri, SELECT, 20);
+    public WebhookWorkSource(String kind, List<String> secretFields) {
+        super(kind, SELECT, 20);
         this.secretFields = List.copyOf(secretFields);
     }
 
@@ -49,7 +50,9 @@ public final class WebhookWorkSource extends RowWorkSource {
         message.setHeader(WebhookInboxConstants.ACCOUNT, rs.getString(7));
         message.setHeader(WebhookInboxConstants.STORED_ID, item.sourceId());
         String body = new String(rs.getBytes(8), StandardCharsets.UTF_8);
-        hideSecretFields(body);
+        // The event as JSON: a form body (a Slack slash command) has its fields there.
+        String payload = rs.getString(9);
+        hideSecretFields(payload != null ? payload : body);
         message.setBody(body);
     }
 

@@ -93,7 +93,10 @@ class TelegramInboxConsumerTest {
             await("the backlog confirmed", WAIT, () -> simulator.queued(token) == 0);
             await("both workers allowed once intake caught up", WAIT, () -> allowed.value() == 2);
             await("every update handled", WAIT, () -> handled.get() == 1_000);
-            assertThat(intake.received).as("handled as work, not on the consumer's thread").isEmpty();
+            assertThat(intake.received).as("handled as work, not on the consumer's thread: the intake route runs once per batch")
+                    .allSatisfy(batch -> assertThat(batch.getMessage().getHeader("WorkKind")).isEqualTo("telegram-update"))
+                    .extracting(batch -> batch.getMessage().getBody(Integer.class)).doesNotContainNull()
+                    .satisfies(counts -> assertThat(counts.stream().mapToInt(Integer::intValue).sum()).isEqualTo(1_000));
         }
         assertThat(simulator.violations()).isEmpty();
     }

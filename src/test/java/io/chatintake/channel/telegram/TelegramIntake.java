@@ -21,7 +21,7 @@ import org.apache.camel.builder.RouteBuilder;
 /**
  * The product (its configuration class, over the test database) running telegram-inbox routes
  * against the Bot API simulator: the real component, real HTTP on loopback, real PostgreSQL.
- * No process handles telegram-update work here (no work.handlers.telegram-update), so stored
+ * No process handles telegram-update work here (no route from work:telegram-update), so stored
  * updates go straight to the test's route on the consumer's hand-off thread: a failed update
  * stays failed, and each update of a batch reaches the route at once.
  */
@@ -73,11 +73,11 @@ final class TelegramIntake implements AutoCloseable {
 
     /** Stored updates run as work, as in the runner: the dispatcher (two workers) hands them to {@code handler}. */
     TelegramIntake workHandler(Processor handler) {
-        product.setting("work.handlers.telegram-update", "direct:telegram-update").setting("work.concurrency", "2")
+        product.setting("work.concurrency", "2")
                 .routes(new RouteBuilder() {
                     @Override
                     public void configure() {
-                        from("direct:telegram-update").process(handler);
+                        from("work:telegram-update").process(handler);
                     }
                 });
         return this;

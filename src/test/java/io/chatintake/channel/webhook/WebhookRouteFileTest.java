@@ -34,4 +34,12 @@ class WebhookRouteFileTest {
         assertThatThrownBy(() -> WebhookRouteFile.eventMapping(file, "unifyport"))
                 .hasMessage(file + " has no webhook-inbox:unifyport step");
     }
+
+    @Test
+    void theKeysRoutesNameAsSecretAreFoundAndPublicKeysAreNot() {
+        assertThat(WebhookRouteFile.secretKeys(Path.of("routes"))).contains("line.channel-secrets", "slack.signing-secrets",
+                "whatsapp.app-secrets", "whatsapp.verify-token", "telegram.webhook-secret", "unifyport.signing-secrets")
+                .doesNotContain("discord.public-keys");
+        assertThat(WebhookRouteFile.secretKeys(Path.of("no-such-directory"))).isEmpty();
+    }
 }

@@ -3,16 +3,21 @@ package io.chatintake.channel.webhook;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.chatintake.config.Secret;
+import io.chatintake.ops.WorkCommands;
 import io.chatintake.sim.SignedDeliverySender;
 import io.chatintake.testkit.Await;
 import io.chatintake.testkit.Sql;
 import io.chatintake.testkit.TestDatabase;
 import io.chatintake.testkit.WebhookServer;
+import io.chatintake.work.Retention;
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.time.Instant;
+import java.util.List;
 import java.util.Map;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.AfterAll;
@@ -103,6 +108,59 @@ class WhatsAppWebhookTest {
         assertThat(get("?hub.mode=unsubscribe&hub.verify_token=meatyhamhock&hub.challenge=1158201444").statusCode()).isEqualTo(403);
         assertThat(get("?hub.mode=subscribe&hub.challenge=1158201444").statusCode()).isEqualTo(403);
         assertThat(Sql.count(db, "SELECT count(*) FROM webhook_event")).isZero();
+    }
+
+    @Test
+    void aSignedBodyWithOnlyErrorsIsStoredWholeAsUnmappedAndCounted(DataSource db) {
+        String errors = "{\"object\":\"whatsapp_business_account\",\"entry\":[{\"id\":\"102290129340398\",\"changes\":[{\"value\":"
+                + "{\"messaging_product\":\"whatsapp\",\"metadata\":{\"phone_number_id\":\"106540352242922\"},"
+                + "\"errors\":[{\"code\":131000,\"title\":\"Something went wrong\"}]},\"field\":\"messages\"}]}]}";
+
+        SignedDeliverySender.Response response = meta.postSigned(bytes(errors), "application/json");
+
+        assertThat(response.status()).isEqualTo(200);
+        assertThat(response.body()).isEqualTo("{\"status\":\"unmapped\"}");
+        assertThat(Sql.rows(db, "SELECT parse_error, coalesce(event_type, 'none'), convert_from(body, 'UTF8'), payload->'entry'->0->'changes'->0->'value'->'errors'->0->>'code'"
+                + " FROM webhook_event")).containsExactly(List.of("unmapped", "unmapped", errors, "131000"));
+        assertThat(meta.postSigned(bytes(errors), "application/json").body()).as("the same bytes again").isEqualTo("{\"status\":\"duplicate\"}");
+        assertThat(Sql.count(db, "SELECT count(*) FROM webhook_event")).isEqualTo(1);
+
+        ByteArrayOutputStream printed = new ByteArrayOutputStream();
+        new WorkCommands(TestDatabase.commandSettings(), new PrintStream(printed, true, StandardCharsets.UTF_8))
+                .run(List.of("status"));
+        assertThat(printed.toString(StandardCharsets.UTF_8)).contains("  whatsapp/default: 1 unmapped, the latest ");
+    }
+
+    @Test
+    void aDeliveryReplayedAfterRetentionPurgedItsRowIsADuplicateAndRunsNothing(DataSource db) throws Exception {
+        byte[] body = bytes("{\"object\":\"whatsapp_business_account\",\"entry\":[{\"id\":\"1\",\"changes\":[{\"value\":"
+                + "{\"metadata\":{\"phone_number_id\":\"PN9\"},\"messages\":[" + message("wamid.REPLAY", "once only") + "]}}]}]}");
+        assertThat(meta.postSigned(body, "application/json").body()).isEqualTo("{\"status\":\"stored\"}");
+        Await.workScheduled(db);
+        // Its handler ran long ago and the event is past retention.
+        Sql.execute(db, "UPDATE work_item SET state = 'done', done_at = now() - interval '40 days'");
+        Sql.execute(db, "UPDATE webhook_event SET received_at = now() - interval '40 days'");
+        Retention retention = new Retention(db,
+                Map.of("retention.webhook-event-days", 30, "retention.dedupe-key-days", 400), 100);
+        retention.purge();
+        assertThat(Sql.count(db, "SELECT count(*) FROM webhook_event")).isZero();
+        assertThat(Sql.rows(db, "SELECT workspace, channel, event_id FROM webhook_event_purged"))
+                .containsExactly(List.of("default", "whatsapp", "wamid.REPLAY"));
+
+        SignedDeliverySender.Response replay = meta.postSigned(body, "application/json");
+
+        assertThat(replay.status()).isEqualTo(200);
+        assertThat(replay.body()).isEqualTo("{\"status\":\"duplicate\"}");
+        assertThat(Sql.count(db, "SELECT count(*) FROM webhook_event")).as("not stored again").isZero();
+        assertThat(Sql.count(db, "SELECT count(*) FROM work_staged")).as("its handler not run again").isZero();
+        assertThat(Sql.count(db, "SELECT count(*) FROM work_item WHERE state <> 'done'")).isZero();
+        assertThat(Sql.count(db, "SELECT count(*) FROM channel_message WHERE message_id = 'wamid.REPLAY'"))
+                .as("the child row is the first delivery's").isEqualTo(1);
+
+        // Past retention.dedupe-key-days the key goes too.
+        Sql.execute(db, "UPDATE webhook_event_purged SET purged_at = now() - interval '401 days'");
+        retention.purge();
+        assertThat(Sql.count(db, "SELECT count(*) FROM webhook_event_purged")).isZero();
     }
 
     private static String message(String id, String text) {
