@@ -168,7 +168,8 @@ final class StatusReport {
                     .raw("<h1>chat-intake status</h1><p class=\"meta\">")
                     .text("as of " + TIME.format(now) + " from process " + processName + "; this page reloads every "
                             + refresh.toSeconds() + " s")
-                    .raw("</p>");
+                    .raw("</p><p><a id=\"messages-link\" href=\"status/messages\">Messages</a>: ")
+                    .text("find any stored message and what became of it").raw("</p>");
             attention.render(page);
             operator(page, viewer);
             return page.raw(body.toString()).raw("</body></html>").toString();
@@ -708,7 +709,7 @@ final class StatusReport {
         }
     }
 
-    private static final String STYLE = """
+    static final String STYLE = """
             body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}
             h1{margin:0 0 .2em}h2{margin:1.2em 0 .4em;font-size:1.15em}h3{font-size:1em}
             .meta{color:#666;margin:0 0 1em}

@@ -192,7 +192,17 @@ final class WorkItemRepository {
               FROM unnest(?::bigint[], ?::text[], ?::text[], ?::float8[], ?::text[], ?::bigint[])
                    AS o(id, state, error, next_in, result, token)
              WHERE w.id = o.id AND w.claim_token = o.token
-            RETURNING o.token""";
+            RETURNING o.token, w.id, w.attempts, o.state, o.result, o.error, (SELECT b FROM work_item b WHERE b.id = w.id) AS claimed""";
+
+    // Each run also leaves a work_run row, in the same statement (a deferral is no run: its attempt
+    // is given back). claimed is the item as the statement's snapshot has it, i.e. as claimed: who
+    // ran it and since when.
+    private static final String RECORD_WITH_RUNS = """
+            WITH recorded AS (%s),
+                 run AS (
+            INSERT INTO work_run (work_item_id, attempt, state, outcome, error, process, claimed_at)
+            SELECT id, attempts, state, result, error, (claimed).claimed_by, (claimed).updated_at FROM recorded WHERE state <> 'pending')
+            SELECT token FROM recorded""".formatted(RECORD);
 
     /** @return outcomes recorded per token: only those of items that still carry their run's token */
     static Map<Long, Integer> recordOutcomes(Connection c, List<FinishedRun> finished) throws SQLException {
@@ -205,7 +215,7 @@ final class WorkItemRepository {
         if (outcomes.isEmpty()) {
             return Map.of();
         }
-        try (PreparedStatement ps = PlannedEachTime.prepare(c, RECORD)) {
+        try (PreparedStatement ps = PlannedEachTime.prepare(c, RECORD_WITH_RUNS)) {
             ps.setArray(1, c.createArrayOf("bigint", outcomes.stream().map(o -> o.item().id()).toArray()));
             ps.setArray(2, c.createArrayOf("text", outcomes.stream().map(o -> o.state().stored()).toArray()));
             ps.setArray(3, c.createArrayOf("text", outcomes.stream().map(Outcome::error).toArray()));
