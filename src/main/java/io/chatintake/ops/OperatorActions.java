@@ -155,7 +155,7 @@ final class OperatorActions {
     }
 
     /** Keeps what was done: by whom, to what, and the sentence it answered. */
-    private static void record(Connection c, String by, String action, String target, String outcome) throws SQLException {
+    static void record(Connection c, String by, String action, String target, String outcome) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement("INSERT INTO operator_action (acted_by, action, target, outcome) VALUES (?, ?, ?, ?)")) {
             ps.setString(1, by);
             ps.setString(2, action);
