@@ -1,5 +1,7 @@
 package io.chatintake.ops;
 
+import io.chatintake.attachment.MediaStore;
+import io.chatintake.config.ConfigurationException;
 import io.chatintake.config.Secret;
 import io.chatintake.config.Settings;
 import io.chatintake.store.OperatorPause;
@@ -61,7 +63,7 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
     /** The page's actions: {@code POST /status/<name>}. */
     enum Action {
         LOGIN("login"), OPERATOR("operator"), LOGOUT("logout"),
-        RETRY("retry"), RETRY_KIND("retry-kind"), SETTLE_EFFECT("settle-effect"), RESOLVE_ALBUM("resolve-album"),
+        RETRY("retry"), RETRY_KIND("retry-kind"), SETTLE_EFFECT("settle-effect"), RESOLVE_ALBUM("resolve-album"), ERASE("erase"),
         PAUSE_BOT(OperatorPause.Subject.TELEGRAM_BOT, true), RESUME_BOT(OperatorPause.Subject.TELEGRAM_BOT, false),
         PAUSE_KIND(OperatorPause.Subject.WORK_KIND, true), RESUME_KIND(OperatorPause.Subject.WORK_KIND, false);
 
@@ -95,6 +97,8 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
     private final Optional<StatusSession> sessions;
     private final StatusReport report;
     private final OperatorActions actions;
+    private final Settings settings;
+    private final DataSource dataSource;
     private final RecentRefusals refusals = new RecentRefusals(Clock.systemUTC());
     private final RefusalLog refusalLog = new RefusalLog();
     private CamelContext context;
@@ -111,6 +115,8 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
         this.report = new StatusReport(dataSource, settings, Duration.ofSeconds(settings.getLong(REFRESH_SECONDS, 10)),
                 ProcessIdentity.name());
         this.actions = new OperatorActions(dataSource);
+        this.settings = settings;
+        this.dataSource = dataSource;
     }
 
     /** The routes serving the page and its actions, for the runner to add: on the management port if it has one, else the HTTP port. */
@@ -357,6 +363,24 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
             case RESOLVE_ALBUM -> {
                 String key = form.get("album");
                 return key == null || key.isBlank() ? null : new Performed("album " + key, actions.resolveAlbum(key, by));
+            }
+            case ERASE -> {
+                String subject = form.get("subject");
+                String key = form.get("key");
+                if (subject == null || key == null || key.isBlank() || key.length() > 400) {
+                    return null;
+                }
+                Erasure.Target target;
+                try {
+                    target = Erasure.Target.parse(subject, key.trim());
+                } catch (ConfigurationException e) {
+                    return null;
+                }
+                // Without the confirmation only the count: the answer says what a confirmed erasure would remove.
+                boolean confirmed = "yes".equals(form.get("confirm"));
+                try (MediaStore media = confirmed ? MediaStore.configured(settings) : null) {
+                    return new Performed(target.label(), new Erasure(dataSource, media).erase(target, !confirmed, by));
+                }
             }
             case PAUSE_BOT, RESUME_BOT, PAUSE_KIND, RESUME_KIND -> {
                 String name = form.get(action.subject.word);
