@@ -86,6 +86,26 @@ public final class ContentRemoval {
         }
     }
 
+    /**
+     * Whether the content a work item's handler reads is gone (expired or erased): running it
+     * again could only fail or act on nothing, so operator retry refuses it.
+     */
+    public static boolean goneFor(Connection c, long workItemId) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement("""
+                SELECT CASE w.kind
+                         WHEN 'telegram-update' THEN (SELECT content_removed_at FROM telegram_update WHERE id = w.source_id)
+                         WHEN 'album-child' THEN (SELECT content_removed_at FROM channel_message WHERE id = w.source_id)
+                         WHEN 'attachment' THEN (SELECT content_removed_at FROM message_attachment WHERE id = w.source_id)
+                         WHEN 'album-decision' THEN NULL
+                         ELSE (SELECT content_removed_at FROM webhook_event WHERE id = w.source_id) END IS NOT NULL
+                  FROM work_item w WHERE w.id = ?""")) {
+            ps.setLong(1, workItemId);
+            try (ResultSet rs = ps.executeQuery()) {
+                return rs.next() && rs.getBoolean(1);
+            }
+        }
+    }
+
     /** The files no attachment keeps any more (none removed yet). */
     public int files() {
         return files.size();
