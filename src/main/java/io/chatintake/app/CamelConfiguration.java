@@ -19,6 +19,7 @@ import io.chatintake.channel.telegram.TelegramWorkSource;
 import io.chatintake.config.ConfigurationException;
 import io.chatintake.config.Settings;
 import io.chatintake.message.ChildMessageListener;
+import io.chatintake.message.ContentExpiry;
 import io.chatintake.ops.StatusHistory;
 import io.chatintake.ops.StatusPage;
 import io.chatintake.store.Database;
@@ -192,6 +193,12 @@ public class CamelConfiguration implements org.apache.camel.CamelConfiguration, 
     @BindToRegistry("retention")
     public Retention retention() {
         return Retention.from(settings(), dataSource());
+    }
+
+    /** Content expiry (retention.content-days): the first step of routes/retention.yaml. */
+    @BindToRegistry("contentExpiry")
+    public ContentExpiry contentExpiry() {
+        return ContentExpiry.from(settings(), dataSource());
     }
 
     /** Bound before the routes start, so intake can wake it; its workers start once every route runs. */
