@@ -18,6 +18,9 @@ ALTER TABLE outbound_effect ADD COLUMN content_removed_at timestamptz;
 ALTER TABLE work_item DROP CONSTRAINT work_item_state_check;
 ALTER TABLE work_item ADD CONSTRAINT work_item_state_check
     CHECK (state IN ('pending', 'running', 'done', 'failed', 'parked', 'erased'));
+-- A lane's unfinished items skip erased ones too: the index's predicate is the lane queries' own.
+DROP INDEX work_item_chat;
+CREATE INDEX work_item_chat ON work_item (kind, chat_key, id) WHERE state NOT IN ('done', 'parked', 'erased');
 
 -- Content expiry looks for old rows whose content is still there.
 CREATE INDEX telegram_update_content_kept ON telegram_update (received_at) WHERE content_removed_at IS NULL;

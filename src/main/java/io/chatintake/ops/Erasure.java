@@ -2,7 +2,7 @@ package io.chatintake.ops;
 
 import io.chatintake.attachment.MediaStore;
 import io.chatintake.config.ConfigurationException;
-import io.chatintake.message.ContentRemoval;
+import io.chatintake.content.ContentRemoval;
 import io.chatintake.work.WorkQueue;
 import java.io.IOException;
 import java.sql.Connection;

@@ -3,7 +3,7 @@ package io.chatintake.ops;
 import static io.chatintake.store.Transactions.inTransaction;
 
 import io.chatintake.album.AlbumDecisions;
-import io.chatintake.message.ContentRemoval;
+import io.chatintake.content.ContentRemoval;
 import io.chatintake.store.OperatorPause;
 import io.chatintake.store.Transactions;
 import io.chatintake.work.EffectGuard;

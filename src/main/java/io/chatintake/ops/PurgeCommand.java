@@ -2,7 +2,7 @@ package io.chatintake.ops;
 
 import io.chatintake.config.ConfigurationException;
 import io.chatintake.config.Settings;
-import io.chatintake.message.ContentExpiry;
+import io.chatintake.content.ContentExpiry;
 import io.chatintake.store.Database;
 import io.chatintake.store.Migrations;
 import io.chatintake.work.Retention;
@@ -38,19 +38,19 @@ public final class PurgeCommand {
             } else {
                 Migrations.apply(database.dataSource());
             }
+            Retention retention = Retention.from(settings, database.dataSource());
+            List<Retention.Outcome> outcomes = dryRun ? retention.dryRun() : retention.purge();
             ContentExpiry expiry = ContentExpiry.from(settings, database.dataSource());
             Map<String, Long> content = dryRun ? expiry.dryRun() : expiry.expire();
             out.println(dryRun ? "purge --dry-run: would remove (nothing changed):" : "purge: removed:");
-            out.printf("  %-16s %s%n", "content", expiry.days() <= 0 ? "kept as long as its row (retention.content-days=0)"
-                    : content.entrySet().stream().map(e -> e.getKey() + " " + e.getValue()).collect(Collectors.joining(", "))
-                    + " row(s) keep their books, content older than " + expiry.days() + " day(s) goes");
-            Retention retention = Retention.from(settings, database.dataSource());
-            List<Retention.Outcome> outcomes = dryRun ? retention.dryRun() : retention.purge();
             for (Retention.Outcome o : outcomes) {
                 out.printf("  %-16s %s%n", o.table(), o.days() <= 0 ? "kept forever (retention off)"
                         : String.format("%d row(s)%s, finished more than %d day(s) ago", o.rows(),
                         o.workItems() > 0 ? " and their " + o.workItems() + " done work item(s)" : "", o.days()));
             }
+            out.printf("  %-16s %s%n", "content", expiry.days() <= 0 ? "kept as long as its row (retention.content-days off)"
+                    : "older than " + expiry.days() + " day(s), the rows kept: " + content.entrySet().stream()
+                    .map(e -> e.getKey() + " " + e.getValue()).collect(Collectors.joining(", ")));
             return 0;
         } catch (SQLException | IOException e) {
             throw new ConfigurationException("retention pass failed: " + e.getMessage(), e);

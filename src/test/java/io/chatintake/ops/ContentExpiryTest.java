@@ -7,7 +7,7 @@ import io.chatintake.channel.ChildMessages;
 import io.chatintake.channel.webhook.WebhookEventSink;
 import io.chatintake.channel.webhook.WebhookEventStore;
 import io.chatintake.config.Settings;
-import io.chatintake.message.ContentExpiry;
+import io.chatintake.content.ContentExpiry;
 import io.chatintake.sim.SignedDeliverySender;
 import io.chatintake.testkit.RouteFile;
 import io.chatintake.testkit.Sql;

@@ -1,4 +1,4 @@
-package io.chatintake.message;
+package io.chatintake.content;
 
 import io.chatintake.attachment.MediaStore;
 import io.chatintake.config.Settings;
