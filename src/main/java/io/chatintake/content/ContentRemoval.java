@@ -15,7 +15,8 @@ import java.util.List;
  * texts and captions, attachment URLs, titles and files, effect results become NULL and the row
  * records when ({@code content_removed_at}); ids, times, kinds, states and counts stay. Shared by
  * content expiry ({@code retention.content-days}) and erasure on request. Each call runs in the
- * caller's transaction; rows whose content is gone already are not counted again.
+ * caller's transaction; rows without content (gone already) are not counted again, rows given
+ * content again since (an edit arriving later) are.
  */
 public final class ContentRemoval {
     private final Connection c;
@@ -33,27 +34,27 @@ public final class ContentRemoval {
     public long telegramUpdates(List<Long> ids) throws SQLException {
         return update("""
                 UPDATE telegram_update SET payload = NULL, raw_payload = NULL, raw_reason = NULL, content_removed_at = now()
-                 WHERE id = ANY (?) AND content_removed_at IS NULL""", ids);
+                 WHERE id = ANY (?) AND (payload IS NOT NULL OR raw_payload IS NOT NULL)""", ids);
     }
 
     public long webhookEvents(List<Long> ids) throws SQLException {
         return update("""
                 UPDATE webhook_event SET body = NULL, payload = NULL, content_removed_at = now()
-                 WHERE id = ANY (?) AND content_removed_at IS NULL""", ids);
+                 WHERE id = ANY (?) AND (body IS NOT NULL OR payload IS NOT NULL)""", ids);
     }
 
     /** Texts, captions (album captions too: album children are messages) and the attachments described. */
     public long messages(List<Long> ids) throws SQLException {
         return update("""
                 UPDATE channel_message SET text = NULL, caption = NULL, attachments = NULL, content_removed_at = now()
-                 WHERE id = ANY (?) AND content_removed_at IS NULL""", ids);
+                 WHERE id = ANY (?) AND (text IS NOT NULL OR caption IS NOT NULL OR attachments IS NOT NULL)""", ids);
     }
 
     /** Effect results (a reply's answer, a call's response body). */
     public long effects(List<String> keys) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement("""
                 UPDATE outbound_effect SET result = NULL, content_removed_at = now()
-                 WHERE effect_key = ANY (?) AND content_removed_at IS NULL AND result IS NOT NULL""")) {
+                 WHERE effect_key = ANY (?) AND result IS NOT NULL""")) {
             ps.setArray(1, c.createArrayOf("text", keys.toArray()));
             return ps.executeUpdate();
         }
@@ -65,7 +66,8 @@ public final class ContentRemoval {
      */
     public long attachments(List<Long> ids) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement("""
-                WITH old AS (SELECT id, media_path FROM message_attachment WHERE id = ANY (?) AND content_removed_at IS NULL FOR UPDATE),
+                WITH old AS (SELECT id, media_path FROM message_attachment WHERE id = ANY (?) AND (url IS NOT NULL OR title IS NOT NULL
+                                OR telegram_file_id IS NOT NULL OR media_path IS NOT NULL OR sha256 IS NOT NULL) FOR UPDATE),
                      gone AS (UPDATE message_attachment a SET url = NULL, title = NULL, telegram_file_id = NULL, sha256 = NULL,
                                      media_path = NULL, content_removed_at = now(), updated_at = now()
                                 FROM old WHERE a.id = old.id RETURNING old.media_path)
