@@ -17,6 +17,7 @@ import java.sql.SQLException;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.Arrays;
+import java.util.List;
 import java.util.Optional;
 import java.util.OptionalLong;
 import java.util.concurrent.ScheduledExecutorService;
@@ -326,6 +327,10 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
                 answer(message, 400, TEXT, "The form lacks what " + action.path + " needs. Nothing changed.\n");
                 return;
             }
+            if (action == Action.ERASE && !"yes".equals(form.get("confirm"))) {
+                confirmErasure(message, form, performed.outcome().sentence());
+                return;
+            }
             LOG.info("status page: {} {} by {}: {}", action.path, performed.target(), by, performed.outcome().sentence());
             redirect(message, "../" + PATH.substring(1) + "#actions", performed.outcome().sentence() + "\n");
         } catch (SQLException e) {
@@ -335,6 +340,23 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
             answer(message, 503, TEXT, "The database did not answer or refused the action or its record: " + action.path
                     + " was not done. Nothing changed.\n");
         }
+    }
+
+    /** An erasure's count first: what it would remove, and the form that confirms it (or a way back). */
+    private static void confirmErasure(Message message, MultiMap form, String counted) {
+        message.setHeader("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'");
+        message.setHeader("X-Frame-Options", "DENY");
+        StatusReport.Html html = new StatusReport.Html();
+        html.raw("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>chat-intake: confirm erasure</title></head><body>")
+                .raw("<p id=\"erase-count\">").text(counted).raw("</p>")
+                .raw("<form method=\"post\" action=\"" + Action.ERASE.path + "\">");
+        for (String field : List.of("csrf", "subject", "key")) {
+            html.raw("<input type=\"hidden\" name=\"").text(field).raw("\" value=\"").text(form.get(field)).raw("\">");
+        }
+        html.raw("<input type=\"hidden\" name=\"confirm\" value=\"yes\">")
+                .raw("<button id=\"erase-confirm\">erase now</button></form>")
+                .raw("<p><a id=\"erase-cancel\" href=\"../" + PATH.substring(1) + "#erase\">cancel</a> (nothing changed)</p></body></html>");
+        answer(message, 200, "text/html; charset=utf-8", html.toString());
     }
 
     /** What an action was done to and how it ended, both also in its operator_action row. */
@@ -376,7 +398,7 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
                 } catch (ConfigurationException e) {
                     return null;
                 }
-                // Without the confirmation only the count: the answer says what a confirmed erasure would remove.
+                // Without the confirmation only the count: the answer shows it with the form that confirms.
                 boolean confirmed = "yes".equals(form.get("confirm"));
                 try (MediaStore media = confirmed ? MediaStore.configured(settings) : null) {
                     return new Performed(target.label(), new Erasure(dataSource, media).erase(target, !confirmed, by));

@@ -458,8 +458,8 @@ final class StatusReport {
     }
 
     /**
-     * Erasure on request: the form (without "confirmed" it only counts, changing nothing; the
-     * answer says what would go) and the erasures recorded, counts only.
+     * Erasure on request: the form (it counts first, changing nothing; the answer shows what would
+     * go and the button that confirms) and the erasures recorded, counts only.
      */
     private static void erasures(Connection c, Html html, Instant now, Viewer viewer) throws SQLException {
         html.section("erase", "Erase on request");
@@ -470,9 +470,7 @@ final class StatusReport {
                     .raw("<option value=\"conversation\">conversation CHANNEL:WORKSPACE:ACCOUNT:CONVERSATION</option>")
                     .raw("<option value=\"sender\">sender CHANNEL:WORKSPACE:ACCOUNT:SENDER</option></select> ")
                     .raw("<input id=\"erase-key\" name=\"key\" maxlength=\"400\" size=\"40\"> ")
-                    .raw("<label><input type=\"checkbox\" id=\"erase-confirm\" name=\"confirm\" value=\"yes\">")
-                    .text(" confirmed: erase now (unticked: only count what would go)").raw("</label> ")
-                    .raw("<button id=\"erase-button\">erase</button></form>");
+                    .raw("<button id=\"erase-button\">count, then confirm</button></form>");
         }
         html.header("when", "by", "what", "key", "rows whose content went");
         try (PreparedStatement ps = c.prepareStatement(
