@@ -12,7 +12,9 @@ import io.chatintake.testkit.RouteFile;
 import io.chatintake.testkit.S3Server;
 import io.chatintake.testkit.Sql;
 import io.chatintake.testkit.TestDatabase;
+import io.chatintake.work.WorkItem;
 import io.chatintake.work.WorkQueue;
+import io.chatintake.work.WorkRun;
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
@@ -21,12 +23,14 @@ import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.sql.Connection;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Stream;
@@ -123,6 +127,21 @@ class ErasureTest {
 
         assertThat(sender).contains("2 webhook events, 2 messages, 2 attachments");
         assertThat(pgDump()).doesNotContain(ERASED).contains(KEPT);
+    }
+
+    @Test
+    void erasedWorkIsNeverClaimedAndTheChatsLaterWorkStillRuns() throws Exception {
+        WorkQueue queue = new WorkQueue(db);
+        try (Connection c = db.getConnection()) {
+            WorkQueue.schedule(c, List.of(new WorkQueue.NewWork("chat-work", "k1", 1, "c1"), new WorkQueue.NewWork("chat-work", "k2", 2, "c1")));
+            assertThat(WorkQueue.erase(c, new Long[] {Sql.count(db, "SELECT id FROM work_item WHERE source_key = 'k1'")})).isEqualTo(1);
+        }
+
+        WorkRun run = queue.claimLane("process-a", Duration.ofSeconds(60), 100, Set.of("chat-work"), Set.of("chat-work"));
+
+        assertThat(run.items()).extracting(WorkItem::sourceKey).containsExactly("k2");
+        assertThat(Sql.string(db, "SELECT state FROM work_item WHERE source_key = 'k1'")).isEqualTo("erased");
+        assertThat(queue.retry(Sql.count(db, "SELECT id FROM work_item WHERE source_key = 'k1'"))).as("never retried").isZero();
     }
 
     /** Two updates of chat 4242 (one handled with a reply, one waiting) and one of another chat. */
