@@ -1,6 +1,7 @@
 package io.chatintake.content;
 
 import io.chatintake.attachment.MediaStore;
+import io.chatintake.config.ConfigurationException;
 import io.chatintake.config.Settings;
 import java.io.IOException;
 import java.sql.Connection;
@@ -134,7 +135,8 @@ public final class ContentExpiry {
     public void expireQuietly() {
         try {
             expire();
-        } catch (SQLException | IOException e) {
+        } catch (SQLException | IOException | ConfigurationException e) {
+            // ConfigurationException: the S3 bucket did not answer its check; files and rows stay together.
             LOG.warn("retention: content expiry stopped ({}); the next pass carries on", e.getMessage());
         }
     }
