@@ -18,6 +18,7 @@ import io.chatintake.channel.telegram.TelegramFileSource;
 import io.chatintake.channel.telegram.TelegramWorkSource;
 import io.chatintake.config.ConfigurationException;
 import io.chatintake.config.Settings;
+import io.chatintake.content.ContentExpiry;
 import io.chatintake.message.ChildMessageListener;
 import io.chatintake.ops.StatusHistory;
 import io.chatintake.ops.StatusPage;
@@ -199,6 +200,12 @@ public class CamelConfiguration implements org.apache.camel.CamelConfiguration, 
     @BindToRegistry("retention")
     public Retention retention() {
         return Retention.from(settings(), dataSource());
+    }
+
+    /** Content expiry (retention.content-days): the first step of routes/retention.yaml. */
+    @BindToRegistry("contentExpiry")
+    public ContentExpiry contentExpiry() {
+        return ContentExpiry.from(settings(), dataSource());
     }
 
     /** Bound before the routes start, so intake can wake it; its workers start once every route runs. */

@@ -18,6 +18,7 @@ import io.chatintake.ops.MessagesCommand;
 import io.chatintake.ops.KubernetesConfigMap;
 import io.chatintake.ops.Chaos;
 import io.chatintake.ops.Demo;
+import io.chatintake.ops.EraseCommand;
 import io.chatintake.ops.PurgeCommand;
 import io.chatintake.ops.SendCommand;
 import io.chatintake.ops.TelegramCommands;
@@ -156,6 +157,9 @@ public final class Main {
                 case "demo" -> {
                     return new Demo(out).run(args.subList(1, args.size()));
                 }
+                case "erase" -> {
+                    return new EraseCommand(loadSettings(), out).run(args.subList(1, args.size()));
+                }
                 case "purge" -> {
                     return new PurgeCommand(loadSettings(), out).run(args.subList(1, args.size()));
                 }
@@ -232,6 +236,10 @@ public final class Main {
                 "                                           to the route (this configuration's port, or URL); prints status and body",
                 "  k8s configmap                            k8s/configmap.yaml from config/ and routes/ (run in the repository root)",
                 "  purge [--dry-run]                        one retention pass now (retention.*), or what it would remove",
+                "  erase --telegram BOT:CHAT_ID | --conversation CHANNEL:WORKSPACE:ACCOUNT:CONVERSATION",
+                "        | --sender CHANNEL:WORKSPACE:ACCOUNT:SENDER [--dry-run] [--by NAME]",
+                "                                           remove that chat's or person's content everywhere (database, media",
+                "                                           files); their waiting work ends erased; recorded in erasure (counts only)",
                 "  bench telegram [N]                       Telegram intake of the runner (handlers on) as a ratio to a hand-written loop",
                 "  bench telegram --cold [N]                a fresh runner drains N waiting updates (default 20,000) vs a fresh hand-written loop",
                 "  bench bots [B]                           B bots (default 100) at 50 updates/s each with bursts: p99 to stored, threads, heap",

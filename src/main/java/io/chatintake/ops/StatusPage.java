@@ -1,6 +1,8 @@
 package io.chatintake.ops;
 
 import io.chatintake.work.WorkDispatcher;
+import io.chatintake.attachment.MediaStore;
+import io.chatintake.config.ConfigurationException;
 import io.chatintake.config.Secret;
 import io.chatintake.config.Settings;
 import io.chatintake.store.OperatorPause;
@@ -16,6 +18,7 @@ import java.sql.SQLException;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.Arrays;
+import java.util.List;
 import java.util.Optional;
 import java.util.OptionalLong;
 import java.util.Set;
@@ -70,7 +73,7 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
     /** The page's actions: {@code POST /status/<name>}. */
     enum Action {
         LOGIN("login"), OPERATOR("operator"), LOGOUT("logout"),
-        RETRY("retry"), RETRY_KIND("retry-kind"), SETTLE_EFFECT("settle-effect"), RESOLVE_ALBUM("resolve-album"),
+        RETRY("retry"), RETRY_KIND("retry-kind"), SETTLE_EFFECT("settle-effect"), RESOLVE_ALBUM("resolve-album"), ERASE("erase"),
         PAUSE_BOT(OperatorPause.Subject.TELEGRAM_BOT, true), RESUME_BOT(OperatorPause.Subject.TELEGRAM_BOT, false),
         PAUSE_KIND(OperatorPause.Subject.WORK_KIND, true), RESUME_KIND(OperatorPause.Subject.WORK_KIND, false);
 
@@ -105,6 +108,8 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
     private final StatusReport report;
     private final OperatorActions actions;
     private final MessagesPage messages;
+    private final Settings settings;
+    private final DataSource dataSource;
     private final RecentRefusals refusals = new RecentRefusals(Clock.systemUTC());
     private final RefusalLog refusalLog = new RefusalLog();
     private CamelContext context;
@@ -122,6 +127,8 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
         this.report = new StatusReport(dataSource, settings, Duration.ofSeconds(settings.getLong(REFRESH_SECONDS)),
                 ProcessIdentity.name(), this::handledKinds);
         this.actions = new OperatorActions(dataSource);
+        this.settings = settings;
+        this.dataSource = dataSource;
     }
 
     /** The routes serving the page and its actions, for the runner to add: on the management port if it has one, else the HTTP port. */
@@ -344,6 +351,10 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
                 answer(message, 400, TEXT, "The form lacks what " + action.path + " needs. Nothing changed.\n");
                 return;
             }
+            if (action == Action.ERASE && !"yes".equals(form.get("confirm"))) {
+                confirmErasure(message, form, performed.outcome().sentence());
+                return;
+            }
             LOG.info("status page: {} {} by {}: {}", action.path, performed.target(), by, performed.outcome().sentence());
             redirect(message, "../" + PATH.substring(1) + "#actions", performed.outcome().sentence() + "\n");
         } catch (SQLException e) {
@@ -353,6 +364,23 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
             answer(message, 503, TEXT, "The database did not answer or refused the action or its record: " + action.path
                     + " was not done. Nothing changed.\n");
         }
+    }
+
+    /** An erasure's count first: what it would remove, and the form that confirms it (or a way back). */
+    private static void confirmErasure(Message message, MultiMap form, String counted) {
+        message.setHeader("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'");
+        message.setHeader("X-Frame-Options", "DENY");
+        StatusReport.Html html = new StatusReport.Html();
+        html.raw("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>chat-intake: confirm erasure</title></head><body>")
+                .raw("<p id=\"erase-count\">").text(counted).raw("</p>")
+                .raw("<form method=\"post\" action=\"" + Action.ERASE.path + "\">");
+        for (String field : List.of("csrf", "subject", "key")) {
+            html.raw("<input type=\"hidden\" name=\"").text(field).raw("\" value=\"").text(form.get(field)).raw("\">");
+        }
+        html.raw("<input type=\"hidden\" name=\"confirm\" value=\"yes\">")
+                .raw("<button id=\"erase-confirm\">erase now</button></form>")
+                .raw("<p><a id=\"erase-cancel\" href=\"../" + PATH.substring(1) + "#erase\">cancel</a> (nothing changed)</p></body></html>");
+        answer(message, 200, "text/html; charset=utf-8", html.toString());
     }
 
     /** What an action was done to and how it ended, both also in its operator_action row. */
@@ -381,6 +409,24 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
             case RESOLVE_ALBUM -> {
                 String key = form.get("album");
                 return key == null || key.isBlank() ? null : new Performed("album " + key, actions.resolveAlbum(key, by));
+            }
+            case ERASE -> {
+                String subject = form.get("subject");
+                String key = form.get("key");
+                if (subject == null || key == null || key.isBlank() || key.length() > 400) {
+                    return null;
+                }
+                Erasure.Target target;
+                try {
+                    target = Erasure.Target.parse(subject, key.trim());
+                } catch (ConfigurationException e) {
+                    return null;
+                }
+                // Without the confirmation only the count: the answer shows it with the form that confirms.
+                boolean confirmed = "yes".equals(form.get("confirm"));
+                try (MediaStore media = confirmed ? MediaStore.configured(settings) : null) {
+                    return new Performed(target.label(), new Erasure(dataSource, media).erase(target, !confirmed, by));
+                }
             }
             case PAUSE_BOT, RESUME_BOT, PAUSE_KIND, RESUME_KIND -> {
                 String name = form.get(action.subject.word);

@@ -161,6 +161,7 @@ final class StatusReport {
             StatusGraphs.render(c, body, now);
             processes(c, body, attention, now);
             actions(c, body, now);
+            erasures(c, body, now, viewer);
             Html page = new Html();
             page.raw("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">")
                     .raw("<meta http-equiv=\"refresh\" content=\"" + refresh.toSeconds() + "\">")
@@ -467,6 +468,32 @@ final class StatusReport {
         html.section("actions", "Recent actions from this page (newest first)");
         html.header("when", "by", "action", "on", "outcome");
         try (PreparedStatement ps = c.prepareStatement(RECENT_ACTIONS); ResultSet rs = ps.executeQuery()) {
+            while (rs.next()) {
+                html.row(null, when(instant(rs, 1), now), rs.getString(2), rs.getString(3), rs.getString(4), rs.getString(5));
+            }
+        }
+        html.endTable();
+    }
+
+    /**
+     * Erasure on request: the form (it counts first, changing nothing; the answer shows what would
+     * go and the button that confirms) and the erasures recorded, counts only.
+     */
+    private static void erasures(Connection c, Html html, Instant now, Viewer viewer) throws SQLException {
+        html.section("erase", "Erase on request");
+        if (viewer.mayAct()) {
+            html.raw("<form id=\"erase-form\" method=\"post\" action=\"status/" + StatusPage.Action.ERASE.path + "\">")
+                    .raw("<input type=\"hidden\" name=\"csrf\" value=\"").text(viewer.csrf()).raw("\">")
+                    .raw("<select id=\"erase-subject\" name=\"subject\"><option value=\"telegram\">Telegram chat BOT:CHAT_ID</option>")
+                    .raw("<option value=\"conversation\">conversation CHANNEL:WORKSPACE:ACCOUNT:CONVERSATION</option>")
+                    .raw("<option value=\"sender\">sender CHANNEL:WORKSPACE:ACCOUNT:SENDER</option></select> ")
+                    .raw("<input id=\"erase-key\" name=\"key\" maxlength=\"400\" size=\"40\"> ")
+                    .raw("<button id=\"erase-button\">count, then confirm</button></form>");
+        }
+        html.header("when", "by", "what", "key", "rows whose content went");
+        try (PreparedStatement ps = c.prepareStatement(
+                "SELECT erased_at, erased_by, subject, key, counts::text FROM erasure ORDER BY id DESC LIMIT " + LIST_LIMIT);
+             ResultSet rs = ps.executeQuery()) {
             while (rs.next()) {
                 html.row(null, when(instant(rs, 1), now), rs.getString(2), rs.getString(3), rs.getString(4), rs.getString(5));
             }

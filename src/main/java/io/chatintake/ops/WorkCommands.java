@@ -52,7 +52,12 @@ public final class WorkCommands {
                     if (id == null) {
                         out.println(actions.retryAllParked(OperatorActions.by(args)).sentence());
                     } else {
-                        out.printf("%d item(s) back to pending%n", actions.retry(id, OperatorActions.by(args)).changed() ? 1 : 0);
+                        OperatorActions.Outcome retried = actions.retry(id, OperatorActions.by(args));
+                        if (retried.sentence().equals(OperatorActions.contentGone(id))) {
+                            out.println(retried.sentence());
+                            yield 1;
+                        }
+                        out.printf("%d item(s) back to pending%n", retried.changed() ? 1 : 0);
                     }
                     yield 0;
                 }

@@ -37,7 +37,7 @@ final class FinishRuns {
     static final String FINISH_LANES = """
             UPDATE work_lane l SET due_at = CASE WHEN l.head_id <> u.old_head THEN now() WHEN u.due_in IS NOT NULL THEN now() + make_interval(secs => u.due_in)
                        WHEN EXISTS (SELECT 1 FROM work_item w WHERE w.kind = l.kind AND w.chat_key = l.chat_key AND w.id >= u.new_head
-                                       AND w.state NOT IN ('done', 'parked')) THEN now() END,
+                                       AND w.state NOT IN ('done', 'parked', 'erased')) THEN now() END,
                    head_id = CASE WHEN l.head_id = u.old_head THEN u.new_head ELSE l.head_id END, claimed_by = NULL, claim_token = NULL
               FROM unnest(?::text[], ?::text[], ?::bigint[], ?::bigint[], ?::float8[], ?::bigint[])
                    AS u(kind, chat_key, token, old_head, due_in, new_head)

@@ -88,6 +88,20 @@ final class WorkItemRepository {
         }
     }
 
+    /**
+     * Items not running whose content was erased end as {@code erased}: never claimed, never
+     * retried. A running one is left to finish (its handler read its content already).
+     */
+    static List<Touched> erase(Connection c, Long[] ids) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement("""
+                UPDATE work_item SET state = 'erased', last_error = NULL, next_attempt_at = now(), claimed_by = NULL,
+                       claim_expires_at = NULL, claim_token = NULL, done_at = now(), updated_at = now()
+                 WHERE id = ANY (?) AND state IN ('pending', 'failed', 'parked') RETURNING kind, chat_key, id""")) {
+            ps.setArray(1, c.createArrayOf("bigint", ids));
+            return touched(ps);
+        }
+    }
+
     /** Done items of one kind created since a time back to pending: an explicit re-run. */
     static List<Touched> replay(Connection c, String kind, Instant since) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(

@@ -53,6 +53,9 @@ class OpenTransactionStatusTest {
         if (pool.getUsername() != null) {
             session.setProperty("user", pool.getUsername());
         }
+        if (pool.getPassword() != null) {
+            session.setProperty("password", pool.getPassword());
+        }
         session.setProperty("ApplicationName", "left-open");
         Connection c = DriverManager.getConnection(pool.getJdbcUrl(), session);
         c.setAutoCommit(false);

@@ -271,6 +271,36 @@ class StatusConsoleTest {
     }
 
     @Test
+    void aConversationIsErasedFromThePageAfterItsCountAndTheErasureIsRecordedWithTheName(DataSource db) throws Exception {
+        String id = "evt_console_" + events.incrementAndGet();
+        SignedDeliverySender sender = new SignedDeliverySender(first.uri("/webhooks/unifyport"), Secret.of(WEBHOOK_SECRET));
+        byte[] body = SignedDeliverySender.envelope(id, "message.received", "whatsapp", "acc", Instant.now(), """
+                {"conversation":{"id":"conv-page"},"sender":{"id":"u-page"},"message":{"id":"m-page","type":"text","text":"PAGEMARKER hi"}}""");
+        assertThat(sender.post(sender.sign(id, body, TimestampForm.RFC3339)).status()).isEqualTo(200);
+        String key = "unifyport:ws-console:acc:conv-page";
+
+        browser.open(first.uri("/status").toString());
+        browser.evaluate("document.getElementById('erase-subject').value = 'conversation'");
+        browser.type("erase-key", key);
+        browser.clickAndWait("erase-button");
+
+        assertThat(served(browser.html())).as("the count comes first").contains("conversation " + key + " --dry-run: would erase")
+                .contains("1 webhook events, 1 messages");
+        assertThat(Sql.count(db, "SELECT count(*) FROM webhook_event WHERE body IS NOT NULL AND event_id = '" + id + "'"))
+                .as("nothing changed before the confirmation").isEqualTo(1);
+
+        browser.clickAndWait("erase-confirm");
+
+        assertThat(Sql.count(db, "SELECT count(*) FROM webhook_event WHERE body IS NULL AND payload IS NULL AND event_id = '" + id + "'"))
+                .isEqualTo(1);
+        assertThat(Sql.count(db, "SELECT count(*) FROM channel_message WHERE text LIKE '%PAGEMARKER%'")).isZero();
+        assertThat(Sql.rows(db, "SELECT erased_by, subject, key FROM erasure")).containsExactly(List.of(OPERATOR, "conversation", key));
+        assertThat(Sql.rows(db, "SELECT acted_by, action, target FROM operator_action"))
+                .containsExactly(List.of(OPERATOR, "erase", "conversation " + key));
+        assertThat(served(browser.html())).contains("conversation " + key + " erased by " + OPERATOR + ":");
+    }
+
+    @Test
     void postsWithoutTheCsrfTokenWithAWrongOneOrFromAnotherSiteAreRefusedAndChangeNothing(DataSource db) throws Exception {
         long item = parkedItem(db, "no");
         String cookie = sessionCookie(first);

@@ -117,6 +117,9 @@ class OperatorAlertsRouteTest extends RouteTestSupport {
         if (((HikariDataSource) db).getUsername() != null) {
             session.setProperty("user", ((HikariDataSource) db).getUsername());
         }
+        if (((HikariDataSource) db).getPassword() != null) {
+            session.setProperty("password", ((HikariDataSource) db).getPassword());
+        }
         session.setProperty("ApplicationName", "left-open");
         try (Connection left = DriverManager.getConnection(((HikariDataSource) db).getJdbcUrl(), session)) {
             left.setAutoCommit(false);

@@ -33,6 +33,7 @@ class BoundedCallsTest {
         return Database.open(Settings.of(Map.of(
                 Database.URL, "jdbc:postgresql://127.0.0.1:" + proxy.port() + jdbc.getPath(),
                 Database.USER, EmbeddedDatabase.USER,
+                Database.PASSWORD, TestDatabase.password().reveal(),
                 Database.POOL_SIZE, "2",
                 Database.STATEMENT_TIMEOUT_SECONDS, Integer.toString(STATEMENT_SECONDS),
                 Database.SOCKET_TIMEOUT_SECONDS, Integer.toString(SOCKET_SECONDS))));
