@@ -22,6 +22,9 @@ import javax.sql.DataSource;
  * {@code cancel_requested_at}, set from any process), and the row then says cancelled.
  */
 final class BulkWorkAction {
+    /** Items changed per transaction unless told otherwise: short transactions that still finish thousands in seconds. */
+    static final int CHUNK = 500;
+
     /** What is done to each matching item. */
     enum Kind {
         /** A parked or failed item back to pending, due now ({@code work retry --id}'s change). */
@@ -46,6 +49,16 @@ final class BulkWorkAction {
 
     /** How far a running action got: items changed so far of those counted at its start. */
     record Progress(long actionId, long changed, long counted, boolean finished, boolean cancelled) {
+    }
+
+    /** What the page's and the CLI's form calls each kind: retry, settle-performed, settle-not-performed; null for another word. */
+    static Kind named(String word) {
+        return switch (word == null ? "" : word) {
+            case "retry" -> Kind.RETRY;
+            case "settle-performed" -> Kind.SETTLE_PERFORMED;
+            case "settle-not-performed" -> Kind.SETTLE_NOT_PERFORMED;
+            default -> null;
+        };
     }
 
     interface ProgressListener {

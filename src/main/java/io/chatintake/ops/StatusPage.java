@@ -1,5 +1,6 @@
 package io.chatintake.ops;
 
+import io.chatintake.config.ConfigurationException;
 import io.chatintake.config.Secret;
 import io.chatintake.config.Settings;
 import io.chatintake.store.OperatorPause;
@@ -63,7 +64,9 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
         LOGIN("login"), OPERATOR("operator"), LOGOUT("logout"),
         RETRY("retry"), RETRY_KIND("retry-kind"), SETTLE_EFFECT("settle-effect"), RESOLVE_ALBUM("resolve-album"),
         PAUSE_BOT(OperatorPause.Subject.TELEGRAM_BOT, true), RESUME_BOT(OperatorPause.Subject.TELEGRAM_BOT, false),
-        PAUSE_KIND(OperatorPause.Subject.WORK_KIND, true), RESUME_KIND(OperatorPause.Subject.WORK_KIND, false);
+        PAUSE_KIND(OperatorPause.Subject.WORK_KIND, true), RESUME_KIND(OperatorPause.Subject.WORK_KIND, false),
+        /** Act on many: the count of what a filter matches, with a confirm button posting {@link #ACT_ON_MANY_RUN}. */
+        ACT_ON_MANY("act-on-many"), ACT_ON_MANY_RUN("act-on-many-run"), CANCEL_ACTION("cancel-action");
 
         final String path;
         /** What a pause or resume action is about (its form's field is named after it: bot, kind); null for the others. */
@@ -95,6 +98,8 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
     private final Optional<StatusSession> sessions;
     private final StatusReport report;
     private final OperatorActions actions;
+    private final BulkWorkAction bulk;
+    private final DataSource dataSource;
     private final RecentRefusals refusals = new RecentRefusals(Clock.systemUTC());
     private final RefusalLog refusalLog = new RefusalLog();
     private CamelContext context;
@@ -111,6 +116,8 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
         this.report = new StatusReport(dataSource, settings, Duration.ofSeconds(settings.getLong(REFRESH_SECONDS)),
                 ProcessIdentity.name());
         this.actions = new OperatorActions(dataSource);
+        this.bulk = new BulkWorkAction(dataSource, BulkWorkAction.CHUNK);
+        this.dataSource = dataSource;
     }
 
     /** The routes serving the page and its actions, for the runner to add: on the management port if it has one, else the HTTP port. */
@@ -315,6 +322,10 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
             return;
         }
         try {
+            if (action == Action.ACT_ON_MANY || action == Action.ACT_ON_MANY_RUN) {
+                actOnMany(message, action, form, by);
+                return;
+            }
             Performed performed = perform(action, form, by);
             if (performed == null) {
                 answer(message, 400, TEXT, "The form lacks what " + action.path + " needs. Nothing changed.\n");
@@ -329,6 +340,47 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
             answer(message, 503, TEXT, "The database did not answer or refused the action or its record: " + action.path
                     + " was not done. Nothing changed.\n");
         }
+    }
+
+    /**
+     * Act on many: first the count of what the form's filter matches and a page to confirm it;
+     * confirmed, the action runs in the background in chunks, its progress on the page (its
+     * operator_action row) with a cancel button.
+     */
+    private void actOnMany(Message message, Action action, MultiMap form, String by) throws SQLException {
+        WorkFilter filter;
+        try {
+            filter = WorkFilter.of(form::get);
+        } catch (ConfigurationException e) {
+            answer(message, 400, TEXT, e.getMessage() + ". Nothing changed.\n");
+            return;
+        }
+        BulkWorkAction.Kind kind = BulkWorkAction.named(form.get("do"));
+        if (kind == null) {
+            answer(message, 400, TEXT, "The form lacks what act-on-many needs (do: retry, settle-performed, settle-not-performed)."
+                    + " Nothing changed.\n");
+            return;
+        }
+        long count = bulk.count(kind, filter);
+        if (action == Action.ACT_ON_MANY) {
+            message.setHeader("Content-Security-Policy", "default-src 'none'; form-action 'self'; frame-ancestors 'none'");
+            answer(message, 200, "text/html; charset=utf-8", StatusReport.confirmActOnMany(form.get("csrf"), form.get("do"), filter, count));
+            return;
+        }
+        Thread running = new Thread(() -> {
+            try {
+                BulkWorkAction.Progress done = bulk.run(kind, filter, by, () -> false, progress -> { });
+                LOG.info("status page: {} by {} on {}: {} item(s){}", kind.action, by, filter, done.changed(), done.cancelled() ? ", cancelled" : "");
+            } catch (SQLException e) {
+                LOG.warn("status page: {} by {} on {} stopped: the database did not answer ({} {}); its operator_action row says how far it got",
+                        kind.action, by, filter, e.getSQLState(), e.getMessage());
+            }
+        }, "act-on-many");
+        running.setDaemon(true);
+        running.start();
+        LOG.info("status page: {} by {} on {} started ({} item(s) matched)", kind.action, by, filter, count);
+        redirect(message, "../" + PATH.substring(1) + "#actions", kind.action + " of " + count + " item(s) matching " + filter
+                + " started: its progress is under Recent actions.\n");
     }
 
     /** What an action was done to and how it ended, both also in its operator_action row. */
@@ -365,6 +417,16 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
                 }
                 return new Performed(action.subject.label + " " + name,
                         action.pause ? actions.pause(action.subject, name, by) : actions.resume(action.subject, name, by));
+            }
+            case CANCEL_ACTION -> {
+                String id = form.get("id");
+                if (id == null || !id.matches("\\d{1,18}")) {
+                    return null;
+                }
+                boolean asked = BulkWorkAction.requestCancel(dataSource, Long.parseLong(id));
+                return new Performed("operator action " + id, new OperatorActions.Outcome(asked, asked
+                        ? "operator action " + id + " stops after its current chunk; its row then says cancelled"
+                        : "operator action " + id + " is not running; nothing changed"));
             }
             default -> throw new IllegalArgumentException(action.path);
         }

@@ -23,8 +23,6 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * {@code work pause|resume --kind K} ({@link PauseCommand}): the stored work as an operator sees it.
  */
 public final class WorkCommands {
-    /** Items an action on many changes per transaction: short transactions that still finish thousands in seconds. */
-    private static final int BULK_CHUNK = 500;
     private final Settings settings;
     private final PrintStream out;
 
@@ -107,7 +105,7 @@ public final class WorkCommands {
      * the current chunk, and its one operator_action row then says so.
      */
     private int bulk(Database database, BulkWorkAction.Kind kind, WorkFilter filter, List<String> args) throws SQLException {
-        int chunk = option(args, "--chunk").map(Integer::parseInt).orElse(BULK_CHUNK);
+        int chunk = option(args, "--chunk").map(Integer::parseInt).orElse(BulkWorkAction.CHUNK);
         BulkWorkAction action = new BulkWorkAction(database.dataSource(), chunk);
         if (args.contains("--dry-run")) {
             out.printf("%d item(s) match %s (dry run: nothing changed; without --dry-run the action runs)%n", action.count(kind, filter), filter);
