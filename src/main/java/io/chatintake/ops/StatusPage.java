@@ -18,8 +18,10 @@ import java.time.Duration;
 import java.util.Arrays;
 import java.util.Optional;
 import java.util.OptionalLong;
+import java.util.concurrent.ExecutorService;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import javax.sql.DataSource;
 import org.apache.camel.CamelContext;
 import org.apache.camel.CamelContextAware;
@@ -104,6 +106,9 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
     private final RefusalLog refusalLog = new RefusalLog();
     private CamelContext context;
     private ScheduledExecutorService sampler;
+    /** Runs confirmed actions on many, one at a time, in the background: the page answers at once and shows their progress. */
+    private volatile ExecutorService actingOnMany;
+    private final AtomicBoolean stopping = new AtomicBoolean();
 
     StatusPage(Settings settings, DataSource dataSource) {
         Optional<Secret> configured = settings.secret(TOKEN);
@@ -162,6 +167,8 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
         sampler = context.getExecutorServiceManager().newSingleThreadScheduledExecutor(this, "status-page-sampler");
         sampler.scheduleAtFixedRate(() -> refusals.sample(MeterRegistryLookup.of(context)),
                 0, RecentRefusals.SAMPLE_EVERY.toSeconds(), TimeUnit.SECONDS);
+        stopping.set(false);
+        actingOnMany = context.getExecutorServiceManager().newSingleThreadExecutor(this, "status-page-act-on-many");
     }
 
     @Override
@@ -169,6 +176,12 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
         if (sampler != null) {
             context.getExecutorServiceManager().shutdown(sampler);
             sampler = null;
+        }
+        if (actingOnMany != null) {
+            // A running action ends after its current chunk, its row saying cancelled: never left "running".
+            stopping.set(true);
+            context.getExecutorServiceManager().shutdownGraceful(actingOnMany);
+            actingOnMany = null;
         }
     }
 
@@ -367,20 +380,22 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
             answer(message, 200, "text/html; charset=utf-8", StatusReport.confirmActOnMany(form.get("csrf"), form.get("do"), filter, count));
             return;
         }
-        Thread running = new Thread(() -> {
+        if (actingOnMany == null) {
+            answer(message, 503, TEXT, "The page is stopping: act-on-many was not started. Nothing changed.\n");
+            return;
+        }
+        actingOnMany.execute(() -> {
             try {
-                BulkWorkAction.Progress done = bulk.run(kind, filter, by, () -> false, progress -> { });
+                BulkWorkAction.Progress done = bulk.run(kind, filter, by, stopping::get, progress -> { });
                 LOG.info("status page: {} by {} on {}: {} item(s){}", kind.action, by, filter, done.changed(), done.cancelled() ? ", cancelled" : "");
             } catch (SQLException e) {
                 LOG.warn("status page: {} by {} on {} stopped: the database did not answer ({} {}); its operator_action row says how far it got",
                         kind.action, by, filter, e.getSQLState(), e.getMessage());
             }
-        }, "act-on-many");
-        running.setDaemon(true);
-        running.start();
+        });
         LOG.info("status page: {} by {} on {} started ({} item(s) matched)", kind.action, by, filter, count);
         redirect(message, "../" + PATH.substring(1) + "#actions", kind.action + " of " + count + " item(s) matching " + filter
-                + " started: its progress is under Recent actions.\n");
+                + " started (after any other running first): its progress is under Recent actions.\n");
     }
 
     /** What an action was done to and how it ended, both also in its operator_action row. */
