@@ -104,6 +104,36 @@ class OperatorAlertsTest {
     }
 
     @Test
+    void fiftyItemsParkedInAMinuteAreOneMessageWithTheCount(DataSource db) throws Exception {
+        try (BotApiSimulator telegram = BotApiSimulator.start()) {
+            String token = telegram.addBot(7001, "FAKE-alerts-token", "alerts_bot");
+            Map<String, String> settings = Map.of("telegram.api-url", telegram.url(), "telegram.bot-token", token,
+                    "operator-alerts.telegram-chat-id", "-100555", "operator-alerts.check-seconds", "1",
+                    "operator-alerts.min-seconds-between-messages", "1");
+
+            try (WebhookServer product = WebhookServer.builder(db).withoutHttp().routeFiles(ROUTES).settings(settings).start()) {
+                for (int batch = 0; batch < 5; batch++) {
+                    Sql.execute(db, "INSERT INTO work_item (kind, source_key, source_id, state, attempts, last_error)"
+                            + " SELECT 'unifyport-event', 'evt_" + batch + "_' || g, g, 'parked', 8, 'CRM said 503' FROM generate_series(1, 10) g");
+                    if (batch == 0) {
+                        Await.until("the first parked items' message", WAIT, () -> telegram.sentMessages(token).size() == 1);
+                    }
+                }
+                // A later finding's message shows the checks went on: the parked kind had nothing new to say.
+                Await.until("the parked finding's latest count", WAIT, () -> Sql.string(db,
+                        "SELECT text FROM operator_finding WHERE finding = 'work-parked:unifyport-event'").startsWith("chat-intake: 50 "));
+                Sql.execute(db, "INSERT INTO telegram_gap (bot_id, from_update_id, to_update_id) VALUES (7001, 10, 11)");
+                Await.until("the next finding", WAIT, () -> telegram.sentMessages(token).size() >= 2);
+            }
+            List<String> texts = telegram.sentMessages(token).stream().map(m -> m.path("text").asText()).toList();
+            assertThat(texts).hasSize(2);
+            assertThat(texts.get(0)).startsWith("STARTED: chat-intake: 10 unifyport-event work item(s) parked in the last 10 minutes")
+                    .contains("CRM said 503", "work retry --kind unifyport-event");
+            assertThat(texts.get(1)).startsWith("STARTED: chat-intake: telegram bot 7001: updates 10..11");
+        }
+    }
+
+    @Test
     void withoutAnOperatorChatAlertsAreOffAndNothingIsSent(DataSource db) {
         try (BotApiSimulator telegram = BotApiSimulator.start();
              WebhookServer product = WebhookServer.builder(db).withoutHttp().routeFiles(ROUTES)
