@@ -124,7 +124,8 @@ public class OperatorAlerts extends RouteBuilder {
                 .log(LoggingLevel.WARN, "io.chatintake.operator-alerts",
                         "operator alert ${header.IdempotencyKey} not confirmed sent (${exception.class.simpleName}): see outbound_effect");
 
-        from("timer:operator-alerts?delay=5000&period=" + checkMillis).routeId("operator-alerts")
+        // The first check a few seconds after the start (sooner when checks are more frequent than that).
+        from("timer:operator-alerts?delay=" + Math.min(5000, checkMillis) + "&period=" + checkMillis).routeId("operator-alerts")
                 .setHeader("deadAfterSeconds", constant(deadAfterSeconds))
                 .setHeader("notPollingSeconds", constant(number("{{operator-alerts.not-polling-seconds}}")))
                 .setHeader("maxPendingAgeSeconds", constant(number("{{operator-alerts.max-pending-age-seconds}}")))
