@@ -17,6 +17,8 @@
 //     forgotten poller or a manual getUpdates)
 //   - a bot paused for 20 h: Telegram keeps updates 24 h, so the oldest it holds begin to expire
 //     4 h later (telegram resume --bot NAME)
+//   - the database's oldest open transaction, open longer than chat-intake.db.open-transaction-warn-seconds
+//     (a session left idle in transaction holds vacuum back): its backend pid, application, state, age
 // A new finding is one more entry in FINDINGS. Off while operator-alerts.telegram-chat-id
 // (OPERATOR_ALERTS_TELEGRAM_CHAT_ID) is empty.
 
@@ -87,7 +89,18 @@ public class OperatorAlerts extends RouteBuilder {
                        || '. Telegram keeps updates only 24 h: those it received right after the pause expire unseen from '
                        || to_char((paused_at + interval '24 hours') AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS')
                        || ' UTC. java -jar chat-intake.jar telegram resume --bot ' || name
-              FROM operator_pause WHERE subject = 'telegram-bot' AND paused_at <= now() - interval '20 hours'""");
+              FROM operator_pause WHERE subject = 'telegram-bot' AND paused_at <= now() - interval '20 hours'""",
+            """
+            SELECT 'open-transaction:' || pid || ':' || (extract(epoch FROM xact_start) * 1000)::bigint,
+                   'chat-intake: database backend ' || pid || ' ('
+                       || coalesce('application ''' || nullif(application_name, '') || '''', 'no application name') || ', '
+                       || coalesce(state, 'state not visible to this role') || ') has held a transaction open for '
+                       || (extract(epoch FROM clock_timestamp() - xact_start) / 60)::bigint
+                       || ' min: vacuum is held back until it ends (SELECT pg_terminate_backend(' || pid || ') ends it)'
+              FROM (SELECT pid, application_name, state, xact_start FROM pg_stat_activity
+                     WHERE xact_start < clock_timestamp() - make_interval(secs => :?openTransactionWarnSeconds) AND datname = current_database()
+                       AND pid <> pg_backend_pid() AND backend_type = 'client backend'
+                     ORDER BY xact_start LIMIT 1) oldest""");
 
     // What several findings share: the bots whose polling stopped, and since when a live process
     // holds its handlers back for intake (a dead one's word is stale).
@@ -130,6 +143,7 @@ public class OperatorAlerts extends RouteBuilder {
                 .setHeader("notPollingSeconds", constant(number("{{operator-alerts.not-polling-seconds}}")))
                 .setHeader("maxPendingAgeSeconds", constant(number("{{operator-alerts.max-pending-age-seconds}}")))
                 .setHeader("parkedPer10Minutes", constant((long) number("{{operator-alerts.parked-per-10-minutes}}")))
+                .setHeader("openTransactionWarnSeconds", constant(number("{{chat-intake.db.open-transaction-warn-seconds}}")))
                 // The query is the body: too long (and too full of ? and +) for an endpoint URI.
                 .setBody(constant(SEEN_NOW))
                 .to("sql:operator-alert-findings?dataSource=#dataSource&useMessageBodyForSql=true")

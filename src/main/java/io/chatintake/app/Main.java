@@ -5,6 +5,7 @@ import io.chatintake.ops.bench.DispatchBenchmark;
 import io.chatintake.ops.bench.ManyBotsBenchmark;
 import io.chatintake.ops.bench.MemoryBenchmark;
 import io.chatintake.ops.bench.ReplyBenchmark;
+import io.chatintake.ops.bench.SearchBenchmark;
 import io.chatintake.ops.bench.SoakBenchmark;
 import io.chatintake.ops.bench.StartBenchmark;
 import io.chatintake.ops.bench.TelegramIntakeBenchmark;
@@ -13,6 +14,7 @@ import io.chatintake.channel.webhook.WebhookRouteFile;
 import io.chatintake.config.ConfigurationException;
 import io.chatintake.config.Settings;
 import io.chatintake.ops.AlbumCommands;
+import io.chatintake.ops.MessagesCommand;
 import io.chatintake.ops.KubernetesConfigMap;
 import io.chatintake.ops.Chaos;
 import io.chatintake.ops.Demo;
@@ -77,6 +79,9 @@ public final class Main {
                 case "work" -> {
                     return new WorkCommands(loadSettings(), out).run(args.subList(1, args.size()));
                 }
+                case "messages" -> {
+                    return new MessagesCommand(loadSettings(), out).run(args.subList(1, args.size()));
+                }
                 case "albums" -> {
                     String sub = args.size() > 1 ? args.get(1) : "status";
                     if (sub.equals("resolve")) {
@@ -109,9 +114,10 @@ public final class Main {
                             case "start" -> new StartBenchmark(out).run();
                             case "latency" -> new DispatchBenchmark(out).latency(given ? n : 20);
                             case "replies" -> new ReplyBenchmark(out).run(given ? n : 600);
+                            case "search" -> new SearchBenchmark(out).run(given ? n : 1_000_000);
                             case "soak" -> new SoakBenchmark(out).run(given ? n : 300, args.subList(2, args.size()));
                             default -> throw new ConfigurationException(
-                                    "usage: bench telegram [--cold]|bots|dispatch|albums|webhook|memory|start|latency|replies|soak [N]");
+                                    "usage: bench telegram [--cold]|bots|dispatch|albums|webhook|memory|start|latency|replies|search|soak [N]");
                         };
                     } catch (ConfigurationException e) {
                         throw e;
@@ -215,6 +221,10 @@ public final class Main {
                 "                                           the same for every item the filter matches (as work retry's filter)",
                 "  work pause --kind K [--by NAME]          no item of kind K is claimed within 2 s; new ones are stored, none parked",
                 "  work resume --kind K [--by NAME]         kind K is claimed again, in order per chat (both recorded in operator_action)",
+                "  messages find [--channel C] [--bot B] [--conversation ID] [--sender ID] [--text T] [--event ID]",
+                "                [--since T] [--until T] [--limit N] [--after CURSOR]",
+                "                                           stored messages, newest first (T: ISO time or age, 15m, 2h, 3d)",
+                "  messages show KEY                        a message's timeline: stored by, album, runs, effects, payload masked",
                 "  albums status                            open albums, oldest open age, recent decisions, conflicts",
                 "  albums resolve ALBUM_KEY [--by NAME]     a person settled the album: clears needs_person, records who",
                 "  demo [--exit]                            a one-minute story on a fresh embedded database with the simulators;",
@@ -237,6 +247,7 @@ public final class Main {
                 "  bench latency [SECONDS]                  commit-to-handler wait over 1,000 chats, shipped vs a growing gathering wait (20 s a rate)",
                 "  bench albums [N]                         album decision latency with N albums open (default 20,000), heap flat",
                 "  bench replies [N]                        echo replies at Telegram's limits (simulator, 429 above them) as ratios to the bot's limit",
+                "  bench search [N]                         N stored messages (default 1,000,000): p50/p95 of a page per search filter",
                 "  bench dispatch [N]                       ordered work handled as a ratio to the intake rate; claim cost vs backlog",
                 "  bench soak [SECONDS] [--FLAG=VALUE ...]   one runner under a steady mixed load for SECONDS (default 300): handling",
                 "                                           keeps up, oldest pending, drained in 30 s, no claim lost to itself; flags",

@@ -32,7 +32,7 @@ public final class PurgeCommand {
             if (dryRun) {
                 Migrations.requireCurrent(database.dataSource());
             } else {
-                Migrations.apply(database.dataSource());
+                Migrations.apply(database.forMigrations());
             }
             Retention retention = Retention.from(settings, database.dataSource());
             List<Retention.Outcome> outcomes = dryRun ? retention.dryRun() : retention.purge();

@@ -103,6 +103,7 @@ public final class StatusHistory extends ServiceSupport implements CamelContextA
               FROM work_item WHERE state IN ('pending', 'failed', 'running', 'parked') GROUP BY kind""";
 
     private final DataSource dataSource;
+    private volatile boolean failing;
     private final Duration historyKept;
     private final Duration actionsKept;
     private final Duration deadProcessKept;
@@ -157,8 +158,14 @@ public final class StatusHistory extends ServiceSupport implements CamelContextA
     private void sampleQuietly() {
         try {
             sample(MeterRegistryLookup.of(context));
+            failing = false;
         } catch (SQLException | RuntimeException e) {
-            LOG.warn("status history: sample not written ({}); the counts are kept and go in with the next one", e.getMessage());
+            // Once per outage: a database away for an hour is one line, not one every sample.
+            if (!failing) {
+                LOG.warn("status history: sample not written ({}); the counts are kept and go in with the next one written",
+                        e.getMessage());
+            }
+            failing = true;
         }
     }
 

@@ -1,6 +1,7 @@
 package io.chatintake.ops;
 
 import io.chatintake.config.ConfigurationException;
+import io.chatintake.work.WorkDispatcher;
 import io.chatintake.config.Secret;
 import io.chatintake.config.Settings;
 import io.chatintake.store.OperatorPause;
@@ -19,6 +20,8 @@ import java.util.Arrays;
 import java.util.Optional;
 import java.util.OptionalLong;
 import java.util.concurrent.ExecutorService;
+import java.util.Set;
+import java.util.TreeSet;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -36,7 +39,8 @@ import org.slf4j.LoggerFactory;
 
 /**
  * {@code GET /status}: one HTML page a person reads at a glance ({@link StatusReport}), and the
- * actions it offers, each a {@code POST /status/<action>}. Off unless
+ * actions it offers, each a {@code POST /status/<action>}; {@code GET /status/messages} and
+ * {@code /status/messages/<key>} ({@link MessagesPage}) read behind the same sign-in. Off unless
  * {@code chat-intake.status.token} is set (404 saying how to turn it on).
  * <p>
  * The token must have at least {@value #MIN_TOKEN_LENGTH} characters, or the page stays off. The
@@ -60,6 +64,11 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
     static final int MIN_TOKEN_LENGTH = 32;
     private static final String BEARER = "Bearer ";
     private static final String TEXT = "text/plain; charset=utf-8";
+
+    /** The pages besides {@code /status}: {@link MessagesPage}'s. */
+    enum View { SEARCH, TIMELINE }
+
+    private static final String VIEW = "statusView";
 
     /** The page's actions: {@code POST /status/<name>}. */
     enum Action {
@@ -102,6 +111,7 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
     private final OperatorActions actions;
     private final BulkWorkAction bulk;
     private final DataSource dataSource;
+    private final MessagesPage messages;
     private final RecentRefusals refusals = new RecentRefusals(Clock.systemUTC());
     private final RefusalLog refusalLog = new RefusalLog();
     private CamelContext context;
@@ -118,8 +128,9 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
                 Duration.ofSeconds(settings.getLong(WrongTokenLimit.WINDOW_SECONDS)), Clock.systemUTC());
         this.proxies = TrustedProxies.from(settings);
         this.sessions = token.map(t -> new StatusSession(t, Clock.systemUTC()));
+        this.messages = new MessagesPage(dataSource);
         this.report = new StatusReport(dataSource, settings, Duration.ofSeconds(settings.getLong(REFRESH_SECONDS)),
-                ProcessIdentity.name());
+                ProcessIdentity.name(), this::handledKinds);
         this.actions = new OperatorActions(dataSource);
         this.bulk = new BulkWorkAction(dataSource, BulkWorkAction.CHUNK);
         this.dataSource = dataSource;
@@ -133,12 +144,21 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
             public void configure() {
                 String http = ManagementPort.component(getContext(), settings);
                 from(http + ":" + PATH + "?httpMethodRestrict=GET&muteException=true").routeId("status-page").process(page);
+                from(http + ":" + PATH + MessagesPage.SEARCH + "?httpMethodRestrict=GET&muteException=true").routeId("status-messages")
+                        .setProperty(VIEW, constant(View.SEARCH)).process(page);
+                from(http + ":" + PATH + MessagesPage.SEARCH + "/{key}?httpMethodRestrict=GET&muteException=true").routeId("status-message")
+                        .setProperty(VIEW, constant(View.TIMELINE)).process(page);
                 for (Action action : Action.values()) {
                     from(http + ":" + PATH + "/" + action.path + "?httpMethodRestrict=POST&muteException=true")
                             .routeId("status-" + action.path).setProperty("statusAction", constant(action)).process(page);
                 }
             }
         };
+    }
+
+    private Set<String> handledKinds() {
+        WorkDispatcher dispatcher = context == null ? null : WorkDispatcher.of(context);
+        return dispatcher == null ? new TreeSet<>() : new TreeSet<>(dispatcher.kinds());
     }
 
     @Override
@@ -217,7 +237,7 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
         String cookies = request.getHeader("Cookie");
         Optional<String> sessionId = session.verify(StatusSession.cookie(cookies, StatusSession.COOKIE));
         if (action == null) {
-            page(message, request, client, session, sessionId, cookies);
+            page(message, request, client, session, sessionId, cookies, exchange.getProperty(VIEW, View.class));
         } else if (action == Action.LOGIN) {
             login(message, request, client, session);
         } else {
@@ -225,8 +245,9 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
         }
     }
 
+    /** @param view a messages page, or null for the status page itself */
     private void page(Message message, HttpServerRequest request, String client, StatusSession session, Optional<String> sessionId,
-                      String cookies) {
+                      String cookies, View view) {
         String authorization = request.getHeader("Authorization");
         String queryToken = request.getParam("token");
         boolean bearer = authorization != null && authorization.startsWith(BEARER)
@@ -239,7 +260,9 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
             }
             // The token leaves the address bar at once: the session cookie stands for it from now on.
             message.setHeader("Set-Cookie", StatusSession.sessionCookie(session.open(), proxies.overTls(request)));
-            redirect(message, PATH.substring(1), "Signed in: the page is at " + PATH + ".\n");
+            // Back to the page asked for (its last segment, relative), without the query that held the token.
+            redirect(message, request.path().substring(request.path().lastIndexOf('/') + 1),
+                    "Signed in: the page is at " + PATH + ".\n");
             return;
         }
         if (!bearer && sessionId.isEmpty()) {
@@ -254,7 +277,8 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
             StatusReport.Viewer viewer = new StatusReport.Viewer(sessionId.map(session::csrf).orElse(null),
                     StatusSession.cookie(cookies, StatusSession.OPERATOR_COOKIE),
                     page(request, "parked-page"), page(request, "effects-page"));
-            String html = report.render(refusals.lastHour(MeterRegistryLookup.of(context)), viewer);
+            String html = view != null ? messages.render(request, view == View.TIMELINE)
+                    : report.render(refusals.lastHour(MeterRegistryLookup.of(context)), viewer);
             // The page holds no link or script of anyone else's, posts only to itself, and is never framed.
             message.setHeader("Content-Security-Policy",
                     "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; form-action 'self'; frame-ancestors 'none'");

@@ -4,6 +4,7 @@ import io.chatintake.album.AlbumMetrics;
 
 import io.chatintake.channel.telegram.TelegramBots;
 import io.chatintake.config.Settings;
+import io.chatintake.store.OldestTransaction;
 import io.chatintake.store.OperatorPause;
 import io.chatintake.support.Redactor;
 import java.sql.Connection;
@@ -21,9 +22,11 @@ import java.util.HashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
+import java.util.function.Supplier;
 import java.util.regex.Pattern;
 import javax.sql.DataSource;
 
@@ -35,7 +38,6 @@ import javax.sql.DataSource;
 final class StatusReport {
     private static final DateTimeFormatter TIME = DateTimeFormatter.ofPattern("yyyy-MM-dd HH:mm:ss 'UTC'").withZone(ZoneOffset.UTC);
     private static final int LIST_LIMIT = 20;
-    private static final String HANDLERS = "work.handlers.";
 
     private static final String BOTS = """
             SELECT c.bot_id, c.bot_name, c.next_offset, c.last_poll_at, c.last_batch_at, c.stored_count,
@@ -110,9 +112,11 @@ final class StatusReport {
 
     private final DataSource dataSource;
     private final Settings settings;
+    private final Supplier<Set<String>> handledKinds;
     private final Duration refresh;
     private final String processName;
     private final Duration deadAfter;
+    private final Duration openTransactionWarn;
 
     /**
      * Who looks: the session's CSRF token for the action forms (null: a bearer client, the page
@@ -125,12 +129,18 @@ final class StatusReport {
         }
     }
 
-    StatusReport(DataSource dataSource, Settings settings, Duration refresh, String processName) {
+    /**
+     * @param handledKinds the kinds this process runs now (a started {@code work:<kind>} route each), offered for a
+     *                     pause even before any item of theirs is stored
+     */
+    StatusReport(DataSource dataSource, Settings settings, Duration refresh, String processName, Supplier<Set<String>> handledKinds) {
+        this.handledKinds = handledKinds;
         this.dataSource = dataSource;
         this.settings = settings;
         this.refresh = refresh;
         this.processName = processName;
         this.deadAfter = StatusHistory.deadAfter(settings);
+        this.openTransactionWarn = Duration.ofSeconds(settings.getLong("chat-intake.db.open-transaction-warn-seconds"));
     }
 
     String render(Map<RecentRefusals.Refusal, Long> refusals, Viewer viewer) throws SQLException {
@@ -143,7 +153,7 @@ final class StatusReport {
             Set<String> bots = bots(c, body, attention, now, pausedBots);
             channels(c, body, refusals, attention, now);
             Set<String> kinds = work(c, body, attention, now, viewer);
-            kinds.addAll(handlerKinds());
+            kinds.addAll(handledKinds.get());
             pauses(body, attention, now, viewer, OperatorPause.Subject.TELEGRAM_BOT, bots, pausedBots);
             pauses(body, attention, now, viewer, OperatorPause.Subject.WORK_KIND, kinds, OperatorPause.list(c, OperatorPause.Subject.WORK_KIND));
             effects(c, body, attention, now, viewer);
@@ -159,7 +169,8 @@ final class StatusReport {
                     .raw("<h1>chat-intake status</h1><p class=\"meta\">")
                     .text("as of " + TIME.format(now) + " from process " + processName + "; this page reloads every "
                             + refresh.toSeconds() + " s")
-                    .raw("</p>");
+                    .raw("</p><p><a id=\"messages-link\" href=\"status/messages\">Messages</a>: ")
+                    .text("find any stored message and what became of it").raw("</p>");
             attention.render(page);
             operator(page, viewer);
             return page.raw(body.toString()).raw("</body></html>").toString();
@@ -444,6 +455,13 @@ final class StatusReport {
             }
         }
         html.endTable();
+        Optional<OldestTransaction> oldest = OldestTransaction.olderThan(c, openTransactionWarn);
+        if (oldest.isPresent()) {
+            String said = "database: " + oldest.get().describe() + "; vacuum is held back until it ends (SELECT pg_terminate_backend("
+                    + oldest.get().pid() + ") ends it)";
+            html.raw("<p id=\"oldest-transaction\" class=\"warn\">").text(said).raw("</p>");
+            attention.add(said);
+        }
     }
 
     private void actions(Connection c, Html html, Instant now, Viewer viewer) throws SQLException {
@@ -562,17 +580,6 @@ final class StatusReport {
             }
         }
         return shorten(URL_QUERY.matcher(result).replaceAll("$1?" + Redactor.MASK));
-    }
-
-    /** The kinds this configuration has a handler route for ({@code work.handlers.<kind>}, not empty). */
-    private Set<String> handlerKinds() {
-        Set<String> kinds = new TreeSet<>();
-        settings.withPrefix(HANDLERS).forEach((key, route) -> {
-            if (!route.isBlank()) {
-                kinds.add(key.substring(HANDLERS.length()));
-            }
-        });
-        return kinds;
     }
 
     /** Bots with a token in this process's configuration: those of telegram.bots, then any other with a token key. */
@@ -747,7 +754,7 @@ final class StatusReport {
         }
     }
 
-    private static final String STYLE = """
+    static final String STYLE = """
             body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}
             h1{margin:0 0 .2em}h2{margin:1.2em 0 .4em;font-size:1.15em}h3{font-size:1em}
             .meta{color:#666;margin:0 0 1em}

@@ -40,7 +40,7 @@ public final class WorkCommands {
             if (sub.equals("status")) {
                 Migrations.requireCurrent(database.dataSource());
             } else {
-                Migrations.apply(database.dataSource());
+                Migrations.apply(database.forMigrations());
             }
             WorkQueue queue = new WorkQueue(database.dataSource());
             return switch (sub) {

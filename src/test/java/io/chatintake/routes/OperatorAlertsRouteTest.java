@@ -2,11 +2,18 @@ package io.chatintake.routes;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import com.zaxxer.hikari.HikariDataSource;
 import io.chatintake.ops.OperatorAlertLedger;
+import io.chatintake.testkit.Await;
 import io.chatintake.testkit.Sql;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.ResultSet;
+import java.sql.Statement;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.Properties;
 import org.apache.camel.Exchange;
 import org.apache.camel.builder.AdviceWith;
 import org.apache.camel.component.mock.MockEndpoint;
@@ -21,7 +28,9 @@ class OperatorAlertsRouteTest extends RouteTestSupport {
 
     @Override
     protected Map<String, String> settings() {
-        return Map.of("operator-alerts.telegram-chat-id", "-100555", "operator-alerts.min-seconds-between-messages", "0");
+        // A transaction open 2 s is old here: no test of this class holds one but the one that means to.
+        return Map.of("operator-alerts.telegram-chat-id", "-100555", "operator-alerts.min-seconds-between-messages", "0",
+                "chat-intake.db.open-transaction-warn-seconds", "2");
     }
 
     @Test
@@ -139,6 +148,41 @@ class OperatorAlertsRouteTest extends RouteTestSupport {
                 .contains("STARTED: chat-intake: telegram bot 'main' (1) has not polled")
                 .containsPattern("STARTED: chat-intake: telegram bot 'sales' has been paused since \\S+ \\S+ UTC by alice\\. Telegram keeps"
                         + " updates only 24 h: .* expire unseen from \\S+ \\S+ UTC\\. java -jar chat-intake.jar telegram resume --bot sales");
+    }
+
+    @Test
+    void aSessionIdleInTransactionIsAFindingNamingItsBackendApplicationStateAndAge() throws Exception {
+        Properties session = new Properties();
+        if (((HikariDataSource) db).getUsername() != null) {
+            session.setProperty("user", ((HikariDataSource) db).getUsername());
+        }
+        if (((HikariDataSource) db).getPassword() != null) {
+            session.setProperty("password", ((HikariDataSource) db).getPassword());
+        }
+        session.setProperty("ApplicationName", "left-open");
+        MockEndpoint send = checking();
+        context.start();
+        long pid;
+        try (Connection left = DriverManager.getConnection(((HikariDataSource) db).getJdbcUrl(), session)) {
+            left.setAutoCommit(false);
+            try (Statement st = left.createStatement(); ResultSet rs = st.executeQuery("SELECT pg_backend_pid()")) {
+                rs.next();
+                pid = rs.getLong(1);
+            }
+            Await.until("the transaction is older than the threshold", Duration.ofSeconds(30), () -> Sql.count(db,
+                    "SELECT count(*) FROM pg_stat_activity WHERE pid = " + pid + " AND xact_start < clock_timestamp() - interval '3 seconds'") == 1);
+
+            check();
+        }
+        Await.until("the backend gone", Duration.ofSeconds(30),
+                () -> Sql.count(db, "SELECT count(*) FROM pg_stat_activity WHERE pid = " + pid) == 0);
+        check();
+
+        assertThat(send.getReceivedExchanges()).extracting(e -> e.getMessage().getBody(String.class)).satisfiesExactly(
+                start -> assertThat(start).matches("STARTED: chat-intake: database backend " + pid + " \\(application 'left-open', idle in"
+                        + " transaction\\) has held a transaction open for \\d+ min: vacuum is held back until it ends"
+                        + " \\(SELECT pg_terminate_backend\\(" + pid + "\\).*"),
+                end -> assertThat(end).startsWith("OVER after 0 min: chat-intake: database backend " + pid));
     }
 
     /** One item of {@code kind}, due since {@code ago}. */

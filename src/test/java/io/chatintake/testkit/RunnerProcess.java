@@ -99,6 +99,28 @@ public final class RunnerProcess implements AutoCloseable {
     }
 
     /**
+     * The jar with its wall clock {@code ahead} of this machine's (libfaketime, Debian's
+     * {@code faketime} package, preloaded into the JVM itself so that closing the runner ends it;
+     * monotonic time left as it is, as a drifted NTP client leaves it).
+     */
+    public static RunnerProcess startWithClockAhead(Path workDir, Map<String, String> env, Duration ahead) {
+        List<String> command = new ArrayList<>(jvm());
+        command.addAll(List.of("-jar", jar().toString()));
+        Map<String, String> faked = new HashMap<>(env);
+        faked.put("LD_PRELOAD", LIBFAKETIME.toString());
+        faked.put("FAKETIME", "+" + ahead.toSeconds() + "s");
+        faked.put("FAKETIME_DONT_FAKE_MONOTONIC", "1");
+        return start(workDir, faked, command);
+    }
+
+    private static final Path LIBFAKETIME = Path.of("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1");
+
+    /** Whether {@link #startWithClockAhead} can run here. */
+    public static boolean faketimeInstalled() {
+        return Files.isRegularFile(LIBFAKETIME);
+    }
+
+    /**
      * camel-main's own {@code org.apache.camel.main.Main} with the jar on the classpath and only
      * system properties: no chat-intake launcher on the call path.
      */

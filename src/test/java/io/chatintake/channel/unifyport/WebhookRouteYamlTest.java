@@ -43,7 +43,7 @@ class WebhookRouteYamlTest {
 
         Map<String, String> settings = Map.of("unifyport.signing-secrets", "secret_default",
                 "unifyport-acme.signing-secrets", "secret_acme");
-        // The real work dispatcher: each workspace's event reaches direct:unifyport-event from storage.
+        // The real work dispatcher: each workspace's event reaches the work:unifyport-event route from storage.
         try (WebhookServer server = WebhookServer.startWithWork(db, settings, "file:routes/unifyport-*.yaml,file:" + file)) {
             SignedDeliverySender toDefault = new SignedDeliverySender(server.uri("/webhooks/unifyport"), Secret.of("secret_default"));
             SignedDeliverySender toAcme = new SignedDeliverySender(server.uri("/webhooks/unifyport/acme"), Secret.of("secret_acme"));
@@ -104,7 +104,7 @@ class WebhookRouteYamlTest {
                 - route:
                     id: unifyport-event
                     from:
-                      uri: "direct:unifyport-event"
+                      uri: "work:unifyport-event"
                       steps:
                         - throwException:
                             exceptionType: java.lang.IllegalStateException
