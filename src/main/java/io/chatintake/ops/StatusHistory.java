@@ -214,6 +214,10 @@ public final class StatusHistory extends ServiceSupport implements CamelContextA
         execute(c, "DELETE FROM status_rollup WHERE resolution = 'minute' AND bucket < now() - make_interval(secs => ?)", MINUTES_KEPT);
         execute(c, "DELETE FROM status_rollup WHERE resolution = 'hour' AND bucket < now() - make_interval(secs => ?)", historyKept);
         execute(c, "DELETE FROM operator_action WHERE acted_at < now() - make_interval(secs => ?)", actionsKept);
+        // Operator alerts (OperatorAlertLedger): findings over and announced, and messages sent, as long as actions.
+        execute(c, "DELETE FROM operator_finding WHERE cleared_at < now() - make_interval(secs => ?) AND end_message_id IS NOT NULL",
+                actionsKept);
+        execute(c, "DELETE FROM operator_alert_message WHERE sent_at < now() - make_interval(secs => ?)", actionsKept);
         RunnerHeartbeat.forgetSilentFor(c, deadAfter.plus(deadProcessKept));
     }
 

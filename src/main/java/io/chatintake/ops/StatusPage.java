@@ -1,6 +1,5 @@
 package io.chatintake.ops;
 
-import io.chatintake.work.WorkDispatcher;
 import io.chatintake.attachment.MediaStore;
 import io.chatintake.config.ConfigurationException;
 import io.chatintake.config.Secret;
@@ -8,6 +7,7 @@ import io.chatintake.config.Settings;
 import io.chatintake.store.OperatorPause;
 import io.chatintake.support.MeterRegistryLookup;
 import io.chatintake.support.ProcessIdentity;
+import io.chatintake.work.WorkDispatcher;
 import io.vertx.core.MultiMap;
 import io.vertx.core.http.HttpMethod;
 import io.vertx.core.http.HttpServerRequest;
@@ -23,8 +23,10 @@ import java.util.Optional;
 import java.util.OptionalLong;
 import java.util.Set;
 import java.util.TreeSet;
+import java.util.concurrent.ExecutorService;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import javax.sql.DataSource;
 import org.apache.camel.CamelContext;
 import org.apache.camel.CamelContextAware;
@@ -75,7 +77,9 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
         LOGIN("login"), OPERATOR("operator"), LOGOUT("logout"),
         RETRY("retry"), RETRY_KIND("retry-kind"), SETTLE_EFFECT("settle-effect"), RESOLVE_ALBUM("resolve-album"), ERASE("erase"),
         PAUSE_BOT(OperatorPause.Subject.TELEGRAM_BOT, true), RESUME_BOT(OperatorPause.Subject.TELEGRAM_BOT, false),
-        PAUSE_KIND(OperatorPause.Subject.WORK_KIND, true), RESUME_KIND(OperatorPause.Subject.WORK_KIND, false);
+        PAUSE_KIND(OperatorPause.Subject.WORK_KIND, true), RESUME_KIND(OperatorPause.Subject.WORK_KIND, false),
+        /** Act on many: the count of what a filter matches, with a confirm button posting {@link #ACT_ON_MANY_RUN}. */
+        ACT_ON_MANY("act-on-many"), ACT_ON_MANY_RUN("act-on-many-run"), CANCEL_ACTION("cancel-action");
 
         final String path;
         /** What a pause or resume action is about (its form's field is named after it: bot, kind); null for the others. */
@@ -107,6 +111,7 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
     private final Optional<StatusSession> sessions;
     private final StatusReport report;
     private final OperatorActions actions;
+    private final BulkWorkAction bulk;
     private final MessagesPage messages;
     private final Settings settings;
     private final DataSource dataSource;
@@ -114,6 +119,9 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
     private final RefusalLog refusalLog = new RefusalLog();
     private CamelContext context;
     private ScheduledExecutorService sampler;
+    /** Runs confirmed actions on many, one at a time, in the background: the page answers at once and shows their progress. */
+    private volatile ExecutorService actingOnMany;
+    private final AtomicBoolean stopping = new AtomicBoolean();
 
     StatusPage(Settings settings, DataSource dataSource) {
         Optional<Secret> configured = settings.secret(TOKEN);
@@ -128,6 +136,7 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
                 ProcessIdentity.name(), this::handledKinds);
         this.actions = new OperatorActions(dataSource);
         this.settings = settings;
+        this.bulk = new BulkWorkAction(dataSource, BulkWorkAction.CHUNK);
         this.dataSource = dataSource;
     }
 
@@ -182,6 +191,8 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
         sampler = context.getExecutorServiceManager().newSingleThreadScheduledExecutor(this, "status-page-sampler");
         sampler.scheduleAtFixedRate(() -> refusals.sample(MeterRegistryLookup.of(context)),
                 0, RecentRefusals.SAMPLE_EVERY.toSeconds(), TimeUnit.SECONDS);
+        stopping.set(false);
+        actingOnMany = context.getExecutorServiceManager().newSingleThreadExecutor(this, "status-page-act-on-many");
     }
 
     @Override
@@ -189,6 +200,12 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
         if (sampler != null) {
             context.getExecutorServiceManager().shutdown(sampler);
             sampler = null;
+        }
+        if (actingOnMany != null) {
+            // A running action ends after its current chunk, its row saying cancelled: never left "running".
+            stopping.set(true);
+            context.getExecutorServiceManager().shutdownGraceful(actingOnMany);
+            actingOnMany = null;
         }
     }
 
@@ -346,6 +363,10 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
             return;
         }
         try {
+            if (action == Action.ACT_ON_MANY || action == Action.ACT_ON_MANY_RUN) {
+                actOnMany(message, action, form, by);
+                return;
+            }
             Performed performed = perform(action, form, by);
             if (performed == null) {
                 answer(message, 400, TEXT, "The form lacks what " + action.path + " needs. Nothing changed.\n");
@@ -381,6 +402,49 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
                 .raw("<button id=\"erase-confirm\">erase now</button></form>")
                 .raw("<p><a id=\"erase-cancel\" href=\"../" + PATH.substring(1) + "#erase\">cancel</a> (nothing changed)</p></body></html>");
         answer(message, 200, "text/html; charset=utf-8", html.toString());
+    }
+
+    /**
+     * Act on many: first the count of what the form's filter matches and a page to confirm it;
+     * confirmed, the action runs in the background in chunks, its progress on the page (its
+     * operator_action row) with a cancel button.
+     */
+    private void actOnMany(Message message, Action action, MultiMap form, String by) throws SQLException {
+        WorkFilter filter;
+        try {
+            filter = WorkFilter.of(form::get);
+        } catch (ConfigurationException e) {
+            answer(message, 400, TEXT, e.getMessage() + ". Nothing changed.\n");
+            return;
+        }
+        BulkWorkAction.Kind kind = BulkWorkAction.named(form.get("do"));
+        if (kind == null) {
+            answer(message, 400, TEXT, "The form lacks what act-on-many needs (do: retry, settle-performed, settle-not-performed)."
+                    + " Nothing changed.\n");
+            return;
+        }
+        long count = bulk.count(kind, filter);
+        if (action == Action.ACT_ON_MANY) {
+            message.setHeader("Content-Security-Policy", "default-src 'none'; form-action 'self'; frame-ancestors 'none'");
+            answer(message, 200, "text/html; charset=utf-8", StatusReport.confirmActOnMany(form.get("csrf"), form.get("do"), filter, count));
+            return;
+        }
+        if (actingOnMany == null) {
+            answer(message, 503, TEXT, "The page is stopping: act-on-many was not started. Nothing changed.\n");
+            return;
+        }
+        actingOnMany.execute(() -> {
+            try {
+                BulkWorkAction.Progress done = bulk.run(kind, filter, by, stopping::get, progress -> { });
+                LOG.info("status page: {} by {} on {}: {} item(s){}", kind.action, by, filter, done.changed(), done.cancelled() ? ", cancelled" : "");
+            } catch (SQLException e) {
+                LOG.warn("status page: {} by {} on {} stopped: the database did not answer ({} {}); its operator_action row says how far it got",
+                        kind.action, by, filter, e.getSQLState(), e.getMessage());
+            }
+        });
+        LOG.info("status page: {} by {} on {} started ({} item(s) matched)", kind.action, by, filter, count);
+        redirect(message, "../" + PATH.substring(1) + "#actions", kind.action + " of " + count + " item(s) matching " + filter
+                + " started (after any other running first): its progress is under Recent actions.\n");
     }
 
     /** What an action was done to and how it ended, both also in its operator_action row. */
@@ -435,6 +499,16 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
                 }
                 return new Performed(action.subject.label + " " + name,
                         action.pause ? actions.pause(action.subject, name, by) : actions.resume(action.subject, name, by));
+            }
+            case CANCEL_ACTION -> {
+                String id = form.get("id");
+                if (id == null || !id.matches("\\d{1,18}")) {
+                    return null;
+                }
+                boolean asked = BulkWorkAction.requestCancel(dataSource, Long.parseLong(id));
+                return new Performed("operator action " + id, new OperatorActions.Outcome(asked, asked
+                        ? "operator action " + id + " stops after its current chunk; its row then says cancelled"
+                        : "operator action " + id + " is not running; nothing changed"));
             }
             default -> throw new IllegalArgumentException(action.path);
         }

@@ -86,7 +86,8 @@ final class StatusReport {
              ORDER BY e.started_at, e.effect_key LIMIT\s""" + LIST_LIMIT + " OFFSET ?";
 
     private static final String RECENT_ACTIONS = """
-            SELECT acted_at, acted_by, action, target, outcome FROM operator_action ORDER BY id DESC LIMIT\s""" + LIST_LIMIT;
+            SELECT acted_at, acted_by, action, target, outcome, id, state = 'running' AND cancel_requested_at IS NULL
+              FROM operator_action ORDER BY id DESC LIMIT\s""" + LIST_LIMIT;
 
     private static final String OPEN_ALBUMS = "SELECT count(*), min(first_child_at) FROM album WHERE " + AlbumMetrics.OPEN;
 
@@ -160,7 +161,7 @@ final class StatusReport {
             attachments(c, body, attention);
             StatusGraphs.render(c, body, now);
             processes(c, body, attention, now);
-            actions(c, body, now);
+            actions(c, body, now, viewer);
             erasures(c, body, now, viewer);
             Html page = new Html();
             page.raw("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">")
@@ -464,12 +465,19 @@ final class StatusReport {
         }
     }
 
-    private void actions(Connection c, Html html, Instant now) throws SQLException {
+    private void actions(Connection c, Html html, Instant now, Viewer viewer) throws SQLException {
         html.section("actions", "Recent actions from this page (newest first)");
-        html.header("when", "by", "action", "on", "outcome");
+        actOnManyForm(html, viewer);
+        html.header("when", "by", "action", "on", "outcome", "");
         try (PreparedStatement ps = c.prepareStatement(RECENT_ACTIONS); ResultSet rs = ps.executeQuery()) {
             while (rs.next()) {
-                html.row(null, when(instant(rs, 1), now), rs.getString(2), rs.getString(3), rs.getString(4), rs.getString(5));
+                String id = rs.getString(6);
+                html.rowStart("action-" + id).cells(when(instant(rs, 1), now), rs.getString(2), rs.getString(3), rs.getString(4),
+                        rs.getString(5)).raw("<td>");
+                if (rs.getBoolean(7)) {
+                    button(html, viewer, StatusPage.Action.CANCEL_ACTION, "cancel-action-" + id, "cancel", "id", id);
+                }
+                html.raw("</td></tr>");
             }
         }
         html.endTable();
@@ -499,6 +507,43 @@ final class StatusReport {
             }
         }
         html.endTable();
+    }
+
+    /** Act on many: a filter over work items and what to do to them; posting it shows the count to confirm first. */
+    private static void actOnManyForm(Html html, Viewer viewer) {
+        if (!viewer.mayAct()) {
+            return;
+        }
+        html.raw("<form id=\"act-on-many\" method=\"post\" action=\"status/" + StatusPage.Action.ACT_ON_MANY.path + "\">")
+                .raw("<input type=\"hidden\" name=\"csrf\" value=\"").text(viewer.csrf()).raw("\">")
+                .raw("Act on many: <select id=\"act-do\" name=\"do\"><option value=\"retry\">retry (parked or failed)</option>")
+                .raw("<option value=\"settle-performed\">settle effects: performed</option>")
+                .raw("<option value=\"settle-not-performed\">settle effects: not performed</option></select> ")
+                .raw("<label>kind <input id=\"act-kind\" name=\"kind\" size=\"14\"></label> ")
+                .raw("<label>state <select id=\"act-state\" name=\"state\"><option value=\"\">any</option><option>parked</option><option>failed</option>")
+                .raw("</select></label> <label>error contains <input id=\"act-error\" name=\"error\" size=\"18\"></label> ")
+                .raw("<label>since <input id=\"act-since\" name=\"since\" size=\"20\" placeholder=\"2026-11-30T00:00:00Z\"></label> ")
+                .raw("<label>until <input id=\"act-until\" name=\"until\" size=\"20\"></label> ")
+                .raw("<button id=\"act-on-many-count\">count first</button></form>");
+    }
+
+    /** The confirm step of act on many: the count, and the button that runs it on what the filter then matches. */
+    static String confirmActOnMany(String csrf, String action, WorkFilter filter, long count) {
+        Html page = new Html();
+        page.raw("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>chat-intake: confirm</title></head><body>")
+                .raw("<h1>Confirm</h1><p id=\"act-count\">").text(count + " item(s) match " + filter + ": " + action + " them?").raw("</p>")
+                .raw("<form id=\"act-confirm\" method=\"post\" action=\"" + StatusPage.Action.ACT_ON_MANY_RUN.path + "\">");
+        String[][] fields = {{"csrf", csrf}, {"do", action}, {"kind", filter.kind()}, {"state", filter.state()},
+            {"error", filter.errorContains()}, {"since", filter.since() == null ? null : filter.since().toString()},
+            {"until", filter.until() == null ? null : filter.until().toString()}};
+        for (String[] field : fields) {
+            if (field[1] != null) {
+                page.raw("<input type=\"hidden\" name=\"").text(field[0]).raw("\" value=\"").text(field[1]).raw("\">");
+            }
+        }
+        return page.raw("<button id=\"act-confirm-button\">").text(action + " " + count + " item(s)").raw("</button></form>")
+                .raw("<p><a id=\"act-back\" href=\"../" + StatusPage.PATH.substring(1) + "#actions\">back, nothing changed</a></p>")
+                .raw("</body></html>").toString();
     }
 
     /** Whom actions are recorded for: the name, typed once and kept in a cookie. */

@@ -181,6 +181,29 @@ class StatusConsoleTest {
     }
 
     @Test
+    void aFilteredRetryShowsTheCountToConfirmThenRunsAndIsRecordedOnceWithItsFilter(DataSource db) throws Exception {
+        long one = parkedItem(db, "quota exceeded at the CRM");
+        long two = parkedItem(db, "quota exceeded at the CRM");
+        long other = parkedItem(db, "no");
+        browser.open(first.uri("/status").toString());
+
+        browser.type("act-error", "quota exceeded");
+        browser.clickAndWait("act-on-many-count");
+
+        assertThat(browser.text()).contains("2 item(s) match error~\"quota exceeded\": retry them?");
+        assertThat(Sql.count(db, "SELECT count(*) FROM work_item WHERE state = 'parked'")).as("counting changes nothing").isEqualTo(3);
+        browser.clickAndWait("act-confirm-button");
+
+        Await.until("both matching items done", Duration.ofSeconds(60),
+                () -> Sql.count(db, "SELECT count(*) FROM work_item WHERE state = 'done' AND id IN (" + one + ", " + two + ")") == 2);
+        assertThat(Sql.string(db, "SELECT state FROM work_item WHERE id = " + other)).isEqualTo("parked");
+        assertThat(Sql.rows(db, "SELECT acted_by, action, filter, item_count, state FROM operator_action"))
+                .containsExactly(List.of(OPERATOR, "retry-filtered", "error~\"quota exceeded\"", 2L, "done"));
+        browser.open(first.uri("/status").toString());
+        assertThat(browser.text()).contains("2 back to pending (filter: error~\"quota exceeded\")");
+    }
+
+    @Test
     void anEffectSettledAsPerformedIsRecordedWithTheNameAndItsItemRunsToDone(DataSource db) throws Exception {
         long item = parkedItem(db, "effect unifyport:reply started and never recorded: awaiting reconciliation");
         String key = "up:" + item + ":reply";
