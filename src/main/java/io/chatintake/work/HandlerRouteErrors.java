@@ -11,7 +11,8 @@ import org.apache.camel.model.RouteTemplateDefinition;
  * naming a route configuration: a failure goes back to the dispatcher as it is, which tells it in
  * one line (next attempt, undeliverable, retry-after; nothing for a deferral) and once at WARN,
  * with Camel's message history, when the item is parked. Camel's own report of the failed
- * exchange is therefore at DEBUG, so an expected failure is not told again at ERROR. The same
+ * exchange is therefore at DEBUG and without its stack trace, so an expected failure is not told
+ * again at ERROR. The same
  * holds for a {@code direct:} route: its failure is its caller's to tell. A route that chose an
  * error handler or a route configuration keeps it.
  */
@@ -26,6 +27,10 @@ public final class HandlerRouteErrors implements ModelLifecycleStrategy {
         DefaultErrorHandlerDefinition quiet = new DefaultErrorHandlerDefinition();
         quiet.setLevel(LoggingLevel.DEBUG.name());
         quiet.getRedeliveryPolicy().setRetriesExhaustedLogLevel(LoggingLevel.DEBUG.name());
+        // An expected failure (a 404 declared undeliverable, a refused call) is no place for a
+        // stack trace, even at DEBUG: the dispatcher keeps those for what ends parked.
+        quiet.getRedeliveryPolicy().setLogStackTrace("false");
+        quiet.getRedeliveryPolicy().setLogRetryStackTrace("false");
         route.setErrorHandlerFactory(quiet);
     }
 
