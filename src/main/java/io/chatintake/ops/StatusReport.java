@@ -19,6 +19,7 @@ import java.time.format.DateTimeFormatter;
 import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
@@ -150,19 +151,24 @@ final class StatusReport {
             c.setReadOnly(true);
             Instant now = dbNow(c);
             Map<String, OperatorPause.Paused> pausedBots = OperatorPause.list(c, OperatorPause.Subject.TELEGRAM_BOT);
-            Set<String> bots = bots(c, body, attention, now, pausedBots);
-            channels(c, body, refusals, attention, now);
+            // The sections in the order of the nav: Messages, Work, Albums, Bots, Processes, then every graph.
+            body.section("messages", "Messages");
+            body.raw("<p><a id=\"messages-link\" href=\"status/messages\">Messages</a>: ")
+                    .text("find any stored message and what became of it").raw("</p>");
+            erasures(c, body, now, viewer);
             Set<String> kinds = work(c, body, attention, now, viewer);
             kinds.addAll(handledKinds.get());
-            pauses(body, attention, now, viewer, OperatorPause.Subject.TELEGRAM_BOT, bots, pausedBots);
             pauses(body, attention, now, viewer, OperatorPause.Subject.WORK_KIND, kinds, OperatorPause.list(c, OperatorPause.Subject.WORK_KIND));
             effects(c, body, attention, now, viewer);
+            actions(c, body, now, viewer);
             albums(c, body, attention, now, viewer);
             attachments(c, body, attention);
-            StatusGraphs.render(c, body, now);
+            Set<String> bots = bots(c, body, attention, now, pausedBots);
+            pauses(body, attention, now, viewer, OperatorPause.Subject.TELEGRAM_BOT, bots, pausedBots);
+            channels(c, body, refusals, attention, now);
             processes(c, body, attention, now);
-            actions(c, body, now, viewer);
-            erasures(c, body, now, viewer);
+            StatusGraphs graphs = StatusGraphs.read(c, now);
+            graphs.all(body);
             Html page = new Html();
             page.raw("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">")
                     .raw("<meta http-equiv=\"refresh\" content=\"" + refresh.toSeconds() + "\">")
@@ -170,10 +176,12 @@ final class StatusReport {
                     .raw("<h1>chat-intake status</h1><p class=\"meta\">")
                     .text("as of " + TIME.format(now) + " from process " + processName + "; this page reloads every "
                             + refresh.toSeconds() + " s")
-                    .raw("</p><p><a id=\"messages-link\" href=\"status/messages\">Messages</a>: ")
-                    .text("find any stored message and what became of it").raw("</p>");
-            attention.render(page);
+                    .raw("</p>");
             operator(page, viewer);
+            page.raw(NAV).raw("<section id=\"overview\"><h2>Overview</h2>");
+            attention.render(page);
+            graphs.overview(page);
+            page.raw("</section>");
             return page.raw(body.toString()).raw("</body></html>").toString();
         }
     }
@@ -196,6 +204,7 @@ final class StatusReport {
                 String state = paused.containsKey(name) ? "paused" : polling ? "polling"
                         : configured.contains(name) ? "no active poller" : "off (no token here)";
                 if (!polling && configured.contains(name) && !paused.containsKey(name)) {
+                    attention.count(Attention.BOTS_NOT_POLLING, 1);
                     attention.add("bot " + name + " has no active poller");
                 }
                 long lossWindows = rs.getLong("loss_windows");
@@ -240,6 +249,7 @@ final class StatusReport {
         try (PreparedStatement ps = c.prepareStatement(UNMAPPED); ResultSet rs = ps.executeQuery()) {
             while (rs.next()) {
                 unmapped.put(rs.getString(1) + "/" + rs.getString(2), rs.getLong(3));
+                attention.count(Attention.UNMAPPED, rs.getLong(3));
             }
         }
         Set<String> channels = new TreeSet<>(lastDelivery.keySet());
@@ -293,6 +303,7 @@ final class StatusReport {
             }
         }
         html.endTable();
+        attention.count(Attention.PARKED, parked);
         if (parked > 0) {
             attention.add(parked + " work item(s) parked");
             int page = viewer.parkedPage();
@@ -367,6 +378,7 @@ final class StatusReport {
             }
         }
         html.section("effects", "Effects to settle");
+        attention.count(Attention.EFFECTS, total);
         if (effects.isEmpty() && page == 0) {
             html.raw("<p>").text("None: every side effect that started was recorded.").raw("</p>");
             return;
@@ -404,6 +416,7 @@ final class StatusReport {
             }
         }
         html.row("albums", Long.toString(open), when(oldest, now), Long.toString(needingCount));
+        attention.count(Attention.ALBUMS, needingCount);
         html.endTable();
         if (needingCount > 0) {
             attention.add(needingCount + " album(s) need a person (conflicting totals)");
@@ -681,20 +694,39 @@ final class StatusReport {
         return text.length() <= 200 ? text : text.substring(0, 200) + "...";
     }
 
-    /** What needs a person, shown first. */
+    /** What needs a person, shown first: a count of each kind of thing, then every item said in a line. */
     private static final class Attention {
+        static final String PARKED = "parked items";
+        static final String EFFECTS = "effects to settle";
+        static final String ALBUMS = "albums needing a person";
+        static final String BOTS_NOT_POLLING = "bots not polling";
+        static final String UNMAPPED = "unmapped deliveries";
+
+        private final Map<String, Long> counts = new LinkedHashMap<>();
         private final List<String> items = new ArrayList<>();
+
+        Attention() {
+            List.of(PARKED, EFFECTS, ALBUMS, BOTS_NOT_POLLING, UNMAPPED).forEach(kind -> counts.put(kind, 0L));
+        }
 
         void add(String item) {
             items.add(item);
         }
 
+        void count(String kind, long n) {
+            counts.merge(kind, n, Long::sum);
+        }
+
         void render(Html page) {
+            page.raw("<table id=\"needs-a-person\"><tbody><tr>");
+            counts.forEach((kind, n) -> page.raw("<td id=\"count-" + kind.replace(' ', '-') + "\" class=\"" + (n > 0 ? "count warn" : "count")
+                    + "\"><b>" + n + "</b> ").text(kind).raw("</td>"));
+            page.raw("</tr></tbody></table>");
             page.raw("<section id=\"attention\" class=\"" + (items.isEmpty() ? "ok" : "warn") + "\">");
             if (items.isEmpty()) {
                 page.raw("<p>").text("Nothing needs attention.").raw("</p>");
             } else {
-                page.raw("<h2>Needs attention</h2><ul>");
+                page.raw("<h3>Needs attention</h3><ul>");
                 items.forEach(i -> page.raw("<li>").text(i).raw("</li>"));
                 page.raw("</ul>");
             }
@@ -781,6 +813,11 @@ final class StatusReport {
         }
     }
 
+    /** The sections a person jumps to; each anchor is a section's id. */
+    private static final String NAV = "<nav id=\"nav\"><a href=\"#overview\">Overview</a><a href=\"#messages\">Messages</a>"
+            + "<a href=\"#work\">Work</a><a href=\"#albums\">Albums</a><a href=\"#bots\">Bots</a>"
+            + "<a href=\"#processes\">Processes</a><a href=\"#graphs\">All graphs</a></nav>";
+
     static final String STYLE = """
             body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}
             h1{margin:0 0 .2em}h2{margin:1.2em 0 .4em;font-size:1.15em}h3{font-size:1em}
@@ -792,5 +829,9 @@ final class StatusReport {
             #attention.ok{background:#e8f5e9}#attention.warn{background:#fff3e0;border:1px solid #f0a030}
             form.act{display:inline;margin-right:.3em}#operator{margin:.6em 0}
             svg{display:block}
+            nav{position:sticky;top:0;background:#fff;padding:.4em 0;border-bottom:1px solid #ccc;z-index:1}
+            nav a{margin-right:1.2em;font-weight:600}
+            #needs-a-person td{font-size:1.05em}#needs-a-person td.warn{background:#fff3e0}
+            #messages,#work,#albums,#bots,#processes,#graphs{border-top:2px solid #ddd;margin-top:1.5em}
             """;
 }

@@ -9,6 +9,7 @@ import io.chatintake.support.MeterRegistryLookup;
 import io.chatintake.sim.SignedDeliverySender.TimestampForm;
 import io.chatintake.testkit.Await;
 import io.chatintake.testkit.Browser;
+import io.chatintake.testkit.HeadlessChromium;
 import io.chatintake.testkit.Sql;
 import io.chatintake.testkit.TestDatabase;
 import io.chatintake.testkit.WebhookServer;
@@ -136,8 +137,11 @@ class StatusConsoleTest {
             assertThat(hours.values().subList(0, 166)).as("nothing before the last two hours").allMatch(v -> v == 0);
             assertThat(graph(onSecond, hourGraph)).isEqualTo(hours);
         }
-        assertThat(graph(onFirst, "graph-minute-work-unifyport-event-failed").sum()).isZero();
-        assertThat(onFirst).contains("now 0").contains("max ");
+        assertThat(graph(onFirst, "graph-minute-overview-stored").sum()).as("the overview: every channel").isEqualTo(8);
+        assertThat(graph(onFirst, "graph-minute-overview-handled").sum()).as("the overview: every kind").isEqualTo(8);
+        assertThat(onFirst).as("a series at zero all week folds into one line, with no graph of its own")
+                .containsPattern("<p id=\"graphs-flat\"[^>]*>flat at zero over the last 7 days: [^<]*work unifyport-event failed")
+                .doesNotContain("id=\"graph-minute-work-unifyport-event-failed\"").contains("max ");
 
         // The README's picture: the graphs, a parked item with its button, the processes.
         parkedItem(db, "handler said no: the CRM answered 500 for https://crm.example/contacts?" + MEDIA_SIGNATURE);
@@ -145,6 +149,10 @@ class StatusConsoleTest {
         Path png = Path.of("target", "status-console.png");
         browser.screenshot(png);
         assertThat(Files.size(png)).isGreaterThan(10_000);
+        // What a person sees first on a laptop screen: the overview (src/main/docs/status-page.png is this picture).
+        Path firstScreen = Path.of("target", "status-page-1280x800.png");
+        HeadlessChromium.screenshot(first.uri("/status?token=" + STATUS_TOKEN).toString(), firstScreen, 1280, 800);
+        assertThat(Files.size(firstScreen)).isGreaterThan(10_000);
     }
 
     @Test
