@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.sun.net.httpserver.HttpServer;
 import io.chatintake.config.Settings;
+import io.chatintake.testkit.Manual;
 import io.chatintake.testkit.Sql;
 import io.chatintake.work.EffectGuard;
 import io.chatintake.work.GuardedEffect;
@@ -22,6 +23,7 @@ import org.apache.camel.component.mock.MockEndpoint;
 import org.apache.camel.spi.Registry;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+
 
 /**
  * routes/operator-alerts.yaml: an alert message goes to the operator chat through telegram-bot (a
@@ -58,7 +60,7 @@ class OperatorAlertSendRouteTest extends RouteTestSupport {
     /** The README's Slack destination, its steps as printed there, against a webhook on loopback. */
     @Test
     void theReadmesSlackWebhookDestinationPostsTheTextAsJsonOnce(@TempDir Path dir) throws Exception {
-        String readme = Files.readString(Path.of("README.md"), StandardCharsets.UTF_8);
+        String readme = Manual.text();
         Matcher example = Pattern.compile("```yaml\n(            steps:\n              - marshal: \\{json.*?)```", Pattern.DOTALL).matcher(readme);
         assertThat(example.find()).as("the README's Slack example").isTrue();
         List<String> received = new CopyOnWriteArrayList<>();
