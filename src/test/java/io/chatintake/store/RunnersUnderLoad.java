@@ -52,10 +52,15 @@ final class RunnersUnderLoad implements AutoCloseable {
 
     /** The same with the second runner's wall clock {@code secondAhead} of the first's (and the database's). */
     RunnersUnderLoad(Path work, EmbeddedDatabase database, Duration secondAhead) {
+        this(work, database.jdbcUrl(), database.user(), database.password(), secondAhead);
+    }
+
+    /** The same on the database at {@code jdbcUrl}, e.g. a multi-host URL naming a primary and its standby. */
+    RunnersUnderLoad(Path work, String jdbcUrl, String user, Secret password, Duration secondAhead) {
         simulator = BotApiSimulator.start();
         token = simulator.addBot(707, "FAKE-db-faults-test-token", "db_faults_bot");
-        first = RunnerProcess.start(work.resolve("a"), env(work.resolve("a"), database));
-        Map<String, String> secondEnv = env(work.resolve("b"), database);
+        first = RunnerProcess.start(work.resolve("a"), env(work.resolve("a"), jdbcUrl, user, password));
+        Map<String, String> secondEnv = env(work.resolve("b"), jdbcUrl, user, password);
         second = secondAhead.isZero() ? RunnerProcess.start(work.resolve("b"), secondEnv)
                 : RunnerProcess.startWithClockAhead(work.resolve("b"), secondEnv, secondAhead);
         first.awaitReady();
@@ -73,11 +78,11 @@ final class RunnersUnderLoad implements AutoCloseable {
         webhooks.start();
     }
 
-    private Map<String, String> env(Path dir, EmbeddedDatabase database) {
+    private Map<String, String> env(Path dir, String jdbcUrl, String user, Secret password) {
         Map<String, String> env = RunnerProcess.pollingEnv(dir, simulator.url(), token);
-        env.put("CHAT_INTAKE_DB_URL", database.jdbcUrl());
-        env.put("CHAT_INTAKE_DB_USER", database.user());
-        env.put("CHAT_INTAKE_DB_PASSWORD", database.password().reveal());
+        env.put("CHAT_INTAKE_DB_URL", jdbcUrl);
+        env.put("CHAT_INTAKE_DB_USER", user);
+        env.put("CHAT_INTAKE_DB_PASSWORD", password.reveal());
         env.put("UNIFYPORT_SIGNING_SECRETS", SECRET);
         env.put("TELEGRAM_ECHO_REPLIES", "true");
         env.put("TELEGRAM_SEND_PER_BOT_PER_SECOND", "300");
@@ -93,6 +98,22 @@ final class RunnersUnderLoad implements AutoCloseable {
     /** The most getUpdates of the bot that were ever waiting at once, and how many a later one displaced (409). */
     String polls() {
         return simulator.maxConcurrentPolls(token) + " at once, " + simulator.conflicts(token) + " displaced";
+    }
+
+    /** The deliveries answered 2xx so far. */
+    Set<String> acknowledged() {
+        return Set.copyOf(acknowledged);
+    }
+
+    /** The highest update id a getUpdates has confirmed so far (its offset less one); 0 for none. */
+    long confirmedThrough() {
+        return simulator.requests().stream().filter(r -> r.method().equals("getUpdates") && r.offset() != null)
+                .mapToLong(r -> r.offset() - 1).max().orElse(0);
+    }
+
+    /** The answers the bot sent so far, each an effect performed. */
+    int answers() {
+        return simulator.sentMessages(token).size();
     }
 
     /** One album part (of {@code total}) delivered to {@code runner} until accepted. */
