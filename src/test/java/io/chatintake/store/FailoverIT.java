@@ -37,6 +37,8 @@ class FailoverIT {
             Await.until("load stored on the primary", WAIT, () -> load.acknowledged().size() >= 30
                     && Sql.count(primary, "SELECT count(*) FROM outbound_effect WHERE state = 'done'") >= 30);
 
+            assertThat(Sql.count(standby, "SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE 'chat-intake %'"))
+                    .as("no runner connected to the read-only standby").isZero();
             // What the primary holds at the kill, read once the standby has flushed all of it (a
             // commit is visible on a primary before its standby confirms it; its client waits).
             List<String> effectsDone = Sql.rows(primary, "SELECT effect_key FROM outbound_effect WHERE state = 'done'")
