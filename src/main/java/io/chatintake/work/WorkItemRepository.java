@@ -36,15 +36,15 @@ final class WorkItemRepository {
 
     /**
      * A CTE, {@code items}, that inserts the rows of the relation {@code source} (kind, source_key,
-     * source_id, chat_key, o) in the order of {@code o} after the CTE {@code lanes} ran to its end
+     * source_id, chat_key, trace_context, o) in the order of {@code o} after the CTE {@code lanes} ran to its end
      * (the uncorrelated sub-select runs once, before the first item takes its id), returning (id,
      * source_id, source_key) of the items it created. The same source is scheduled once.
      */
     static String itemsFrom(String source) {
         return """
                 items AS (
-                    INSERT INTO work_item (kind, source_key, source_id, chat_key)
-                    SELECT kind, source_key, source_id, chat_key FROM %s
+                    INSERT INTO work_item (kind, source_key, source_id, chat_key, trace_context)
+                    SELECT kind, source_key, source_id, chat_key, trace_context FROM %s
                      WHERE (SELECT count(*) FROM lanes) >= 0
                      ORDER BY o
                     ON CONFLICT ON CONSTRAINT work_item_source DO NOTHING

@@ -40,12 +40,16 @@ public final class WorkQueue {
     }
 
     /** Work to schedule, keyed by its source: scheduling the same source twice schedules it once. */
-    public record NewWork(String kind, String sourceKey, long sourceId, String chatKey) {
+    public record NewWork(String kind, String sourceKey, long sourceId, String chatKey, String traceContext) {
+        /** Work outside any message's trace (operator actions, follow-up work). */
+        public NewWork(String kind, String sourceKey, long sourceId, String chatKey) {
+            this(kind, sourceKey, sourceId, chatKey, null);
+        }
     }
 
     /**
      * Two CTEs, {@code lanes} and {@code items}, that schedule the rows of the relation
-     * {@code source} (kind, source_key, source_id, chat_key, o) in the order of {@code o}, for a
+     * {@code source} (kind, source_key, source_id, chat_key, trace_context, o) in the order of {@code o}, for a
      * statement that works out its new work in SQL; {@code items} returns (id, source_id,
      * source_key) of the items it created. Scheduling the same source twice schedules it once.
      * <p>
@@ -61,21 +65,22 @@ public final class WorkQueue {
 
     private static final String SCHEDULE = """
             WITH new_work AS (
-                SELECT * FROM unnest(?::text[], ?::text[], ?::bigint[], ?::text[]) WITH ORDINALITY AS n(kind, source_key, source_id, chat_key, o)),
+                SELECT * FROM unnest(?::text[], ?::text[], ?::bigint[], ?::text[], ?::text[])
+                              WITH ORDINALITY AS n(kind, source_key, source_id, chat_key, trace_context, o)),
             %s
             SELECT count(*) FROM items""".formatted(scheduleFrom("new_work"));
 
     /**
      * A CTE, {@code staged}, that stages the rows of the relation {@code source} (kind, source_key,
-     * source_id, chat_key, o) in the order of {@code o}: work that {@link #scheduleStaged} turns
+     * source_id, chat_key, trace_context, o) in the order of {@code o}: work that {@link #scheduleStaged} turns
      * into items after the caller's transaction committed, for intake whose answer must not wait
      * for lanes and work items. Staged work is scheduled once, however often it is staged.
      */
     public static String stageFrom(String source) {
         return """
                 staged AS (
-                    INSERT INTO work_staged (kind, source_key, source_id, chat_key)
-                    SELECT kind, source_key, source_id, chat_key FROM %s ORDER BY o
+                    INSERT INTO work_staged (kind, source_key, source_id, chat_key, trace_context)
+                    SELECT kind, source_key, source_id, chat_key, trace_context FROM %s ORDER BY o
                     RETURNING 1)""".formatted(source);
     }
 
@@ -89,7 +94,7 @@ public final class WorkQueue {
     static final String SCHEDULE_STAGED = """
             WITH taken AS (
                 DELETE FROM work_staged WHERE id = ANY (ARRAY(SELECT id FROM work_staged ORDER BY id LIMIT ?))
-                RETURNING kind, source_key, source_id, chat_key, id AS o),
+                RETURNING kind, source_key, source_id, chat_key, trace_context, id AS o),
             %s
             SELECT count(*) FROM taken""".formatted(scheduleFrom("taken"));
 
@@ -138,6 +143,7 @@ public final class WorkQueue {
             ps.setArray(2, transaction.createArrayOf("text", work.stream().map(NewWork::sourceKey).toArray()));
             ps.setArray(3, transaction.createArrayOf("bigint", work.stream().map(NewWork::sourceId).toArray()));
             ps.setArray(4, transaction.createArrayOf("text", work.stream().map(NewWork::chatKey).toArray()));
+            ps.setArray(5, transaction.createArrayOf("text", work.stream().map(NewWork::traceContext).toArray()));
             try (ResultSet rs = ps.executeQuery()) {
                 rs.next();
                 return rs.getInt(1);

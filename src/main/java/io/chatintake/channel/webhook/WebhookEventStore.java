@@ -55,11 +55,11 @@ public final class WebhookEventStore implements WebhookEventSink {
     private static final String WRITE = """
             WITH e AS (
                 SELECT e.event_id, e.delivery_id, e.event_type, e.provider, e.account_id, CAST(e.occurred_at AS timestamptz) AS occurred_at,
-                       e.body, CAST(e.payload AS jsonb) AS payload, e.parse_error, e.chat_key, e.n
+                       e.body, CAST(e.payload AS jsonb) AS payload, e.parse_error, e.chat_key, e.trace_context, e.n
                   FROM unnest(CAST(? AS text[]), CAST(? AS text[]), CAST(? AS text[]), CAST(? AS text[]), CAST(? AS text[]),
-                              CAST(? AS text[]), CAST(? AS bytea[]), CAST(? AS text[]), CAST(? AS text[]), CAST(? AS text[]))
+                              CAST(? AS text[]), CAST(? AS bytea[]), CAST(? AS text[]), CAST(? AS text[]), CAST(? AS text[]), CAST(? AS text[]))
                        WITH ORDINALITY AS e(event_id, delivery_id, event_type, provider, account_id, occurred_at, body, payload, parse_error,
-                                            chat_key, n)),
+                                            chat_key, trace_context, n)),
             child_rows AS (%s),
             ev AS (
                 INSERT INTO webhook_event (%s)
@@ -67,10 +67,11 @@ public final class WebhookEventStore implements WebhookEventSink {
                   FROM e WHERE %s ORDER BY n
                 %s
                 RETURNING event_id, id, (xmax = 0) AS inserted),
-            fresh AS (SELECT e.n, e.event_id, e.chat_key, ev.id FROM e JOIN ev ON ev.event_id = e.event_id WHERE ev.inserted),
+            fresh AS (SELECT e.n, e.event_id, e.chat_key, e.trace_context, ev.id FROM e JOIN ev ON ev.event_id = e.event_id WHERE ev.inserted),
             new_child AS (SELECT c.* FROM child_rows c JOIN fresh ON fresh.n = c.n WHERE c.message_id IS NOT NULL),
             %s,
-            new_work AS (SELECT CAST(? AS text) AS kind, CAST(? AS text) || event_id AS source_key, id AS source_id, chat_key, n AS o FROM fresh),
+            new_work AS (SELECT CAST(? AS text) AS kind, CAST(? AS text) || event_id AS source_key, id AS source_id, chat_key, trace_context,
+                                n AS o FROM fresh),
             %s
             SELECT ev.id, ev.inserted, c.id, c.inserted, c.album_assigned, c.has_attachments
               FROM e LEFT JOIN ev ON ev.event_id = e.event_id
@@ -94,7 +95,8 @@ public final class WebhookEventStore implements WebhookEventSink {
                 %s
                 RETURNING id, (xmax = 0) AS inserted),
             %%s
-            new_work AS (SELECT CAST(? AS text) AS kind, CAST(? AS text) AS source_key, id AS source_id, CAST(? AS text) AS chat_key, 1 AS o
+            new_work AS (SELECT CAST(? AS text) AS kind, CAST(? AS text) AS source_key, id AS source_id, CAST(? AS text) AS chat_key,
+                              CAST(? AS text) AS trace_context, 1 AS o
                            FROM ev WHERE ev.inserted),
             %s
             SELECT ev.id, ev.inserted, %%s
@@ -219,6 +221,7 @@ public final class WebhookEventStore implements WebhookEventSink {
             ps.setArray(++i, SqlArrays.texts(connection, these, WebhookEvent::payloadJson));
             ps.setArray(++i, SqlArrays.texts(connection, these, WebhookEvent::parseError));
             ps.setArray(++i, SqlArrays.texts(connection, these, e -> e.chatKey(workspace)));
+            ps.setArray(++i, SqlArrays.texts(connection, these, WebhookEvent::traceContext));
             i = ChannelMessageStore.bindChildRows(connection, ps, i + 1, workspace, these, WebhookEvent::message, WebhookEvent::change,
                     WebhookEvent::eventId, WebhookEvent::occurredAt);
             ps.setString(i++, workspace);
@@ -258,6 +261,7 @@ public final class WebhookEventStore implements WebhookEventSink {
             ps.setString(++i, workKind);
             ps.setString(++i, workspace + ":" + channel + ":" + event.eventId());
             ps.setString(++i, event.chatKey(workspace));
+            ps.setString(++i, event.traceContext());
             read(ps, List.of(event), List.of(0), stored, children);
         }
     }

@@ -1,0 +1,134 @@
+package io.chatintake.work;
+
+import io.chatintake.support.trace.Tracing;
+import io.opentelemetry.api.trace.Span;
+import io.opentelemetry.api.trace.SpanContext;
+import io.opentelemetry.api.trace.SpanKind;
+import io.opentelemetry.api.trace.StatusCode;
+import io.opentelemetry.api.trace.TraceFlags;
+import io.opentelemetry.api.trace.TraceState;
+import io.opentelemetry.context.Context;
+import io.opentelemetry.context.Scope;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import org.apache.camel.Exchange;
+
+/**
+ * A message's trace through storage: its W3C {@code traceparent} is written with its work
+ * ({@code work_item.trace_context}, by the insert that stages or schedules it) and each attempt
+ * of a handler, in whatever process and however much later, is a span of that trace named with
+ * the attempt number, ending with the outcome. While tracing is off every method is a check of
+ * one flag: no span, no query, a null column.
+ */
+public final class TraceContext {
+    /** The header Camel's tracer continues a trace from, and outgoing HTTP calls carry downstream. */
+    public static final String TRACEPARENT = "traceparent";
+    private static final String STORED = "chatIntake.traceContext";
+
+    private TraceContext() {
+    }
+
+    /** The current span's traceparent, to store with new work; null while tracing is off or no span is current. */
+    public static String current() {
+        return Tracing.current().on() ? traceparent(Span.current().getSpanContext()) : null;
+    }
+
+    /** W3C {@code traceparent}: version 00, trace id, span id, flags. Null for an invalid context. */
+    public static String traceparent(SpanContext span) {
+        return span.isValid() ? "00-" + span.getTraceId() + "-" + span.getSpanId() + "-" + span.getTraceFlags().asHex() : null;
+    }
+
+    /** A stored traceparent back as a remote parent; invalid when absent or malformed. */
+    public static SpanContext parse(String traceparent) {
+        if (traceparent == null || traceparent.length() != 55 || !traceparent.startsWith("00-")) {
+            return SpanContext.getInvalid();
+        }
+        String[] parts = traceparent.toLowerCase(Locale.ROOT).split("-");
+        return SpanContext.createFromRemoteParent(parts[1], parts[2], TraceFlags.fromHex(parts[3], 0), TraceState.getDefault());
+    }
+
+    /** The stored contexts of loaded items, in one query, onto their exchanges: only while tracing is on. */
+    static void load(Connection connection, List<WorkItem> items, List<Exchange> exchanges) {
+        if (!Tracing.current().on() || items.isEmpty()) {
+            return;
+        }
+        Map<Long, Exchange> byId = new HashMap<>();
+        for (int i = 0; i < items.size(); i++) {
+            byId.put(items.get(i).id(), exchanges.get(i));
+        }
+        try (PreparedStatement ps = connection.prepareStatement("SELECT id, trace_context FROM work_item WHERE id = ANY (?::bigint[])")) {
+            ps.setArray(1, connection.createArrayOf("bigint", byId.keySet().toArray()));
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    String stored = rs.getString(2);
+                    if (stored != null) {
+                        byId.get(rs.getLong(1)).setProperty(STORED, stored);
+                    }
+                }
+            }
+        } catch (SQLException e) {
+            // A trace is worth less than the work: its attempt then starts a trace of its own.
+        }
+    }
+
+    /**
+     * The span of one attempt at an item, child of the message's stored trace (a new trace when
+     * none was stored), current while the handler runs; the handler's route continues it through
+     * the exchange's {@code traceparent}.
+     */
+    static Attempt start(WorkItem item, Exchange exchange) {
+        Tracing tracing = Tracing.current();
+        if (!tracing.on()) {
+            return Attempt.NONE;
+        }
+        SpanContext stored = parse(exchange.getProperty(STORED, String.class));
+        Context parent = stored.isValid() ? Context.root().with(Span.wrap(stored)) : Context.root();
+        Span span = tracing.tracer().spanBuilder("work " + item.kind() + " attempt " + item.attempts())
+                .setParent(parent)
+                .setSpanKind(SpanKind.CONSUMER)
+                .setAttribute("chat_intake.work.kind", item.kind())
+                .setAttribute("chat_intake.work.item", item.id())
+                .setAttribute("chat_intake.work.attempt", item.attempts())
+                .startSpan();
+        tracing.chatIds(span, item.chatKey());
+        exchange.getMessage().setHeader(TRACEPARENT, traceparent(span.getSpanContext()));
+        return new Attempt(span, span.makeCurrent());
+    }
+
+    /** An attempt's span, ended with its outcome: done, retried, deferred, parked or undeliverable. */
+    static final class Attempt {
+        static final Attempt NONE = new Attempt(null, null);
+        private final Span span;
+        private final Scope scope;
+
+        private Attempt(Span span, Scope scope) {
+            this.span = span;
+            this.scope = scope;
+        }
+
+        void end(Outcome outcome) {
+            if (span == null) {
+                return;
+            }
+            scope.close();
+            String ended = switch (outcome.kind()) {
+                case DONE -> "done";
+                case UNDELIVERABLE -> "undeliverable";
+                case FAILED -> "retried";
+                case PARKED -> "parked";
+                case DEFERRED -> "deferred";
+            };
+            span.setAttribute("chat_intake.work.outcome", ended);
+            if (outcome.kind() == Outcome.Kind.FAILED || outcome.kind() == Outcome.Kind.PARKED) {
+                span.setStatus(StatusCode.ERROR);
+            }
+            span.end();
+        }
+    }
+}
