@@ -101,6 +101,73 @@ public final class TraceContext {
         return new Attempt(span, span.makeCurrent());
     }
 
+    /**
+     * A client span for a call to another system (a guarded effect, a Bot API method, a download),
+     * child of the current span; {@link Call#NONE} while tracing is off. Attributes name the call,
+     * never its URL, token or payload.
+     */
+    public static Call call(String name, String... attributeNamesAndValues) {
+        return Tracing.current().on() ? new Call(span(name, SpanKind.CLIENT, null, attributeNamesAndValues)) : Call.NONE;
+    }
+
+    /**
+     * A span for a batch of inbound messages (a Telegram poll), each of which then starts a trace
+     * of its own linked to it ({@link Call#linkedTrace}); {@link Call#NONE} while tracing is off.
+     */
+    public static Call batch(String name, String... attributeNamesAndValues) {
+        return Tracing.current().on() ? new Call(span(name, SpanKind.CONSUMER, null, attributeNamesAndValues)) : Call.NONE;
+    }
+
+    private static Span span(String name, SpanKind kind, SpanContext link, String... attributeNamesAndValues) {
+        var builder = Tracing.current().tracer().spanBuilder(name).setSpanKind(kind);
+        if (link != null) {
+            builder.setNoParent().addLink(link);
+        }
+        for (int i = 0; i + 1 < attributeNamesAndValues.length; i += 2) {
+            if (attributeNamesAndValues[i + 1] != null) {
+                builder.setAttribute(attributeNamesAndValues[i], attributeNamesAndValues[i + 1]);
+            }
+        }
+        return builder.startSpan();
+    }
+
+    /** A call's span, ended with its state (done, failed, undeliverable, ...) and the HTTP status when there was one. */
+    public static final class Call {
+        public static final Call NONE = new Call(null);
+        private final Span span;
+
+        private Call(Span span) {
+            this.span = span;
+        }
+
+        /**
+         * A new trace for one message of this batch, its first span linked to the batch's and ended
+         * at once: the traceparent to store with the message's work (null while tracing is off).
+         */
+        public String linkedTrace(String name, String... attributeNamesAndValues) {
+            if (span == null) {
+                return null;
+            }
+            Span first = span(name, SpanKind.CONSUMER, span.getSpanContext(), attributeNamesAndValues);
+            first.end();
+            return traceparent(first.getSpanContext());
+        }
+
+        public void end(String state, Integer httpStatus) {
+            if (span == null) {
+                return;
+            }
+            span.setAttribute("chat_intake.effect.state", state);
+            if (httpStatus != null) {
+                span.setAttribute("http.response.status_code", httpStatus.longValue());
+            }
+            if (!"done".equals(state) && !"already done".equals(state)) {
+                span.setStatus(StatusCode.ERROR);
+            }
+            span.end();
+        }
+    }
+
     /** An attempt's span, ended with its outcome: done, retried, deferred, parked or undeliverable. */
     static final class Attempt {
         static final Attempt NONE = new Attempt(null, null);

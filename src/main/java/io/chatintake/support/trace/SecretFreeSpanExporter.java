@@ -76,7 +76,11 @@ final class SecretFreeSpanExporter implements SpanExporter {
                 return;
             }
             if (value instanceof String text) {
-                kept.put(name, URL_VALUED.matcher(name).matches() ? origin(text) : clean(text));
+                if (!URL_VALUED.matcher(name).matches() || name.endsWith(".scheme")) {
+                    kept.put(name, clean(text));
+                } else if (origin(text) != null) {
+                    kept.put(name, origin(text));
+                }
             } else {
                 @SuppressWarnings("unchecked")
                 AttributeKey<Object> same = (AttributeKey<Object>) key;
@@ -97,21 +101,17 @@ final class SecretFreeSpanExporter implements SpanExporter {
         return Redactor.redact(URL_IN_TEXT.matcher(text).replaceAll("$1"));
     }
 
-    /** A URL (or URI) as scheme://host[:port]; an endpoint URI without a host as its scheme. */
+    /** A URL (or endpoint URI) as scheme://host[:port]; null for a bare path or anything else, which may hold a token. */
     static String origin(String value) {
         try {
             URI uri = URI.create(value.trim());
             if (uri.getScheme() != null && uri.getRawAuthority() != null) {
                 return (uri.getScheme() + "://" + uri.getRawAuthority()).toLowerCase(Locale.ROOT).replaceAll(".*@", uri.getScheme() + "://");
             }
-            if (uri.getScheme() != null) {
-                return uri.getScheme();
-            }
         } catch (IllegalArgumentException e) {
-            // not a URI: cut below
+            // not a URI
         }
-        int colon = value.indexOf(':');
-        return colon > 0 ? value.substring(0, colon) : Redactor.MASK;
+        return null;
     }
 
     @Override
