@@ -21,7 +21,7 @@ import javax.sql.DataSource;
 
 /**
  * Stores the verified events of one delivery and, for message events, their child messages, in
- * one transaction, each new event with its work staged ({@link WorkQueue#stageFrom}: the work
+ * one transaction, each new event with its work staged ({@link WorkQueue#stageTracedFrom}: the work
  * dispatcher's scheduler writes the work item right after the commit, so the answer does not wait
  * for lanes and work items). Returning from {@link #store} means committed: only then may the
  * caller answer 2xx. Every statement is bounded
@@ -80,7 +80,7 @@ public final class WebhookEventStore implements WebhookEventSink {
                                                     = (r.provider, r.account_id, r.conversation_id, r.message_id)
              ORDER BY e.n
             """.formatted(ChannelMessageStore.CHILD_ROWS, EVENT_COLUMNS, NOT_PURGED.formatted("e.event_id"), ON_REDELIVERY, ChannelMessageStore.upsertFrom("new_child"),
-            WorkQueue.stageFrom("new_work"));
+            WorkQueue.stageTracedFrom("new_work"));
 
     /**
      * The one event of a transaction that holds no other (every delivery of a lone sender): the
@@ -100,7 +100,7 @@ public final class WebhookEventStore implements WebhookEventSink {
                            FROM ev WHERE ev.inserted),
             %s
             SELECT ev.id, ev.inserted, %%s
-            """.formatted(EVENT_COLUMNS, NOT_PURGED.formatted("?"), ON_REDELIVERY, WorkQueue.stageFrom("new_work"));
+            """.formatted(EVENT_COLUMNS, NOT_PURGED.formatted("?"), ON_REDELIVERY, WorkQueue.stageTracedFrom("new_work"));
     /** One row even when a purged key kept the event out (ev empty). */
     private static final String LONE_ROW = " FROM (SELECT 1) one LEFT JOIN ev ON true";
     private static final String LONE_WITHOUT_CHILD = LONE.formatted("", "NULL, NULL, NULL, NULL" + LONE_ROW);
