@@ -62,8 +62,10 @@ class TelegramTracingIT {
     void anEchoedUpdateIsOneTraceFromThePollBatchLinkToSendMessage() {
         simulator.enqueueText(token, CHAT, TEXT);
         Await.until("the echo sent", Duration.ofSeconds(60), () -> simulator.sentMessages(token).size() == 1);
-        Await.until("the sendMessage span exported", Duration.ofSeconds(30),
-                () -> otlp.spans().stream().anyMatch(s -> s.name().equals("telegram-bot sendMessage")));
+        // The attempt ends after its sendMessage: both exported.
+        Await.until("the sendMessage and attempt spans exported", Duration.ofSeconds(30),
+                () -> otlp.spans().stream().anyMatch(s -> s.name().equals("telegram-bot sendMessage"))
+                        && otlp.spans().stream().anyMatch(s -> s.name().equals("work telegram-update attempt 1")));
 
         ReceivedSpan send = otlp.spans().stream().filter(s -> s.name().equals("telegram-bot sendMessage")).findFirst().orElseThrow();
         assertThat(send.kind()).as("a client span").isEqualTo(3);
