@@ -1,5 +1,6 @@
 package io.chatintake.album;
 
+import io.chatintake.store.Database;
 import io.chatintake.store.PlannedEachTime;
 import java.sql.Array;
 import java.sql.Connection;
@@ -12,6 +13,7 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.Supplier;
 import java.util.function.ToIntFunction;
 import javax.sql.DataSource;
 import org.apache.camel.CamelContext;
@@ -292,10 +294,47 @@ public final class AlbumAggregationRepository extends org.apache.camel.processor
         return exchangeIds.stream().map(id -> true).toList();
     }
 
+    /** Recovery every 5 s: a database away means nothing to recover yet; the next scan after its return recovers. */
     @Override
     public Set<String> scan(CamelContext camelContext) {
-        return new LinkedHashSet<>(jdbcTemplate.queryForList("SELECT id FROM album_aggregation_completed"
-                + " WHERE completed_at < now() - make_interval(secs => ?)", String.class, RECOVERY_GRACE_SECONDS));
+        return unlessAway(() -> new LinkedHashSet<>(jdbcTemplate.queryForList("SELECT id FROM album_aggregation_completed"
+                + " WHERE completed_at < now() - make_interval(secs => ?)", String.class, RECOVERY_GRACE_SECONDS)), Set.of());
+    }
+
+    /**
+     * Read by the route's start (to time the open groups out): a runner that starts while its
+     * database is away starts without them, as the deadline sweep completes every overdue album
+     * from its row anyway.
+     */
+    @Override
+    public Set<String> getKeys() {
+        return unlessAway(super::getKeys, Set.of());
+    }
+
+    /** Counts the groups for a line in the log, which a database away at start does without. */
+    @Override
+    protected void doStart() throws Exception {
+        unlessAway(() -> {
+            try {
+                super.doStart();
+            } catch (Exception e) {
+                throw e instanceof RuntimeException runtime ? runtime : new IllegalStateException(e);
+            }
+            return null;
+        }, null);
+    }
+
+    private static <T> T unlessAway(Supplier<T> read, T whenAway) {
+        try {
+            return read.get();
+        } catch (RuntimeException e) {
+            // Spring's: DataAccessException, or CannotCreateTransactionException (getKeys runs in a transaction)
+            if (!Database.isUnreachable(e)) {
+                throw e;
+            }
+            LOG.debug("album groups: database away ({}); read again once it is back", e.getMessage());
+            return whenAway;
+        }
     }
 
     /** A removed group: the album key, its channel, and its children as the body (never media). */

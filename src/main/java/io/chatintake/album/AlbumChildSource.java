@@ -9,7 +9,7 @@ import org.apache.camel.Message;
 
 /**
  * A child just given its album, on its way into the album's aggregation group
- * ({@code work.handlers.album-child}, shipped as {@code direct:album-child}, routes/albums.yaml):
+ * (the {@code work:album-child} route, routes/albums.yaml):
  * its id, index and total, and the album key it is correlated by. Each child runs once (its work
  * item is unique); run again, the group already holds it and nothing changes.
  * <p>
@@ -46,8 +46,8 @@ public final class AlbumChildSource extends RowWorkSource {
              WHERE m.id %%s""".formatted(AlbumAggregationRepository.IS_GROUP, AlbumAggregationRepository.QUIET_MILLIS, AlbumKey.OF_CHILD,
             AlbumAggregationRepository.CHILDREN_OF_ALBUM);
 
-    public AlbumChildSource(String endpointUri) {
-        super(KIND, endpointUri, SELECT, 100);
+    public AlbumChildSource() {
+        super(KIND, SELECT, 100);
     }
 
     @Override

@@ -7,16 +7,16 @@ import java.sql.SQLException;
 import org.apache.camel.Message;
 
 /**
- * A recorded album decision as business work: its handler ({@code work.handlers.album-decision},
- * shipped as {@code direct:album-ready}) receives it with the
+ * A recorded album decision as business work: its handler (the {@code work:album-decision}
+ * route, routes/handlers.yaml) receives it with the
  * decision as JSON. A {@code late} decision is a new snapshot for display; handlers must not
  * send anything to a customer again because of it.
  */
 public final class AlbumDecisionSource extends WorkSource {
     public static final String KIND = "album-decision";
 
-    public AlbumDecisionSource(String endpointUri) {
-        super(KIND, endpointUri);
+    public AlbumDecisionSource() {
+        super(KIND);
     }
 
     @Override

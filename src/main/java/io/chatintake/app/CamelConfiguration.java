@@ -18,6 +18,7 @@ import io.chatintake.channel.telegram.TelegramFileSource;
 import io.chatintake.channel.telegram.TelegramWorkSource;
 import io.chatintake.config.ConfigurationException;
 import io.chatintake.config.Settings;
+import io.chatintake.content.ContentExpiry;
 import io.chatintake.message.ChildMessageListener;
 import io.chatintake.ops.StatusHistory;
 import io.chatintake.ops.StatusPage;
@@ -28,6 +29,7 @@ import io.chatintake.support.Redactor;
 import io.chatintake.support.trace.Tracing;
 import io.chatintake.work.EffectGuard;
 import io.chatintake.work.GuardedEffect;
+import io.chatintake.work.HandlerRouteErrors;
 import io.chatintake.work.Retention;
 import io.chatintake.work.WorkDispatcher;
 import io.chatintake.work.WorkQueue;
@@ -35,14 +37,11 @@ import io.chatintake.work.WorkSource;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Properties;
 import java.util.TreeMap;
-import java.util.function.Function;
 import java.util.concurrent.ExecutorService;
 import javax.sql.DataSource;
 import org.apache.camel.BindToRegistry;
@@ -51,6 +50,7 @@ import org.apache.camel.opentelemetry2.OpenTelemetryTracer;
 import org.apache.camel.CamelContextAware;
 import org.apache.camel.component.telegram.TelegramComponent;
 import org.apache.camel.health.HealthCheckHelper;
+import org.apache.camel.model.Model;
 import org.apache.camel.health.HealthCheckRegistry;
 import org.apache.camel.spi.PropertiesComponent;
 import org.apache.camel.spi.RoutesLoader;
@@ -74,12 +74,12 @@ public class CamelConfiguration implements org.apache.camel.CamelConfiguration, 
     public static final String ROUTES_DIR = "chat-intake.routes-dir";
     public static final String HTTP_PORT = "chat-intake.http.port";
     public static final String ROUTES_RELOAD = "chat-intake.routes-reload";
-    /** {@code work.handlers.<kind>=direct:...}: the handler route of each work kind this process runs. */
-    public static final String WORK_HANDLERS = "work.handlers.";
 
     private CamelContext camel;
     private Settings settings;
     private DataSource dataSource;
+    /** Null when a data source was given: its owner opened it. */
+    private DatabaseService database;
     private WorkDispatcher dispatcher;
     private AttachmentFetcher fetcher;
     private AlbumDecisions albumDecisions;
@@ -97,10 +97,11 @@ public class CamelConfiguration implements org.apache.camel.CamelConfiguration, 
     }
 
     /**
-     * The product's database, migrated before any route is even loaded. An external one when
-     * {@code chat-intake.db.url} is set, else the embedded one; closed after Camel has stopped.
-     * A {@code dataSource} bound before this class runs is used as it is: its owner migrates it
-     * (and records nothing in {@code runner_start}).
+     * The product's database, migrated before any route starts. An external one when
+     * {@code chat-intake.db.url} is set, else the embedded one; closed after Camel has stopped. One
+     * that does not answer yet is waited for ({@link DatabaseService}): the routes start once it
+     * does. A {@code dataSource} bound before this class runs is used as it is: its owner migrates
+     * it (and records nothing in {@code runner_start}).
      */
     @BindToRegistry("dataSource")
     public synchronized DataSource dataSource() {
@@ -112,17 +113,17 @@ public class CamelConfiguration implements org.apache.camel.CamelConfiguration, 
             dataSource = given;
             return dataSource;
         }
-        Database opened = Database.open(settings());
+        database = new DatabaseService(settings());
+        database.tryOpen();
         try {
-            LOG.info("migrations: {}", Migrations.apply(opened.dataSource()));
-            DatabaseService.recordStart(opened.dataSource(), Runner.version());
             // Added before anything else, so Camel stops it last: after every route and the dispatcher.
-            camel.addService(new DatabaseService(opened));
+            camel.addService(database);
         } catch (Exception e) {
-            opened.close();
-            throw e instanceof RuntimeException runtime ? runtime : new IllegalStateException(e.getMessage(), e);
+            database.stop();
+            throw new IllegalStateException(e.getMessage(), e);
         }
-        dataSource = opened.dataSource();
+        camel.getRegistry().bind(DatabaseService.NAME, database);
+        dataSource = database.dataSource();
         return dataSource;
     }
 
@@ -203,6 +204,12 @@ public class CamelConfiguration implements org.apache.camel.CamelConfiguration, 
         return Retention.from(settings(), dataSource());
     }
 
+    /** Content expiry (retention.content-days): the first step of routes/retention.yaml. */
+    @BindToRegistry("contentExpiry")
+    public ContentExpiry contentExpiry() {
+        return ContentExpiry.from(settings(), dataSource());
+    }
+
     /** Bound before the routes start, so intake can wake it; its workers start once every route runs. */
     @BindToRegistry("workDispatcher")
     public synchronized WorkDispatcher workDispatcher() {
@@ -214,6 +221,7 @@ public class CamelConfiguration implements org.apache.camel.CamelConfiguration, 
 
     @Override
     public void configure(CamelContext context) throws Exception {
+        StartingHttpGate gate = null;
         Path routesDir = routesDirectory(settings());
         traceRoutes(context);
         HealthCheckRegistry health = HealthCheckHelper.getHealthCheckRegistry(context);
@@ -230,7 +238,8 @@ public class CamelConfiguration implements org.apache.camel.CamelConfiguration, 
             context.getRegistry().bind("vertx", vertx);
             context.getManagementStrategy().addEventNotifier(new HttpServerVertx.Closing(vertx));
             context.addRoutes(StatusPage.route(settings(), dataSource()));
-            context.getManagementStrategy().addEventNotifier(new StartingHttpGate(context));
+            gate = new StartingHttpGate(context);
+            context.getManagementStrategy().addEventNotifier(gate);
             context.getManagementStrategy().addEventNotifier(new RequestLimits(context, limits));
         }
         // camel-telegram in users' own routes gets the bot main's token and server from the
@@ -243,9 +252,11 @@ public class CamelConfiguration implements org.apache.camel.CamelConfiguration, 
         }
         // A camel-telegram consumer of a bot telegram-inbox polls would confirm updates outside storage.
         SecondPollerGuard.install(context);
+        // work: routes take their failure handling from the work engine, whatever file they are in.
+        context.getCamelContextExtension().getContextPlugin(Model.class).addModelLifecycleStrategy(new HandlerRouteErrors());
         // One file that does not load is one line in the log, not a runner that does not start.
         context.getCamelContextExtension().addContextPlugin(RoutesLoader.class, new RouteFilesLoader(context));
-        RunnerLifecycle lifecycle = new RunnerLifecycle(workDispatcher(), dataSource(), routesDir);
+        RunnerLifecycle lifecycle = new RunnerLifecycle(workDispatcher(), dataSource(), routesDir, database, gate);
         context.addLifecycleStrategy(lifecycle);
     }
 
@@ -297,32 +308,13 @@ public class CamelConfiguration implements org.apache.camel.CamelConfiguration, 
         return WorkDispatcher.Options.from(settings());
     }
 
-    /** A source per kind with a handler configured here; kinds without one are left for the processes that have one. */
-    private List<WorkSource> workSources() {
-        Settings s = settings();
-        Map<String, Function<String, WorkSource>> kinds = new LinkedHashMap<>();
-        kinds.put(TelegramWorkSource.KIND, TelegramWorkSource::new);
-        kinds.put(AlbumChildSource.KIND, AlbumChildSource::new);
-        kinds.put(AlbumDecisionSource.KIND, AlbumDecisionSource::new);
-        kinds.put(AttachmentStore.KIND, AttachmentWorkSource::new);
-        // <channel>-event kinds belong to webhook-inbox routes, which register their sources themselves.
-        s.describe().keySet().stream().filter(k -> k.startsWith(WORK_HANDLERS))
-                .filter(k -> !kinds.containsKey(k.substring(WORK_HANDLERS.length())) && !k.endsWith("-event")).findFirst().ifPresent(k -> {
-                    throw new ConfigurationException(Settings.envName(k) + " (" + k + "): no work of kind '"
-                            + k.substring(WORK_HANDLERS.length()) + "' exists; kinds: " + String.join(", ", kinds.keySet())
-                            + ", and <channel>-event for each webhook-inbox channel");
-                });
-        List<WorkSource> sources = new ArrayList<>();
-        List<String> elsewhere = new ArrayList<>();
-        kinds.forEach((kind, source) -> {
-            Optional<String> uri = s.get(WORK_HANDLERS + kind);
-            uri.ifPresentOrElse(u -> sources.add(source.apply(u)), () -> elsewhere.add(kind));
-        });
-        if (!elsewhere.isEmpty()) {
-            LOG.info("work: no handler configured here for {} ({}...); such items are left for a process that has one",
-                    elsewhere, WORK_HANDLERS);
-        }
-        return sources;
+    /**
+     * How the rows of each built-in kind are read. Which kinds this process runs is up to the
+     * routes: those with a started {@code work:<kind>} route. {@code <channel>-event} kinds belong
+     * to webhook-inbox routes, which register their sources themselves.
+     */
+    private static List<WorkSource> workSources() {
+        return List.of(new TelegramWorkSource(), new AlbumChildSource(), new AlbumDecisionSource(), new AttachmentWorkSource());
     }
 
     static Path routesDirectory(Settings settings) {

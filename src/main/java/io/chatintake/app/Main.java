@@ -5,6 +5,7 @@ import io.chatintake.ops.bench.DispatchBenchmark;
 import io.chatintake.ops.bench.ManyBotsBenchmark;
 import io.chatintake.ops.bench.MemoryBenchmark;
 import io.chatintake.ops.bench.ReplyBenchmark;
+import io.chatintake.ops.bench.SearchBenchmark;
 import io.chatintake.ops.bench.SoakBenchmark;
 import io.chatintake.ops.bench.StartBenchmark;
 import io.chatintake.ops.bench.TelegramIntakeBenchmark;
@@ -13,9 +14,11 @@ import io.chatintake.channel.webhook.WebhookRouteFile;
 import io.chatintake.config.ConfigurationException;
 import io.chatintake.config.Settings;
 import io.chatintake.ops.AlbumCommands;
+import io.chatintake.ops.MessagesCommand;
 import io.chatintake.ops.KubernetesConfigMap;
 import io.chatintake.ops.Chaos;
 import io.chatintake.ops.Demo;
+import io.chatintake.ops.EraseCommand;
 import io.chatintake.ops.PurgeCommand;
 import io.chatintake.ops.SendCommand;
 import io.chatintake.ops.TelegramCommands;
@@ -77,6 +80,9 @@ public final class Main {
                 case "work" -> {
                     return new WorkCommands(loadSettings(), out).run(args.subList(1, args.size()));
                 }
+                case "messages" -> {
+                    return new MessagesCommand(loadSettings(), out).run(args.subList(1, args.size()));
+                }
                 case "albums" -> {
                     String sub = args.size() > 1 ? args.get(1) : "status";
                     if (sub.equals("resolve")) {
@@ -109,9 +115,10 @@ public final class Main {
                             case "start" -> new StartBenchmark(out).run();
                             case "latency" -> new DispatchBenchmark(out).latency(given ? n : 20);
                             case "replies" -> new ReplyBenchmark(out).run(given ? n : 600);
+                            case "search" -> new SearchBenchmark(out).run(given ? n : 1_000_000);
                             case "soak" -> new SoakBenchmark(out).run(given ? n : 300, args.subList(2, args.size()));
                             default -> throw new ConfigurationException(
-                                    "usage: bench telegram [--cold]|bots|dispatch|albums|webhook|memory|start|latency|replies|soak [N]");
+                                    "usage: bench telegram [--cold]|bots|dispatch|albums|webhook|memory|start|latency|replies|search|soak [N]");
                         };
                     } catch (ConfigurationException e) {
                         throw e;
@@ -149,6 +156,9 @@ public final class Main {
                 }
                 case "demo" -> {
                     return new Demo(out).run(args.subList(1, args.size()));
+                }
+                case "erase" -> {
+                    return new EraseCommand(loadSettings(), out).run(args.subList(1, args.size()));
                 }
                 case "purge" -> {
                     return new PurgeCommand(loadSettings(), out).run(args.subList(1, args.size()));
@@ -204,11 +214,21 @@ public final class Main {
                 "  work status                              stored work by kind and state, parked items, effects to reconcile,",
                 "                                           live processes and since when they hold handling back for intake",
                 "  work retry --id N | --all-parked         put parked work back to pending",
+                "  work retry --kind K --state S --error TEXT --since T --until T [--dry-run] [--chunk N] [--by NAME]",
+                "                                           every parked or failed item the filter matches: --dry-run prints the",
+                "                                           count; without it runs in chunks of 500, a line each, Ctrl-C stops",
+                "                                           after the current chunk; recorded once in operator_action",
                 "  work replay --kind K --since T           run done work of kind K created since T again (explicit only)",
                 "  work resolve-effect KEY --performed|--not-performed [--by NAME]",
                 "                                           settle an effect parked for reconciliation; its item runs again",
+                "  work settle --kind K ... --performed|--not-performed [--dry-run]",
+                "                                           the same for every item the filter matches (as work retry's filter)",
                 "  work pause --kind K [--by NAME]          no item of kind K is claimed within 2 s; new ones are stored, none parked",
                 "  work resume --kind K [--by NAME]         kind K is claimed again, in order per chat (both recorded in operator_action)",
+                "  messages find [--channel C] [--bot B] [--conversation ID] [--sender ID] [--text T] [--event ID]",
+                "                [--since T] [--until T] [--limit N] [--after CURSOR]",
+                "                                           stored messages, newest first (T: ISO time or age, 15m, 2h, 3d)",
+                "  messages show KEY                        a message's timeline: stored by, album, runs, effects, payload masked",
                 "  albums status                            open albums, oldest open age, recent decisions, conflicts",
                 "  albums resolve ALBUM_KEY [--by NAME]     a person settled the album: clears needs_person, records who",
                 "  demo [--exit]                            a one-minute story on a fresh embedded database with the simulators;",
@@ -222,6 +242,10 @@ public final class Main {
                 "                                           to the route (this configuration's port, or URL); prints status and body",
                 "  k8s configmap                            k8s/configmap.yaml from config/ and routes/ (run in the repository root)",
                 "  purge [--dry-run]                        one retention pass now (retention.*), or what it would remove",
+                "  erase --telegram BOT:CHAT_ID | --conversation CHANNEL:WORKSPACE:ACCOUNT:CONVERSATION",
+                "        | --sender CHANNEL:WORKSPACE:ACCOUNT:SENDER [--dry-run] [--by NAME]",
+                "                                           remove that chat's or person's content everywhere (database, media",
+                "                                           files); their waiting work ends erased; recorded in erasure (counts only)",
                 "  bench telegram [N]                       Telegram intake of the runner (handlers on) as a ratio to a hand-written loop",
                 "  bench telegram --cold [N]                a fresh runner drains N waiting updates (default 20,000) vs a fresh hand-written loop",
                 "  bench bots [B]                           B bots (default 100) at 50 updates/s each with bursts: p99 to stored, threads, heap",
@@ -231,6 +255,7 @@ public final class Main {
                 "  bench latency [SECONDS]                  commit-to-handler wait over 1,000 chats, shipped vs a growing gathering wait (20 s a rate)",
                 "  bench albums [N]                         album decision latency with N albums open (default 20,000), heap flat",
                 "  bench replies [N]                        echo replies at Telegram's limits (simulator, 429 above them) as ratios to the bot's limit",
+                "  bench search [N]                         N stored messages (default 1,000,000): p50/p95 of a page per search filter",
                 "  bench dispatch [N]                       ordered work handled as a ratio to the intake rate; claim cost vs backlog",
                 "  bench soak [SECONDS] [--FLAG=VALUE ...]   one runner under a steady mixed load for SECONDS (default 300): handling",
                 "                                           keeps up, oldest pending, drained in 30 s, no claim lost to itself; flags",

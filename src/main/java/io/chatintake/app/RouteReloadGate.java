@@ -26,29 +26,41 @@ final class RouteReloadGate implements ResourceReload {
 
     private final ResourceReload reload;
     private final RoutesCheck check;
+    /** Null when this process serves no HTTP. */
+    private final StartingHttpGate httpGate;
     /** The problems last reported per file: one save can raise several file events. */
     private final Map<String, String> refused = new ConcurrentHashMap<>();
 
-    private RouteReloadGate(ResourceReload reload, RoutesCheck check) {
+    private RouteReloadGate(ResourceReload reload, RoutesCheck check, StartingHttpGate httpGate) {
         this.reload = reload;
         this.check = check;
+        this.httpGate = httpGate;
     }
 
-    /** Put before the context's route reload, if reload is on; the check reads the context's configuration and registry. */
-    static void install(CamelContext context) {
+    /**
+     * Put before the context's route reload, if reload is on; the check reads the context's
+     * configuration and registry.
+     *
+     * @param httpGate answers a swapped route's path 503 while the swap lasts; null without HTTP
+     */
+    static void install(CamelContext context, StartingHttpGate httpGate) {
         RouteWatcherReloadStrategy strategy = context.hasService(RouteWatcherReloadStrategy.class);
         if (strategy == null || strategy.getResourceReload() == null || strategy.getResourceReload() instanceof RouteReloadGate) {
             return;
         }
         RoutesCheck check = new RoutesCheck(key -> context.getPropertiesComponent().resolveProperty(key),
                 name -> context.getRegistry().lookupByName(name) != null);
-        strategy.setResourceReload(new RouteReloadGate(strategy.getResourceReload(), check));
+        strategy.setResourceReload(new RouteReloadGate(strategy.getResourceReload(), check, httpGate));
     }
 
     private static String read(Resource resource) throws IOException {
         try (InputStream in = resource.getInputStream()) {
             return new String(in.readAllBytes(), StandardCharsets.UTF_8);
         }
+    }
+
+    private static List<RoutesCheck.Problem> refusing(List<RoutesCheck.Problem> found) {
+        return found.stream().filter(RoutesCheck.Problem::refusesReload).toList();
     }
 
     @Override
@@ -59,26 +71,26 @@ final class RouteReloadGate implements ResourceReload {
     /** Hands the file to Camel's reload if it passes the check; false when it was refused. */
     boolean reloadIfValid(String name, Resource resource) throws Exception {
         if (!name.matches(".*\\.(yaml|yml|java)$")) {
-            reload.onReload(name, resource);
+            swap(name, resource);
             return true;
         }
         String content;
         List<RoutesCheck.Problem> problems;
         try {
             content = read(resource);
-            problems = check.check(Path.of(name), content);
+            problems = refusing(check.check(Path.of(name), content));
             // A save can be seen half-written (truncated, then written): look again while it changes.
             for (int look = 0; look < SETTLE_LOOKS && !problems.isEmpty() && !content.equals(read(resource)); look++) {
                 content = read(resource);
-                problems = check.check(Path.of(name), content);
+                problems = refusing(check.check(Path.of(name), content));
             }
         } catch (IOException e) {
-            reload.onReload(name, resource); // gone or unreadable: Camel's reload says what it does with it
+            swap(name, resource); // gone or unreadable: Camel's reload says what it does with it
             return true;
         }
         if (problems.isEmpty()) {
             refused.remove(name);
-            reload.onReload(name, resource);
+            swap(name, resource);
             return true;
         }
         String described = problems.get(0) + (problems.size() > 1 ? " (and " + (problems.size() - 1) + " more)" : "");
@@ -87,5 +99,19 @@ final class RouteReloadGate implements ResourceReload {
                     Path.of(name).getFileName(), described, name);
         }
         return false;
+    }
+
+    /** Camel removes the file's routes, then adds their new version: a delivery meanwhile is told to retry, never 404. */
+    private void swap(String name, Resource resource) throws Exception {
+        if (httpGate == null) {
+            reload.onReload(name, resource);
+            return;
+        }
+        httpGate.reloading();
+        try {
+            reload.onReload(name, resource);
+        } finally {
+            httpGate.reloaded();
+        }
     }
 }

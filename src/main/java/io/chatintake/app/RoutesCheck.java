@@ -35,6 +35,7 @@ import org.apache.camel.catalog.EndpointValidationResult;
 import org.apache.camel.impl.DefaultCamelContext;
 import org.apache.camel.model.FromDefinition;
 import org.apache.camel.model.ModelCamelContext;
+import org.apache.camel.model.PolicyDefinition;
 import org.apache.camel.model.ProcessorDefinitionHelper;
 import org.apache.camel.model.RouteDefinition;
 import org.apache.camel.model.SendDefinition;
@@ -60,15 +61,47 @@ import org.snakeyaml.engine.v2.scanner.StreamReader;
  * parse, Java that does not compile, unknown components, endpoint options unknown or of the wrong
  * type (Camel's catalog, with the metadata of the components in this jar), {@code {{placeholders}}}
  * with no value, beans referenced but not bound, and {@code direct:} endpoints no route consumes.
+ * It knows the flow of work: a kind queued ({@code to: "work:<kind>"}, a webhook-inbox's
+ * {@code workKind}) that no route consumes ({@code from: "work:<kind>"}) is a problem; a kind consumed
+ * that nothing queues, and a {@code telegram-bot:} or {@code http(s):} call run as work outside a
+ * {@code guardedEffect} policy, are warnings (printed, never failing the check).
  * A file is checked with the other route files of its directory, as the runner loads them all.
  */
 final class RoutesCheck {
-    /** One problem, where it is. */
-    record Problem(Path file, int line, String message) {
+    /**
+     * One problem, or a warning, where it is. A problem of the flow (a kind queued that no route
+     * consumes) is a problem of the set of files, not of the file a reload brings: it fails the
+     * check, not a reload.
+     */
+    record Problem(Path file, int line, String message, boolean warning, boolean ofTheFlow) {
+        Problem(Path file, int line, String message) {
+            this(file, line, message, false, false);
+        }
+
+        static Problem warning(Path file, int line, String message) {
+            return new Problem(file, line, message, true, true);
+        }
+
+        static Problem ofTheFlow(Path file, int line, String message) {
+            return new Problem(file, line, message, false, true);
+        }
+
+        /** Whether a reload of the file is refused for it. */
+        boolean refusesReload() {
+            return !warning && !ofTheFlow;
+        }
+
         @Override
         public String toString() {
-            return file + ":" + line + ": " + message;
+            return file + ":" + line + ": " + (warning ? "warning: " : "") + message;
         }
+    }
+
+    /** A route of a file: its input, and what it sends to, each inside a {@code guardedEffect} policy or not. */
+    private static final class RouteScope {
+        Endpoint from;
+        final List<Endpoint> sends = new ArrayList<>();
+        final List<Endpoint> guardedSends = new ArrayList<>();
     }
 
     /** An endpoint URI in a route file, with its {@code parameters} map when the DSL gives one. */
@@ -102,12 +135,23 @@ final class RoutesCheck {
         final Set<String> definedBeans = new LinkedHashSet<>();
         final Map<String, Integer> beanRefs = new LinkedHashMap<>();
         final List<Problem> problems = new ArrayList<>();
+        final List<RouteScope> routes = new ArrayList<>();
+    }
+
+    /** Where the YAML walk is: the route it is in (null outside one), and whether inside a guardedEffect policy. */
+    private record Within(RouteScope route, boolean guarded) {
     }
 
     private static final Pattern PLACEHOLDER = Pattern.compile("\\{\\{(.+?)}}");
     /** Keys whose scalar value is an endpoint URI (a step's short form, {@code - to: "direct:x"}). */
     private static final Set<String> URI_STEPS = Set.of("to", "toD", "wireTap", "enrich", "pollEnrich", "from");
     private static final String COMPONENT_SERVICES = "META-INF/services/org/apache/camel/component/";
+    /** The policy bean that guards an effect: begin before its steps, record after them. */
+    static final String GUARDED_EFFECT = "guardedEffect";
+    /** Calls that leave the process with a side effect: run as work, each belongs in a guardedEffect policy. */
+    private static final Set<String> EFFECT_SCHEMES = Set.of("telegram-bot", "http", "https");
+    /** Kinds every message intake queues for each stored message (its attachments, its album). */
+    private static final List<String> MESSAGE_KINDS = List.of("album-child", "attachment");
 
     private final Function<String, Optional<String>> property;
     private final Predicate<String> bound;
@@ -152,11 +196,14 @@ final class RoutesCheck {
                 applicationBeans.add(binding.value().isEmpty() ? method.getName() : binding.value());
             }
         }
-        List<Problem> problems = new RoutesCheck(property, applicationBeans::contains).check(target);
-        problems.forEach(out::println);
+        List<Problem> found = new RoutesCheck(property, applicationBeans::contains).check(target);
+        found.forEach(out::println);
+        long problems = found.stream().filter(p -> !p.warning()).count();
+        long warnings = found.size() - problems;
         int files = Files.isDirectory(target) ? routeFiles(target).size() : 1;
-        out.println("routes check: " + files + " file(s), " + (problems.isEmpty() ? "no problems" : problems.size() + " problem(s)"));
-        return problems.isEmpty() ? 0 : 1;
+        out.println("routes check: " + files + " file(s), " + (problems == 0 ? "no problems" : problems + " problem(s)")
+                + (warnings == 0 ? "" : ", " + warnings + " warning(s)"));
+        return problems == 0 ? 0 : 1;
     }
 
     /** The problems of a file (checked with its directory's other route files) or of every route file of a directory. */
@@ -216,8 +263,132 @@ final class RoutesCheck {
                 }
             }
         });
+        problems.addAll(flow(scans, only));
         problems.sort(Comparator.comparing((Problem p) -> p.file().toString()).thenComparingInt(Problem::line));
         return problems;
+    }
+
+    /**
+     * Where work goes: each queued kind needs a route consuming it, a consumed kind should be
+     * queued by something, and what runs as work (a work: route and the direct: routes it calls)
+     * should make its telegram-bot and http(s) calls inside a guardedEffect policy.
+     */
+    private List<Problem> flow(Map<Path, Scan> scans, Path only) {
+        Map<String, Endpoint> queued = new LinkedHashMap<>();
+        Map<String, Endpoint> consumed = new LinkedHashMap<>();
+        Map<String, RouteScope> directRoutes = new LinkedHashMap<>();
+        List<RouteScope> routes = new ArrayList<>();
+        scans.values().forEach(scan -> routes.addAll(scan.routes));
+        List<Problem> problems = new ArrayList<>();
+        for (RouteScope route : routes) {
+            if (route.from != null && route.from.scheme().equals("work")) {
+                Endpoint first = consumed.putIfAbsent(route.from.directName(), route.from);
+                if (first != null && mine(route.from, only)) {
+                    problems.add(new Problem(route.from.file(), route.from.line(), "work:" + route.from.directName() + " is consumed by two"
+                            + " routes, here and at " + first.file() + ":" + first.line() + ": one kind has one handler route per process"));
+                }
+            } else if (route.from != null && route.from.scheme().equals("direct")) {
+                directRoutes.putIfAbsent(route.from.directName(), route);
+            }
+            for (Endpoint send : allSends(route)) {
+                queuedKind(send).ifPresent(kind -> queued.putIfAbsent(kind, send));
+                if (intake(send) || route.from != null && intake(route.from)) {
+                    MESSAGE_KINDS.forEach(kind -> queued.putIfAbsent(kind, send));
+                }
+            }
+            if (route.from != null && intake(route.from)) {
+                MESSAGE_KINDS.forEach(kind -> queued.putIfAbsent(kind, route.from));
+            }
+        }
+        // An album's children, once aggregated, are decided: the album route queues the decision.
+        if (consumed.containsKey("album-child")) {
+            queued.putIfAbsent("album-decision", consumed.get("album-child"));
+        }
+        queued.forEach((kind, at) -> {
+            if (!consumed.containsKey(kind) && mine(at, only)) {
+                problems.add(Problem.ofTheFlow(at.file(), at.line(), "work:" + kind + " is queued here, but no route consumes it"
+                        + " (from: \"work:" + kind + "\"): its items would wait, unhandled"));
+            }
+        });
+        consumed.forEach((kind, at) -> {
+            if (!queued.containsKey(kind) && mine(at, only)) {
+                problems.add(Problem.warning(at.file(), at.line(), "work:" + kind + " is consumed here, but nothing queues it"
+                        + " (to: \"work:" + kind + "\", or a webhook-inbox's workKind)"));
+            }
+        });
+        Set<RouteScope> guardedOnly = new LinkedHashSet<>();
+        Set<RouteScope> asWork = new LinkedHashSet<>();
+        List<RouteScope> reach = new ArrayList<>(routes.stream().filter(r -> r.from != null && r.from.scheme().equals("work")).toList());
+        while (!reach.isEmpty()) {
+            RouteScope route = reach.remove(reach.size() - 1);
+            if (!asWork.add(route)) {
+                continue;
+            }
+            for (Endpoint send : route.sends) {
+                RouteScope callee = send.scheme().equals("direct") ? directRoutes.get(send.directName()) : null;
+                if (callee != null) {
+                    reach.add(callee);
+                }
+            }
+            for (Endpoint send : route.guardedSends) {
+                RouteScope callee = send.scheme().equals("direct") ? directRoutes.get(send.directName()) : null;
+                if (callee != null) {
+                    guardedOnly.add(callee);
+                }
+            }
+        }
+        for (RouteScope route : asWork) {
+            for (Endpoint send : route.sends) {
+                String scheme = resolved(send.uri()).split(":", 2)[0];
+                if (EFFECT_SCHEMES.contains(scheme) && mine(send, only)) {
+                    problems.add(Problem.warning(send.file(), send.line(), scheme + ": call run as work outside a " + GUARDED_EFFECT
+                            + " policy: a redelivered item would call it again (policy: {id: <effect name>, ref: " + GUARDED_EFFECT
+                            + ", steps: [...]})"));
+                }
+            }
+        }
+        return problems;
+    }
+
+    private static List<Endpoint> allSends(RouteScope route) {
+        List<Endpoint> all = new ArrayList<>(route.sends);
+        all.addAll(route.guardedSends);
+        return all;
+    }
+
+    private static boolean mine(Endpoint at, Path only) {
+        return only == null || at.file().equals(only);
+    }
+
+    /** A channel's intake: what it stores is a message (albums, attachments) as well as its own kind of work. */
+    private static boolean intake(Endpoint endpoint) {
+        return endpoint.scheme().equals("telegram-inbox") || endpoint.scheme().equals("webhook-inbox") && !endpoint.consumer();
+    }
+
+    /** The kind an endpoint queues: {@code to: "work:<kind>"}, or a webhook-inbox's workKind (default {@code <channel>-event}). */
+    private Optional<String> queuedKind(Endpoint send) {
+        if (send.consumer()) {
+            return Optional.empty();
+        }
+        if (send.scheme().equals("work")) {
+            return Optional.of(send.directName());
+        }
+        if (send.scheme().equals("webhook-inbox")) {
+            Map<String, String> options = new LinkedHashMap<>(send.parameters());
+            int query = send.uri().indexOf('?');
+            if (query >= 0) {
+                for (String pair : send.uri().substring(query + 1).split("&")) {
+                    int eq = pair.indexOf('=');
+                    options.putIfAbsent(eq < 0 ? pair : pair.substring(0, eq), eq < 0 ? "" : pair.substring(eq + 1));
+                }
+            }
+            if (options.containsKey("eventSink")) {
+                // A sink of its own (telegram-webhook's) queues its own kind, which its route names with to: work:<kind>.
+                return Optional.ofNullable(options.get("workKind")).map(this::resolved);
+            }
+            return Optional.of(resolved(options.getOrDefault("workKind", send.directName() + "-event")));
+        }
+        return Optional.empty();
     }
 
     /** The route files of a directory: {@code *.yaml}, {@code *.yml}, {@code *.java}, as the runner loads them. */
@@ -246,7 +417,7 @@ final class RoutesCheck {
             scan.problems.add(new Problem(file, 1, "YAML syntax: " + firstLine(e.getMessage())));
             return scan;
         }
-        documents.forEach(document -> walk(file, document, null, Set.of(), scan));
+        documents.forEach(document -> walk(file, document, null, Set.of(), scan, new Within(null, false)));
         try (CamelContext context = checkContext()) {
             for (RoutesBuilder builder : PluginHelper.getRoutesLoader(context).findRoutesBuilders(ResourceHelper.fromString("file:" + file, text))) {
                 context.addRoutes(builder);
@@ -261,11 +432,11 @@ final class RoutesCheck {
      * Every mapping, sequence and scalar of a YAML route file, with the key it is the value of;
      * inside a {@code routeTemplate}, its parameters are placeholders that have a value.
      */
-    private void walk(Path file, Node node, String key, Set<String> templateParameters, Scan scan) {
+    private void walk(Path file, Node node, String key, Set<String> templateParameters, Scan scan, Within within) {
         if (node instanceof ScalarNode scalar) {
-            scalar(file, line(node), key, scalar.getValue(), templateParameters, scan);
+            scalar(file, line(node), key, scalar.getValue(), templateParameters, scan, within);
         } else if (node instanceof SequenceNode sequence) {
-            sequence.getValue().forEach(item -> walk(file, item, key, templateParameters, scan));
+            sequence.getValue().forEach(item -> walk(file, item, key, templateParameters, scan, within));
         } else if (node instanceof MappingNode mapping) {
             Map<String, Node> entries = new LinkedHashMap<>();
             for (NodeTuple tuple : mapping.getValue()) {
@@ -274,6 +445,15 @@ final class RoutesCheck {
                 }
             }
             Set<String> inTemplate = "routeTemplate".equals(key) ? templateParameters(entries.get("parameters")) : templateParameters;
+            Within inside = within;
+            if ("route".equals(key) || "routeTemplate".equals(key)) {
+                RouteScope route = new RouteScope();
+                scan.routes.add(route);
+                inside = new Within(route, false);
+            } else if ("policy".equals(key) && entries.get("ref") instanceof ScalarNode ref && GUARDED_EFFECT.equals(ref.getValue())) {
+                inside = new Within(within.route(), true);
+            }
+            Within scope = inside;
             if ("beans".equals(key) && entries.get("name") instanceof ScalarNode name) {
                 scan.definedBeans.add(name.getValue());
             }
@@ -289,11 +469,14 @@ final class RoutesCheck {
                         }
                     }
                 }
-                scan.endpoints.add(new Endpoint(file, line(uri), u.getValue(), parameters, lines, "from".equals(key)));
+                Endpoint endpoint = new Endpoint(file, line(uri), u.getValue(), parameters, lines, "from".equals(key));
+                scan.endpoints.add(endpoint);
+                scope(endpoint, scope);
+                placeholders(file, line(uri), u.getValue(), inTemplate, scan);
             }
             entries.forEach((k, value) -> {
                 if (!(k.equals("uri") && value instanceof ScalarNode)) {
-                    walk(file, value, k, inTemplate, scan);
+                    walk(file, value, k, inTemplate, scan, scope);
                 }
             });
         }
@@ -317,15 +500,33 @@ final class RoutesCheck {
         return names;
     }
 
-    private void scalar(Path file, int line, String key, String value, Set<String> templateParameters, Scan scan) {
+    /** A route's input, or a call it makes (guarded or not). */
+    private static void scope(Endpoint endpoint, Within within) {
+        if (within.route() == null) {
+            return;
+        }
+        if (endpoint.consumer()) {
+            within.route().from = endpoint;
+        } else {
+            (within.guarded() ? within.route().guardedSends : within.route().sends).add(endpoint);
+        }
+    }
+
+    private void placeholders(Path file, int line, String value, Set<String> templateParameters, Scan scan) {
         Matcher placeholders = PLACEHOLDER.matcher(value);
         while (placeholders.find()) {
             if (!templateParameters.contains(placeholders.group(1))) {
                 placeholder(placeholders.group(1)).ifPresent(missing -> scan.problems.add(new Problem(file, line, missing)));
             }
         }
+    }
+
+    private void scalar(Path file, int line, String key, String value, Set<String> templateParameters, Scan scan, Within within) {
+        placeholders(file, line, value, templateParameters, scan);
         if (key != null && URI_STEPS.contains(key)) {
-            scan.endpoints.add(new Endpoint(file, line, value, key.equals("from")));
+            Endpoint endpoint = new Endpoint(file, line, value, key.equals("from"));
+            scan.endpoints.add(endpoint);
+            scope(endpoint, within);
         } else if ("ref".equals(key)) {
             scan.beanRefs.putIfAbsent(value, line);
         } else if (value.startsWith("#bean:")) {
@@ -354,10 +555,21 @@ final class RoutesCheck {
             }
             for (RouteDefinition route : ((ModelCamelContext) context).getRouteDefinitions()) {
                 FromDefinition from = route.getInput();
-                scan.endpoints.add(new Endpoint(file, Math.max(1, from.getLineNumber()), from.getEndpointUri(), true));
-                for (SendDefinition<?> send : ProcessorDefinitionHelper.filterTypeInOutputs(route.getOutputs(), SendDefinition.class)) {
-                    scan.endpoints.add(new Endpoint(file, Math.max(1, send.getLineNumber()), send.getEndpointUri(), false));
+                RouteScope scope = new RouteScope();
+                scope.from = new Endpoint(file, Math.max(1, from.getLineNumber()), from.getEndpointUri(), true);
+                scan.endpoints.add(scope.from);
+                Set<Object> guarded = new LinkedHashSet<>();
+                for (PolicyDefinition policy : ProcessorDefinitionHelper.filterTypeInOutputs(route.getOutputs(), PolicyDefinition.class)) {
+                    if (GUARDED_EFFECT.equals(policy.getRef())) {
+                        guarded.addAll(ProcessorDefinitionHelper.filterTypeInOutputs(policy.getOutputs(), SendDefinition.class));
+                    }
                 }
+                for (SendDefinition<?> send : ProcessorDefinitionHelper.filterTypeInOutputs(route.getOutputs(), SendDefinition.class)) {
+                    Endpoint endpoint = new Endpoint(file, Math.max(1, send.getLineNumber()), send.getEndpointUri(), false);
+                    scan.endpoints.add(endpoint);
+                    (guarded.contains(send) ? scope.guardedSends : scope.sends).add(endpoint);
+                }
+                scan.routes.add(scope);
             }
         } catch (Exception e) {
             String error = RouteFilesLoader.firstError(e);
@@ -400,8 +612,7 @@ final class RoutesCheck {
         String key = body;
         boolean present = environment ? System.getenv(key) != null : property.apply(key).isPresent();
         return present ? Optional.empty() : Optional.of("placeholder {{" + expression + "}} has no value: set "
-                + (environment ? "environment variable " + key : key + " in the configuration or " + Settings.envName(key))
-                + ", or give it a default ({{" + expression + ":default}})");
+                + (environment ? "environment variable " + key : key + " in the configuration or " + Settings.envName(key)));
     }
 
     private List<Problem> validate(Endpoint endpoint) {

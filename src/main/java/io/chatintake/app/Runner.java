@@ -5,7 +5,12 @@ import io.chatintake.config.Settings;
 import io.chatintake.store.EmbeddedDatabase;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import org.apache.camel.CamelContext;
+import org.apache.camel.FailedToCreateRouteException;
+import org.apache.camel.FailedToStartRouteException;
 import org.apache.camel.main.Main;
+import org.apache.camel.model.Model;
+import org.apache.camel.model.RouteDefinition;
 
 /**
  * {@code java -jar chat-intake.jar}: camel-main with the configuration file and the one wiring,
@@ -41,9 +46,18 @@ public final class Runner {
         Runtime.getRuntime().addShutdownHook(hold);
         try {
             camel.run();
+            // A configuration error found once the awaited database answered stopped Camel.
+            if (camel.getCamelContext() != null) {
+                DatabaseService database = camel.getCamelContext().getRegistry().lookupByNameAndType(DatabaseService.NAME, DatabaseService.class);
+                if (database != null && database.failure().isPresent()) {
+                    throw database.failure().get();
+                }
+            }
         } catch (Exception e) {
+            String where = failedRoute(camel, e);
             stopQuietly(camel);
-            throw configurationError(e);
+            ConfigurationException error = configurationError(e);
+            throw where == null ? error : new ConfigurationException(where + ": " + error.getMessage(), e);
         } finally {
             stopped.countDown();
         }
@@ -57,6 +71,32 @@ public final class Runner {
             }
         }
         return new ConfigurationException("Camel could not run the routes: " + EmbeddedDatabase.rootMessage(e), e);
+    }
+
+    /**
+     * "routes/x.yaml:4, route x" of the route Camel could not create or start (an unknown endpoint
+     * option, a policy or bean ref that is not bound), or null when no route is to blame.
+     */
+    static String failedRoute(Main camel, Throwable e) {
+        String routeId = null;
+        for (Throwable t = e; t != null && routeId == null; t = t.getCause() == t ? null : t.getCause()) {
+            if (t instanceof FailedToCreateRouteException create) {
+                routeId = create.getRouteId();
+            } else if (t instanceof FailedToStartRouteException start) {
+                routeId = start.getRouteId();
+            }
+        }
+        CamelContext context = camel.getCamelContext();
+        if (routeId == null || context == null) {
+            return null;
+        }
+        RouteDefinition route = context.getCamelContextExtension().getContextPlugin(Model.class).getRouteDefinition(routeId);
+        if (route == null || route.getInput() == null || route.getInput().getLocation() == null) {
+            return "route " + routeId;
+        }
+        String location = route.getInput().getLocation();
+        return (location.startsWith("file:") ? location.substring("file:".length()) : location) + ":"
+                + Math.max(1, route.getInput().getLineNumber()) + ", route " + routeId;
     }
 
     /** A start that failed midway may have opened the database: stopping Camel closes it. */

@@ -27,16 +27,30 @@ final class RunnerLifecycle extends LifecycleStrategySupport {
     private final WorkDispatcher dispatcher;
     private final DataSource dataSource;
     private final Path routesDir;
+    /** Null when the data source was given, already open. */
+    private final DatabaseService database;
+    /** Null when this process serves no HTTP. */
+    private final StartingHttpGate gate;
 
-    RunnerLifecycle(WorkDispatcher dispatcher, DataSource dataSource, Path routesDir) {
+    RunnerLifecycle(WorkDispatcher dispatcher, DataSource dataSource, Path routesDir, DatabaseService database, StartingHttpGate gate) {
         this.dispatcher = dispatcher;
         this.dataSource = dataSource;
         this.routesDir = routesDir;
+        this.database = database;
+        this.gate = gate;
+    }
+
+    private boolean databaseOpen() {
+        return database == null || database.isOpen();
     }
 
     /** Before any route is built: a listed bot's route is checked and started with the others. */
     @Override
     public void onContextInitializing(CamelContext context) throws VetoCamelContextStartException {
+        // Without a database no route can do its work yet: none starts taking messages until it answers.
+        if (!databaseOpen()) {
+            context.setAutoStartup(false);
+        }
         try {
             new TelegramBotRoutes(context).sync(true);
         } catch (Exception e) {
@@ -44,9 +58,25 @@ final class RunnerLifecycle extends LifecycleStrategySupport {
         }
     }
 
-    /** Called once the context has started, routes included. */
+    /** Called once the context has started, routes included unless the database is awaited. */
     @Override
     public void onContextStarted(CamelContext context) {
+        if (databaseOpen()) {
+            ready(context);
+            return;
+        }
+        database.awaitThen(context, () -> {
+            try {
+                context.setAutoStartup(true);
+                context.getRouteController().startAllRoutes();
+            } catch (Exception e) {
+                throw new IllegalStateException("routes: cannot start them: " + e.getMessage(), e);
+            }
+            ready(context);
+        });
+    }
+
+    private void ready(CamelContext context) {
         TelegramBotRoutes bots = new TelegramBotRoutes(context);
         try {
             bots.sync(true);
@@ -57,9 +87,10 @@ final class RunnerLifecycle extends LifecycleStrategySupport {
         dispatcher.start();
         AlbumMetrics.register(MeterRegistryLookup.of(context), dataSource);
         // A route file changed from now on is checked before it replaces its running routes.
-        RouteReloadGate.install(context);
+        RouteReloadGate.install(context, gate);
         // Camel's own file watcher misses a ConfigMap update (a ..data symlink swap).
         ConfigMapRoutesReload.start(context, routesDir);
+        RemovedRouteFiles.start(context, routesDir);
         LOG.info("routes: {} running from {}: {}", context.getRoutes().size(), routesDir,
                 context.getRoutes().stream().map(Route::getRouteId).sorted().collect(Collectors.joining(", ")));
         String httpPort = context.resolvePropertyPlaceholders("{{camel.server.port}}");
@@ -69,6 +100,9 @@ final class RunnerLifecycle extends LifecycleStrategySupport {
         } else {
             LOG.info("http: webhooks on port {}; health at /observe/health, metrics at /observe/metrics and /status on management port {}",
                     httpPort, managementPort);
+        }
+        if (gate != null) {
+            gate.open();
         }
         LOG.info("chat-intake ready");
     }

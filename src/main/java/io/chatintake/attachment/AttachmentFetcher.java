@@ -5,7 +5,6 @@ import io.chatintake.attachment.AttachmentStore.Outcome;
 import io.chatintake.config.Secret;
 import io.chatintake.config.Settings;
 import io.chatintake.support.MeterRegistryLookup;
-import io.chatintake.store.Database;
 import io.chatintake.work.TraceContext;
 import io.chatintake.work.WorkDispatcher;
 import io.micrometer.core.instrument.Counter;
@@ -72,8 +71,8 @@ public final class AttachmentFetcher {
          * @param maxAttempts the dispatcher's {@code work.max-attempts}: the attempt that records {@code failed}
          */
         public static Options from(Settings settings, int maxAttempts) {
-            Duration downloadTimeout = Duration.ofSeconds(settings.getLong("attachments.download-timeout-seconds"));
-            return new Options(MediaStore.configured(settings, Database.dataDir(settings).resolve("media"), downloadTimeout),
+            Duration downloadTimeout = MediaStore.downloadTimeout(settings);
+            return new Options(MediaStore.configured(settings),
                     settings.getLong("attachments.max-bytes"),
                     settings.getInt("attachments.max-concurrent-downloads"),
                     downloadTimeout,

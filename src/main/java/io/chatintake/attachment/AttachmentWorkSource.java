@@ -7,15 +7,15 @@ import java.sql.SQLException;
 import org.apache.camel.Message;
 
 /**
- * Attachment downloads as work: handled by {@code direct:attachment-fetch} (routes/attachments.yaml),
+ * Attachment downloads as work: handled by the {@code work:attachment} route (routes/attachments.yaml),
  * so they get the dispatcher's retries with backoff, parking and bounded concurrency. The body is
  * an {@link AttachmentStore.Attachment}, whose URL prints redacted; it is never put in a header.
  */
 public final class AttachmentWorkSource extends WorkSource {
     public static final String ATTACHMENT_ID = "ChatIntakeAttachmentId";
 
-    public AttachmentWorkSource(String endpointUri) {
-        super(AttachmentStore.KIND, endpointUri);
+    public AttachmentWorkSource() {
+        super(AttachmentStore.KIND);
     }
 
     @Override

@@ -68,6 +68,11 @@ public final class LocalMediaStore implements MediaStore {
     }
 
     @Override
+    public void delete(String relativePath) throws IOException {
+        Files.deleteIfExists(root.resolve(relativePath));
+    }
+
+    @Override
     public String description() {
         return "local directory " + root.toAbsolutePath().normalize();
     }

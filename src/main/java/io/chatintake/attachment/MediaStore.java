@@ -2,6 +2,7 @@ package io.chatintake.attachment;
 
 import io.chatintake.config.ConfigurationException;
 import io.chatintake.config.Settings;
+import io.chatintake.store.Database;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.file.Path;
@@ -35,11 +36,24 @@ public interface MediaStore extends AutoCloseable {
     /** The content stored under a key of {@link StoredFile#relativePath()}; the caller closes it. */
     InputStream open(String relativePath) throws IOException;
 
+    /** Removes the content stored under a key (erasure, content expiry); a key already gone is no error. */
+    void delete(String relativePath) throws IOException;
+
     /** Where files go, for the start line: no credential in it. */
     String description();
 
     @Override
     void close();
+
+    /** The store {@code media.store} names, under the data directory's {@code media}. */
+    static MediaStore configured(Settings settings) {
+        return configured(settings, Database.dataDir(settings).resolve("media"), downloadTimeout(settings));
+    }
+
+    /** The longest a download runs ({@code attachments.download-timeout-seconds}). */
+    static Duration downloadTimeout(Settings settings) {
+        return Duration.ofSeconds(settings.getLong("attachments.download-timeout-seconds"));
+    }
 
     /**
      * The store {@code media.store} names. Downloads are spooled under {@code <mediaDir>/tmp}

@@ -143,6 +143,15 @@ public final class S3MediaStore implements MediaStore {
     }
 
     @Override
+    public void delete(String relativePath) throws IOException {
+        try {
+            s3.deleteObject(d -> d.bucket(bucket).key(relativePath));
+        } catch (SdkException e) {
+            throw failed("delete", relativePath, e);
+        }
+    }
+
+    @Override
     public String description() {
         return where;
     }

@@ -3,6 +3,7 @@ package io.chatintake.ops;
 import static io.chatintake.store.Transactions.inTransaction;
 
 import io.chatintake.album.AlbumDecisions;
+import io.chatintake.content.ContentRemoval;
 import io.chatintake.store.OperatorPause;
 import io.chatintake.store.Transactions;
 import io.chatintake.work.EffectGuard;
@@ -35,39 +36,68 @@ final class OperatorActions {
     record Outcome(boolean changed, String sentence) {
     }
 
-    /** One parked (or failed) item back to pending, due now. */
+    /** The one line a retry of an item whose content is gone answers. */
+    static String contentGone(long id) {
+        return "work item " + id + ": refused, its content is gone (expired by retention.content-days, or erased); nothing to replay";
+    }
+
+    /** One parked (or failed) item back to pending, due now; refused when its content is gone. */
     Outcome retry(long id, String by) throws SQLException {
-        return recorded(by, "retry", "work item " + id, c -> WorkQueue.retry(c, id) == 1
-                ? new Outcome(true, "work item " + id + " back to pending")
-                : new Outcome(false, "work item " + id + " is not parked or failed (unknown, or retried already); nothing changed"));
+        return recorded(by, "retry", "work item " + id, c -> {
+            if (ContentRemoval.goneFor(c, id)) {
+                return new Outcome(false, contentGone(id));
+            }
+            return WorkQueue.retry(c, id) == 1
+                    ? new Outcome(true, "work item " + id + " back to pending")
+                    : new Outcome(false, "work item " + id + " is not parked or failed (unknown, or retried already); nothing changed");
+        });
     }
 
     /** Every parked item, of every kind, back to pending ({@code work retry --all-parked}). */
     Outcome retryAllParked(String by) throws SQLException {
         return recorded(by, "retry-all", "every parked item", c -> {
-            int back = WorkQueue.retry(c, null);
-            return new Outcome(back > 0, back + " item(s) back to pending");
+            Retried retried = retryEach(c, "SELECT id FROM work_item WHERE state = 'parked' ORDER BY id");
+            return new Outcome(retried.back() > 0, retried.back() + " item(s) back to pending" + retried.refusals());
         });
     }
 
     /** Every parked item of one kind back to pending, each as {@code work retry --id} would. */
     Outcome retryParked(String kind, String by) throws SQLException {
         return recorded(by, "retry-kind", "parked " + kind, c -> {
-            List<Long> ids = new ArrayList<>();
-            try (PreparedStatement ps = c.prepareStatement("SELECT id FROM work_item WHERE state = 'parked' AND kind = ? ORDER BY id")) {
-                ps.setString(1, kind);
-                try (ResultSet rs = ps.executeQuery()) {
-                    while (rs.next()) {
-                        ids.add(rs.getLong(1));
-                    }
+            Retried retried = retryEach(c, "SELECT id FROM work_item WHERE state = 'parked' AND kind = ? ORDER BY id", kind);
+            return new Outcome(retried.back() > 0, retried.back() + " parked item(s) of kind " + kind + " back to pending" + retried.refusals());
+        });
+    }
+
+    /** How many items went back, and how many were refused because their content is gone. */
+    private record Retried(int back, int contentGone) {
+        String refusals() {
+            return contentGone == 0 ? "" : "; " + contentGone + " refused, their content is gone (expired or erased)";
+        }
+    }
+
+    private static Retried retryEach(Connection c, String sql, String... parameters) throws SQLException {
+        List<Long> ids = new ArrayList<>();
+        try (PreparedStatement ps = c.prepareStatement(sql)) {
+            for (int i = 0; i < parameters.length; i++) {
+                ps.setString(i + 1, parameters[i]);
+            }
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    ids.add(rs.getLong(1));
                 }
             }
-            int back = 0;
-            for (long id : ids) {
+        }
+        int back = 0;
+        int gone = 0;
+        for (long id : ids) {
+            if (ContentRemoval.goneFor(c, id)) {
+                gone++;
+            } else {
                 back += WorkQueue.retry(c, id);
             }
-            return new Outcome(back > 0, back + " parked item(s) of kind " + kind + " back to pending");
-        });
+        }
+        return new Retried(back, gone);
     }
 
     /**
@@ -155,7 +185,7 @@ final class OperatorActions {
     }
 
     /** Keeps what was done: by whom, to what, and the sentence it answered. */
-    private static void record(Connection c, String by, String action, String target, String outcome) throws SQLException {
+    static void record(Connection c, String by, String action, String target, String outcome) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement("INSERT INTO operator_action (acted_by, action, target, outcome) VALUES (?, ?, ?, ?)")) {
             ps.setString(1, by);
             ps.setString(2, action);

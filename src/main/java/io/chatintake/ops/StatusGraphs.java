@@ -10,6 +10,7 @@ import java.time.Instant;
 import java.time.ZoneOffset;
 import java.time.format.DateTimeFormatter;
 import java.time.temporal.ChronoUnit;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -19,8 +20,9 @@ import java.util.TreeSet;
 /**
  * The status page's graphs, read from {@code status_rollup} ({@link StatusHistory}) and drawn as
  * inline SVG: one bar per minute of the last hour and one per hour of the last 7 days, for each
- * series of each bot, channel and work kind, the last value and the scale written beside it. No
- * script, no outside file: the page works where nothing else can be reached.
+ * series of each bot, channel and work kind, the last value and the scale written beside it; four
+ * of them summed for the overview. No script, no outside file: the page works where nothing else
+ * can be reached.
  */
 final class StatusGraphs {
     /** One time axis: how many buckets of what size, ending with the current one. */
@@ -55,9 +57,6 @@ final class StatusGraphs {
     private static final String READ = """
             SELECT series, subject, bucket, value FROM status_rollup WHERE resolution = ? AND bucket >= ? ORDER BY subject, series""";
 
-    private StatusGraphs() {
-    }
-
     /** The series each kind of subject has: bots store and send, channels store, work kinds are worked. */
     static List<String> seriesOf(String subject) {
         if (subject.startsWith("bot ")) {
@@ -70,9 +69,83 @@ final class StatusGraphs {
         return List.of(StatusHistory.STORED);
     }
 
+    /** The overview's four lines, each summed (the oldest waiting: the largest) over what it covers. */
+    private enum Overview {
+        STORED("stored, all channels", "stored"),
+        HANDLED("handled", "handled"),
+        FAILED_AND_PARKED("failed and parked", "failed-and-parked"),
+        OLDEST_WAITING("oldest waiting (s)", "oldest-waiting");
+
+        final String title;
+        final String id;
+
+        Overview(String title, String id) {
+            this.title = title;
+            this.id = id;
+        }
+
+        /** Whether one subject's series adds to this line. */
+        boolean covers(String subject, String series) {
+            boolean work = subject.startsWith("work ");
+            return switch (this) {
+                case STORED -> !work && series.equals(StatusHistory.STORED);
+                case HANDLED -> work && series.equals(StatusHistory.DONE);
+                case FAILED_AND_PARKED -> work && (series.equals(StatusHistory.FAILED) || series.equals(StatusHistory.PARKED));
+                case OLDEST_WAITING -> work && series.equals(StatusHistory.OLDEST_DUE);
+            };
+        }
+
+        double[] of(Map<String, Map<String, double[]>> bySubject, Range range) {
+            double[] line = new double[range.buckets];
+            bySubject.forEach((subject, series) -> series.forEach((name, values) -> {
+                if (covers(subject, name)) {
+                    for (int i = 0; i < line.length; i++) {
+                        line[i] = this == OLDEST_WAITING ? Math.max(line[i], values[i]) : line[i] + values[i];
+                    }
+                }
+            }));
+            return line;
+        }
+    }
+
+    private final Instant now;
+    private final Map<String, Map<String, double[]>> minutes;
+    private final Map<String, Map<String, double[]>> hours;
+
+    private StatusGraphs(Instant now, Map<String, Map<String, double[]>> minutes, Map<String, Map<String, double[]>> hours) {
+        this.now = now;
+        this.minutes = minutes;
+        this.hours = hours;
+    }
+
+    static StatusGraphs read(Connection c, Instant now) throws SQLException {
+        return new StatusGraphs(now, read(c, Range.MINUTES, now), read(c, Range.HOURS, now));
+    }
+
+    /** The four graphs of the overview: what came in, what was handled, what went wrong, how long the oldest waits. */
+    void overview(StatusReport.Html html) {
+        html.raw("<table id=\"overview-graphs\"><thead><tr><th></th><th>").text(Range.MINUTES.title).raw("</th><th>")
+                .text(Range.HOURS.title).raw("</th></tr></thead><tbody>");
+        for (Overview line : Overview.values()) {
+            html.raw("<tr><td>").text(line.title).raw("</td><td>");
+            svg(html, Range.MINUTES, "overview", line.id, line.title, line.of(minutes, Range.MINUTES));
+            html.raw("</td><td>");
+            svg(html, Range.HOURS, "overview", line.id, line.title, line.of(hours, Range.HOURS));
+            html.raw("</td></tr>");
+        }
+        html.endTable();
+    }
+
+    /** The section of every graph, as {@link #all} draws it. */
     static void render(Connection c, StatusReport.Html html, Instant now) throws SQLException {
-        Map<String, Map<String, double[]>> minutes = read(c, Range.MINUTES, now);
-        Map<String, Map<String, double[]>> hours = read(c, Range.HOURS, now);
+        read(c, now).all(html);
+    }
+
+    /**
+     * Every series of every subject; those that stayed at zero in both windows fold into one line,
+     * so the graphs that show something are not lost among the flat ones.
+     */
+    void all(StatusReport.Html html) {
         html.section("graphs", "Over time (all processes)");
         if (hours.isEmpty() && minutes.isEmpty()) {
             html.raw("<p>").text("Nothing counted in the last 7 days yet: each process adds its counts every "
@@ -81,17 +154,43 @@ final class StatusGraphs {
         }
         Set<String> subjects = new TreeSet<>(minutes.keySet());
         subjects.addAll(hours.keySet());
-        html.header("bot / channel / work", "series", Range.MINUTES.title, Range.HOURS.title);
+        List<String> flat = new ArrayList<>();
+        boolean table = false;
         for (String subject : subjects) {
             for (String series : seriesOf(subject)) {
+                double[] lastHour = values(minutes, subject, series, Range.MINUTES);
+                double[] lastWeek = values(hours, subject, series, Range.HOURS);
+                if (zero(lastHour) && zero(lastWeek)) {
+                    flat.add(subject + " " + series);
+                    continue;
+                }
+                if (!table) {
+                    html.header("bot / channel / work", "series", Range.MINUTES.title, Range.HOURS.title);
+                    table = true;
+                }
                 html.raw("<tr><td>").text(subject).raw("</td><td>").text(series).raw("</td><td>");
-                svg(html, Range.MINUTES, now, subject, series, values(minutes, subject, series, Range.MINUTES));
+                svg(html, Range.MINUTES, subject, series, subject + ", " + series, lastHour);
                 html.raw("</td><td>");
-                svg(html, Range.HOURS, now, subject, series, values(hours, subject, series, Range.HOURS));
+                svg(html, Range.HOURS, subject, series, subject + ", " + series, lastWeek);
                 html.raw("</td></tr>");
             }
         }
-        html.endTable();
+        if (table) {
+            html.endTable();
+        }
+        if (!flat.isEmpty()) {
+            html.raw("<p id=\"graphs-flat\" class=\"meta\">").text("flat at zero over the last 7 days: " + String.join(", ", flat))
+                    .raw("</p>");
+        }
+    }
+
+    private static boolean zero(double[] values) {
+        for (double v : values) {
+            if (v != 0) {
+                return false;
+            }
+        }
+        return true;
     }
 
     private static double[] values(Map<String, Map<String, double[]>> bySubject, String subject, String series, Range range) {
@@ -123,7 +222,7 @@ final class StatusGraphs {
      * right; each bar's tooltip gives its time and value. {@code data-values} carries the figures
      * for tools that read the page.
      */
-    private static void svg(StatusReport.Html html, Range range, Instant now, String subject, String series, double[] values) {
+    private void svg(StatusReport.Html html, Range range, String subject, String series, String title, double[] values) {
         double max = 0;
         StringBuilder data = new StringBuilder();
         for (double v : values) {
@@ -134,7 +233,7 @@ final class StatusGraphs {
         String id = "graph-" + range.resolution + "-" + subject.replace(' ', '-').replace('/', '-') + "-" + series.replaceAll("[^a-z0-9]+", "-");
         html.raw("<svg xmlns=\"http://www.w3.org/2000/svg\" id=\"").text(id).raw("\" width=\"" + (width + LABEL_WIDTH) + "\" height=\""
                         + (HEIGHT + 14) + "\" role=\"img\" data-from=\"").text(range.first(now).toString())
-                .raw("\" data-values=\"" + data + "\"><title>").text(subject + ", " + series + ", " + range.title).raw("</title>")
+                .raw("\" data-values=\"" + data + "\"><title>").text(title + ", " + range.title).raw("</title>")
                 .raw("<rect x=\"0\" y=\"12\" width=\"" + width + "\" height=\"" + HEIGHT + "\" fill=\"#f6f6f6\"/>")
                 .raw("<text x=\"2\" y=\"10\" font-size=\"10\" fill=\"#666\">").text("max " + figure(max)).raw("</text>");
         Instant first = range.first(now);

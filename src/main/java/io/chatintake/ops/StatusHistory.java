@@ -103,6 +103,7 @@ public final class StatusHistory extends ServiceSupport implements CamelContextA
               FROM work_item WHERE state IN ('pending', 'failed', 'running', 'parked') GROUP BY kind""";
 
     private final DataSource dataSource;
+    private volatile boolean failing;
     private final Duration historyKept;
     private final Duration actionsKept;
     private final Duration deadProcessKept;
@@ -157,8 +158,14 @@ public final class StatusHistory extends ServiceSupport implements CamelContextA
     private void sampleQuietly() {
         try {
             sample(MeterRegistryLookup.of(context));
+            failing = false;
         } catch (SQLException | RuntimeException e) {
-            LOG.warn("status history: sample not written ({}); the counts are kept and go in with the next one", e.getMessage());
+            // Once per outage: a database away for an hour is one line, not one every sample.
+            if (!failing) {
+                LOG.warn("status history: sample not written ({}); the counts are kept and go in with the next one written",
+                        e.getMessage());
+            }
+            failing = true;
         }
     }
 
@@ -207,6 +214,10 @@ public final class StatusHistory extends ServiceSupport implements CamelContextA
         execute(c, "DELETE FROM status_rollup WHERE resolution = 'minute' AND bucket < now() - make_interval(secs => ?)", MINUTES_KEPT);
         execute(c, "DELETE FROM status_rollup WHERE resolution = 'hour' AND bucket < now() - make_interval(secs => ?)", historyKept);
         execute(c, "DELETE FROM operator_action WHERE acted_at < now() - make_interval(secs => ?)", actionsKept);
+        // Operator alerts (OperatorAlertLedger): findings over and announced, and messages sent, as long as actions.
+        execute(c, "DELETE FROM operator_finding WHERE cleared_at < now() - make_interval(secs => ?) AND end_message_id IS NOT NULL",
+                actionsKept);
+        execute(c, "DELETE FROM operator_alert_message WHERE sent_at < now() - make_interval(secs => ?)", actionsKept);
         RunnerHeartbeat.forgetSilentFor(c, deadAfter.plus(deadProcessKept));
     }
 

@@ -1,10 +1,13 @@
 package io.chatintake.ops;
 
+import io.chatintake.attachment.MediaStore;
+import io.chatintake.config.ConfigurationException;
 import io.chatintake.config.Secret;
 import io.chatintake.config.Settings;
 import io.chatintake.store.OperatorPause;
 import io.chatintake.support.MeterRegistryLookup;
 import io.chatintake.support.ProcessIdentity;
+import io.chatintake.work.WorkDispatcher;
 import io.vertx.core.MultiMap;
 import io.vertx.core.http.HttpMethod;
 import io.vertx.core.http.HttpServerRequest;
@@ -15,10 +18,15 @@ import java.sql.SQLException;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.Arrays;
+import java.util.List;
 import java.util.Optional;
 import java.util.OptionalLong;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.concurrent.ExecutorService;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import javax.sql.DataSource;
 import org.apache.camel.CamelContext;
 import org.apache.camel.CamelContextAware;
@@ -33,7 +41,8 @@ import org.slf4j.LoggerFactory;
 
 /**
  * {@code GET /status}: one HTML page a person reads at a glance ({@link StatusReport}), and the
- * actions it offers, each a {@code POST /status/<action>}. Off unless
+ * actions it offers, each a {@code POST /status/<action>}; {@code GET /status/messages} and
+ * {@code /status/messages/<key>} ({@link MessagesPage}) read behind the same sign-in. Off unless
  * {@code chat-intake.status.token} is set (404 saying how to turn it on).
  * <p>
  * The token must have at least {@value #MIN_TOKEN_LENGTH} characters, or the page stays off. The
@@ -58,12 +67,19 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
     private static final String BEARER = "Bearer ";
     private static final String TEXT = "text/plain; charset=utf-8";
 
+    /** The pages besides {@code /status}: {@link MessagesPage}'s. */
+    enum View { SEARCH, TIMELINE }
+
+    private static final String VIEW = "statusView";
+
     /** The page's actions: {@code POST /status/<name>}. */
     enum Action {
         LOGIN("login"), OPERATOR("operator"), LOGOUT("logout"),
-        RETRY("retry"), RETRY_KIND("retry-kind"), SETTLE_EFFECT("settle-effect"), RESOLVE_ALBUM("resolve-album"),
+        RETRY("retry"), RETRY_KIND("retry-kind"), SETTLE_EFFECT("settle-effect"), RESOLVE_ALBUM("resolve-album"), ERASE("erase"),
         PAUSE_BOT(OperatorPause.Subject.TELEGRAM_BOT, true), RESUME_BOT(OperatorPause.Subject.TELEGRAM_BOT, false),
-        PAUSE_KIND(OperatorPause.Subject.WORK_KIND, true), RESUME_KIND(OperatorPause.Subject.WORK_KIND, false);
+        PAUSE_KIND(OperatorPause.Subject.WORK_KIND, true), RESUME_KIND(OperatorPause.Subject.WORK_KIND, false),
+        /** Act on many: the count of what a filter matches, with a confirm button posting {@link #ACT_ON_MANY_RUN}. */
+        ACT_ON_MANY("act-on-many"), ACT_ON_MANY_RUN("act-on-many-run"), CANCEL_ACTION("cancel-action");
 
         final String path;
         /** What a pause or resume action is about (its form's field is named after it: bot, kind); null for the others. */
@@ -95,10 +111,17 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
     private final Optional<StatusSession> sessions;
     private final StatusReport report;
     private final OperatorActions actions;
+    private final BulkWorkAction bulk;
+    private final MessagesPage messages;
+    private final Settings settings;
+    private final DataSource dataSource;
     private final RecentRefusals refusals = new RecentRefusals(Clock.systemUTC());
     private final RefusalLog refusalLog = new RefusalLog();
     private CamelContext context;
     private ScheduledExecutorService sampler;
+    /** Runs confirmed actions on many, one at a time, in the background: the page answers at once and shows their progress. */
+    private volatile ExecutorService actingOnMany;
+    private final AtomicBoolean stopping = new AtomicBoolean();
 
     StatusPage(Settings settings, DataSource dataSource) {
         Optional<Secret> configured = settings.secret(TOKEN);
@@ -108,9 +131,13 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
                 Duration.ofSeconds(settings.getLong(WrongTokenLimit.WINDOW_SECONDS)), Clock.systemUTC());
         this.proxies = TrustedProxies.from(settings);
         this.sessions = token.map(t -> new StatusSession(t, Clock.systemUTC()));
+        this.messages = new MessagesPage(dataSource);
         this.report = new StatusReport(dataSource, settings, Duration.ofSeconds(settings.getLong(REFRESH_SECONDS)),
-                ProcessIdentity.name());
+                ProcessIdentity.name(), this::handledKinds);
         this.actions = new OperatorActions(dataSource);
+        this.settings = settings;
+        this.bulk = new BulkWorkAction(dataSource, BulkWorkAction.CHUNK);
+        this.dataSource = dataSource;
     }
 
     /** The routes serving the page and its actions, for the runner to add: on the management port if it has one, else the HTTP port. */
@@ -121,12 +148,21 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
             public void configure() {
                 String http = ManagementPort.component(getContext(), settings);
                 from(http + ":" + PATH + "?httpMethodRestrict=GET&muteException=true").routeId("status-page").process(page);
+                from(http + ":" + PATH + MessagesPage.SEARCH + "?httpMethodRestrict=GET&muteException=true").routeId("status-messages")
+                        .setProperty(VIEW, constant(View.SEARCH)).process(page);
+                from(http + ":" + PATH + MessagesPage.SEARCH + "/{key}?httpMethodRestrict=GET&muteException=true").routeId("status-message")
+                        .setProperty(VIEW, constant(View.TIMELINE)).process(page);
                 for (Action action : Action.values()) {
                     from(http + ":" + PATH + "/" + action.path + "?httpMethodRestrict=POST&muteException=true")
                             .routeId("status-" + action.path).setProperty("statusAction", constant(action)).process(page);
                 }
             }
         };
+    }
+
+    private Set<String> handledKinds() {
+        WorkDispatcher dispatcher = context == null ? null : WorkDispatcher.of(context);
+        return dispatcher == null ? new TreeSet<>() : new TreeSet<>(dispatcher.kinds());
     }
 
     @Override
@@ -155,6 +191,8 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
         sampler = context.getExecutorServiceManager().newSingleThreadScheduledExecutor(this, "status-page-sampler");
         sampler.scheduleAtFixedRate(() -> refusals.sample(MeterRegistryLookup.of(context)),
                 0, RecentRefusals.SAMPLE_EVERY.toSeconds(), TimeUnit.SECONDS);
+        stopping.set(false);
+        actingOnMany = context.getExecutorServiceManager().newSingleThreadExecutor(this, "status-page-act-on-many");
     }
 
     @Override
@@ -162,6 +200,12 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
         if (sampler != null) {
             context.getExecutorServiceManager().shutdown(sampler);
             sampler = null;
+        }
+        if (actingOnMany != null) {
+            // A running action ends after its current chunk, its row saying cancelled: never left "running".
+            stopping.set(true);
+            context.getExecutorServiceManager().shutdownGraceful(actingOnMany);
+            actingOnMany = null;
         }
     }
 
@@ -197,7 +241,7 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
         String cookies = request.getHeader("Cookie");
         Optional<String> sessionId = session.verify(StatusSession.cookie(cookies, StatusSession.COOKIE));
         if (action == null) {
-            page(message, request, client, session, sessionId, cookies);
+            page(message, request, client, session, sessionId, cookies, exchange.getProperty(VIEW, View.class));
         } else if (action == Action.LOGIN) {
             login(message, request, client, session);
         } else {
@@ -205,8 +249,9 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
         }
     }
 
+    /** @param view a messages page, or null for the status page itself */
     private void page(Message message, HttpServerRequest request, String client, StatusSession session, Optional<String> sessionId,
-                      String cookies) {
+                      String cookies, View view) {
         String authorization = request.getHeader("Authorization");
         String queryToken = request.getParam("token");
         boolean bearer = authorization != null && authorization.startsWith(BEARER)
@@ -219,7 +264,9 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
             }
             // The token leaves the address bar at once: the session cookie stands for it from now on.
             message.setHeader("Set-Cookie", StatusSession.sessionCookie(session.open(), proxies.overTls(request)));
-            redirect(message, PATH.substring(1), "Signed in: the page is at " + PATH + ".\n");
+            // Back to the page asked for (its last segment, relative), without the query that held the token.
+            redirect(message, request.path().substring(request.path().lastIndexOf('/') + 1),
+                    "Signed in: the page is at " + PATH + ".\n");
             return;
         }
         if (!bearer && sessionId.isEmpty()) {
@@ -234,7 +281,8 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
             StatusReport.Viewer viewer = new StatusReport.Viewer(sessionId.map(session::csrf).orElse(null),
                     StatusSession.cookie(cookies, StatusSession.OPERATOR_COOKIE),
                     page(request, "parked-page"), page(request, "effects-page"));
-            String html = report.render(refusals.lastHour(MeterRegistryLookup.of(context)), viewer);
+            String html = view != null ? messages.render(request, view == View.TIMELINE)
+                    : report.render(refusals.lastHour(MeterRegistryLookup.of(context)), viewer);
             // The page holds no link or script of anyone else's, posts only to itself, and is never framed.
             message.setHeader("Content-Security-Policy",
                     "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; form-action 'self'; frame-ancestors 'none'");
@@ -315,9 +363,17 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
             return;
         }
         try {
+            if (action == Action.ACT_ON_MANY || action == Action.ACT_ON_MANY_RUN) {
+                actOnMany(message, action, form, by);
+                return;
+            }
             Performed performed = perform(action, form, by);
             if (performed == null) {
                 answer(message, 400, TEXT, "The form lacks what " + action.path + " needs. Nothing changed.\n");
+                return;
+            }
+            if (action == Action.ERASE && !"yes".equals(form.get("confirm"))) {
+                confirmErasure(message, form, performed.outcome().sentence());
                 return;
             }
             LOG.info("status page: {} {} by {}: {}", action.path, performed.target(), by, performed.outcome().sentence());
@@ -329,6 +385,66 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
             answer(message, 503, TEXT, "The database did not answer or refused the action or its record: " + action.path
                     + " was not done. Nothing changed.\n");
         }
+    }
+
+    /** An erasure's count first: what it would remove, and the form that confirms it (or a way back). */
+    private static void confirmErasure(Message message, MultiMap form, String counted) {
+        message.setHeader("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'");
+        message.setHeader("X-Frame-Options", "DENY");
+        StatusReport.Html html = new StatusReport.Html();
+        html.raw("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>chat-intake: confirm erasure</title></head><body>")
+                .raw("<p id=\"erase-count\">").text(counted).raw("</p>")
+                .raw("<form method=\"post\" action=\"" + Action.ERASE.path + "\">");
+        for (String field : List.of("csrf", "subject", "key")) {
+            html.raw("<input type=\"hidden\" name=\"").text(field).raw("\" value=\"").text(form.get(field)).raw("\">");
+        }
+        html.raw("<input type=\"hidden\" name=\"confirm\" value=\"yes\">")
+                .raw("<button id=\"erase-confirm\">erase now</button></form>")
+                .raw("<p><a id=\"erase-cancel\" href=\"../" + PATH.substring(1) + "#erase\">cancel</a> (nothing changed)</p></body></html>");
+        answer(message, 200, "text/html; charset=utf-8", html.toString());
+    }
+
+    /**
+     * Act on many: first the count of what the form's filter matches and a page to confirm it;
+     * confirmed, the action runs in the background in chunks, its progress on the page (its
+     * operator_action row) with a cancel button.
+     */
+    private void actOnMany(Message message, Action action, MultiMap form, String by) throws SQLException {
+        WorkFilter filter;
+        try {
+            filter = WorkFilter.of(form::get);
+        } catch (ConfigurationException e) {
+            answer(message, 400, TEXT, e.getMessage() + ". Nothing changed.\n");
+            return;
+        }
+        BulkWorkAction.Kind kind = BulkWorkAction.named(form.get("do"));
+        if (kind == null) {
+            answer(message, 400, TEXT, "The form lacks what act-on-many needs (do: retry, settle-performed, settle-not-performed)."
+                    + " Nothing changed.\n");
+            return;
+        }
+        long count = bulk.count(kind, filter);
+        if (action == Action.ACT_ON_MANY) {
+            message.setHeader("Content-Security-Policy", "default-src 'none'; form-action 'self'; frame-ancestors 'none'");
+            answer(message, 200, "text/html; charset=utf-8", StatusReport.confirmActOnMany(form.get("csrf"), form.get("do"), filter, count));
+            return;
+        }
+        if (actingOnMany == null) {
+            answer(message, 503, TEXT, "The page is stopping: act-on-many was not started. Nothing changed.\n");
+            return;
+        }
+        actingOnMany.execute(() -> {
+            try {
+                BulkWorkAction.Progress done = bulk.run(kind, filter, by, stopping::get, progress -> { });
+                LOG.info("status page: {} by {} on {}: {} item(s){}", kind.action, by, filter, done.changed(), done.cancelled() ? ", cancelled" : "");
+            } catch (SQLException e) {
+                LOG.warn("status page: {} by {} on {} stopped: the database did not answer ({} {}); its operator_action row says how far it got",
+                        kind.action, by, filter, e.getSQLState(), e.getMessage());
+            }
+        });
+        LOG.info("status page: {} by {} on {} started ({} item(s) matched)", kind.action, by, filter, count);
+        redirect(message, "../" + PATH.substring(1) + "#actions", kind.action + " of " + count + " item(s) matching " + filter
+                + " started (after any other running first): its progress is under Recent actions.\n");
     }
 
     /** What an action was done to and how it ended, both also in its operator_action row. */
@@ -358,6 +474,24 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
                 String key = form.get("album");
                 return key == null || key.isBlank() ? null : new Performed("album " + key, actions.resolveAlbum(key, by));
             }
+            case ERASE -> {
+                String subject = form.get("subject");
+                String key = form.get("key");
+                if (subject == null || key == null || key.isBlank() || key.length() > 400) {
+                    return null;
+                }
+                Erasure.Target target;
+                try {
+                    target = Erasure.Target.parse(subject, key.trim());
+                } catch (ConfigurationException e) {
+                    return null;
+                }
+                // Without the confirmation only the count: the answer shows it with the form that confirms.
+                boolean confirmed = "yes".equals(form.get("confirm"));
+                try (MediaStore media = confirmed ? MediaStore.configured(settings) : null) {
+                    return new Performed(target.label(), new Erasure(dataSource, media).erase(target, !confirmed, by));
+                }
+            }
             case PAUSE_BOT, RESUME_BOT, PAUSE_KIND, RESUME_KIND -> {
                 String name = form.get(action.subject.word);
                 if (name == null || name.isBlank()) {
@@ -365,6 +499,16 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
                 }
                 return new Performed(action.subject.label + " " + name,
                         action.pause ? actions.pause(action.subject, name, by) : actions.resume(action.subject, name, by));
+            }
+            case CANCEL_ACTION -> {
+                String id = form.get("id");
+                if (id == null || !id.matches("\\d{1,18}")) {
+                    return null;
+                }
+                boolean asked = BulkWorkAction.requestCancel(dataSource, Long.parseLong(id));
+                return new Performed("operator action " + id, new OperatorActions.Outcome(asked, asked
+                        ? "operator action " + id + " stops after its current chunk; its row then says cancelled"
+                        : "operator action " + id + " is not running; nothing changed"));
             }
             default -> throw new IllegalArgumentException(action.path);
         }

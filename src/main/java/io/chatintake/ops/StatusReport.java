@@ -4,6 +4,7 @@ import io.chatintake.album.AlbumMetrics;
 
 import io.chatintake.channel.telegram.TelegramBots;
 import io.chatintake.config.Settings;
+import io.chatintake.store.OldestTransaction;
 import io.chatintake.store.OperatorPause;
 import io.chatintake.support.Redactor;
 import java.sql.Connection;
@@ -18,12 +19,15 @@ import java.time.format.DateTimeFormatter;
 import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
+import java.util.function.Supplier;
 import java.util.regex.Pattern;
 import javax.sql.DataSource;
 
@@ -35,7 +39,6 @@ import javax.sql.DataSource;
 final class StatusReport {
     private static final DateTimeFormatter TIME = DateTimeFormatter.ofPattern("yyyy-MM-dd HH:mm:ss 'UTC'").withZone(ZoneOffset.UTC);
     private static final int LIST_LIMIT = 20;
-    private static final String HANDLERS = "work.handlers.";
 
     private static final String BOTS = """
             SELECT c.bot_id, c.bot_name, c.next_offset, c.last_poll_at, c.last_batch_at, c.stored_count,
@@ -84,7 +87,8 @@ final class StatusReport {
              ORDER BY e.started_at, e.effect_key LIMIT\s""" + LIST_LIMIT + " OFFSET ?";
 
     private static final String RECENT_ACTIONS = """
-            SELECT acted_at, acted_by, action, target, outcome FROM operator_action ORDER BY id DESC LIMIT\s""" + LIST_LIMIT;
+            SELECT acted_at, acted_by, action, target, outcome, id, state = 'running' AND cancel_requested_at IS NULL
+              FROM operator_action ORDER BY id DESC LIMIT\s""" + LIST_LIMIT;
 
     private static final String OPEN_ALBUMS = "SELECT count(*), min(first_child_at) FROM album WHERE " + AlbumMetrics.OPEN;
 
@@ -109,9 +113,11 @@ final class StatusReport {
 
     private final DataSource dataSource;
     private final Settings settings;
+    private final Supplier<Set<String>> handledKinds;
     private final Duration refresh;
     private final String processName;
     private final Duration deadAfter;
+    private final Duration openTransactionWarn;
 
     /**
      * Who looks: the session's CSRF token for the action forms (null: a bearer client, the page
@@ -124,12 +130,18 @@ final class StatusReport {
         }
     }
 
-    StatusReport(DataSource dataSource, Settings settings, Duration refresh, String processName) {
+    /**
+     * @param handledKinds the kinds this process runs now (a started {@code work:<kind>} route each), offered for a
+     *                     pause even before any item of theirs is stored
+     */
+    StatusReport(DataSource dataSource, Settings settings, Duration refresh, String processName, Supplier<Set<String>> handledKinds) {
+        this.handledKinds = handledKinds;
         this.dataSource = dataSource;
         this.settings = settings;
         this.refresh = refresh;
         this.processName = processName;
         this.deadAfter = StatusHistory.deadAfter(settings);
+        this.openTransactionWarn = Duration.ofSeconds(settings.getLong("chat-intake.db.open-transaction-warn-seconds"));
     }
 
     String render(Map<RecentRefusals.Refusal, Long> refusals, Viewer viewer) throws SQLException {
@@ -139,18 +151,24 @@ final class StatusReport {
             c.setReadOnly(true);
             Instant now = dbNow(c);
             Map<String, OperatorPause.Paused> pausedBots = OperatorPause.list(c, OperatorPause.Subject.TELEGRAM_BOT);
-            Set<String> bots = bots(c, body, attention, now, pausedBots);
-            channels(c, body, refusals, attention, now);
+            // The sections in the order of the nav: Messages, Work, Albums, Bots, Processes, then every graph.
+            body.section("messages", "Messages");
+            body.raw("<p><a id=\"messages-link\" href=\"status/messages\">Messages</a>: ")
+                    .text("find any stored message and what became of it").raw("</p>");
+            erasures(c, body, now, viewer);
             Set<String> kinds = work(c, body, attention, now, viewer);
-            kinds.addAll(handlerKinds());
-            pauses(body, attention, now, viewer, OperatorPause.Subject.TELEGRAM_BOT, bots, pausedBots);
+            kinds.addAll(handledKinds.get());
             pauses(body, attention, now, viewer, OperatorPause.Subject.WORK_KIND, kinds, OperatorPause.list(c, OperatorPause.Subject.WORK_KIND));
             effects(c, body, attention, now, viewer);
+            actions(c, body, now, viewer);
             albums(c, body, attention, now, viewer);
             attachments(c, body, attention);
-            StatusGraphs.render(c, body, now);
+            Set<String> bots = bots(c, body, attention, now, pausedBots);
+            pauses(body, attention, now, viewer, OperatorPause.Subject.TELEGRAM_BOT, bots, pausedBots);
+            channels(c, body, refusals, attention, now);
             processes(c, body, attention, now);
-            actions(c, body, now);
+            StatusGraphs graphs = StatusGraphs.read(c, now);
+            graphs.all(body);
             Html page = new Html();
             page.raw("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">")
                     .raw("<meta http-equiv=\"refresh\" content=\"" + refresh.toSeconds() + "\">")
@@ -159,8 +177,11 @@ final class StatusReport {
                     .text("as of " + TIME.format(now) + " from process " + processName + "; this page reloads every "
                             + refresh.toSeconds() + " s")
                     .raw("</p>");
-            attention.render(page);
             operator(page, viewer);
+            page.raw(NAV).raw("<section id=\"overview\"><h2>Overview</h2>");
+            attention.render(page);
+            graphs.overview(page);
+            page.raw("</section>");
             return page.raw(body.toString()).raw("</body></html>").toString();
         }
     }
@@ -183,6 +204,7 @@ final class StatusReport {
                 String state = paused.containsKey(name) ? "paused" : polling ? "polling"
                         : configured.contains(name) ? "no active poller" : "off (no token here)";
                 if (!polling && configured.contains(name) && !paused.containsKey(name)) {
+                    attention.count(Attention.BOTS_NOT_POLLING, 1);
                     attention.add("bot " + name + " has no active poller");
                 }
                 long lossWindows = rs.getLong("loss_windows");
@@ -227,6 +249,7 @@ final class StatusReport {
         try (PreparedStatement ps = c.prepareStatement(UNMAPPED); ResultSet rs = ps.executeQuery()) {
             while (rs.next()) {
                 unmapped.put(rs.getString(1) + "/" + rs.getString(2), rs.getLong(3));
+                attention.count(Attention.UNMAPPED, rs.getLong(3));
             }
         }
         Set<String> channels = new TreeSet<>(lastDelivery.keySet());
@@ -280,6 +303,7 @@ final class StatusReport {
             }
         }
         html.endTable();
+        attention.count(Attention.PARKED, parked);
         if (parked > 0) {
             attention.add(parked + " work item(s) parked");
             int page = viewer.parkedPage();
@@ -354,6 +378,7 @@ final class StatusReport {
             }
         }
         html.section("effects", "Effects to settle");
+        attention.count(Attention.EFFECTS, total);
         if (effects.isEmpty() && page == 0) {
             html.raw("<p>").text("None: every side effect that started was recorded.").raw("</p>");
             return;
@@ -391,6 +416,7 @@ final class StatusReport {
             }
         }
         html.row("albums", Long.toString(open), when(oldest, now), Long.toString(needingCount));
+        attention.count(Attention.ALBUMS, needingCount);
         html.endTable();
         if (needingCount > 0) {
             attention.add(needingCount + " album(s) need a person (conflicting totals)");
@@ -443,17 +469,94 @@ final class StatusReport {
             }
         }
         html.endTable();
+        Optional<OldestTransaction> oldest = OldestTransaction.olderThan(c, openTransactionWarn);
+        if (oldest.isPresent()) {
+            String said = "database: " + oldest.get().describe() + "; vacuum is held back until it ends (SELECT pg_terminate_backend("
+                    + oldest.get().pid() + ") ends it)";
+            html.raw("<p id=\"oldest-transaction\" class=\"warn\">").text(said).raw("</p>");
+            attention.add(said);
+        }
     }
 
-    private void actions(Connection c, Html html, Instant now) throws SQLException {
+    private void actions(Connection c, Html html, Instant now, Viewer viewer) throws SQLException {
         html.section("actions", "Recent actions from this page (newest first)");
-        html.header("when", "by", "action", "on", "outcome");
+        actOnManyForm(html, viewer);
+        html.header("when", "by", "action", "on", "outcome", "");
         try (PreparedStatement ps = c.prepareStatement(RECENT_ACTIONS); ResultSet rs = ps.executeQuery()) {
+            while (rs.next()) {
+                String id = rs.getString(6);
+                html.rowStart("action-" + id).cells(when(instant(rs, 1), now), rs.getString(2), rs.getString(3), rs.getString(4),
+                        rs.getString(5)).raw("<td>");
+                if (rs.getBoolean(7)) {
+                    button(html, viewer, StatusPage.Action.CANCEL_ACTION, "cancel-action-" + id, "cancel", "id", id);
+                }
+                html.raw("</td></tr>");
+            }
+        }
+        html.endTable();
+    }
+
+    /**
+     * Erasure on request: the form (it counts first, changing nothing; the answer shows what would
+     * go and the button that confirms) and the erasures recorded, counts only.
+     */
+    private static void erasures(Connection c, Html html, Instant now, Viewer viewer) throws SQLException {
+        html.section("erase", "Erase on request");
+        if (viewer.mayAct()) {
+            html.raw("<form id=\"erase-form\" method=\"post\" action=\"status/" + StatusPage.Action.ERASE.path + "\">")
+                    .raw("<input type=\"hidden\" name=\"csrf\" value=\"").text(viewer.csrf()).raw("\">")
+                    .raw("<select id=\"erase-subject\" name=\"subject\"><option value=\"telegram\">Telegram chat BOT:CHAT_ID</option>")
+                    .raw("<option value=\"conversation\">conversation CHANNEL:WORKSPACE:ACCOUNT:CONVERSATION</option>")
+                    .raw("<option value=\"sender\">sender CHANNEL:WORKSPACE:ACCOUNT:SENDER</option></select> ")
+                    .raw("<input id=\"erase-key\" name=\"key\" maxlength=\"400\" size=\"40\"> ")
+                    .raw("<button id=\"erase-button\">count, then confirm</button></form>");
+        }
+        html.header("when", "by", "what", "key", "rows whose content went");
+        try (PreparedStatement ps = c.prepareStatement(
+                "SELECT erased_at, erased_by, subject, key, counts::text FROM erasure ORDER BY id DESC LIMIT " + LIST_LIMIT);
+             ResultSet rs = ps.executeQuery()) {
             while (rs.next()) {
                 html.row(null, when(instant(rs, 1), now), rs.getString(2), rs.getString(3), rs.getString(4), rs.getString(5));
             }
         }
         html.endTable();
+    }
+
+    /** Act on many: a filter over work items and what to do to them; posting it shows the count to confirm first. */
+    private static void actOnManyForm(Html html, Viewer viewer) {
+        if (!viewer.mayAct()) {
+            return;
+        }
+        html.raw("<form id=\"act-on-many\" method=\"post\" action=\"status/" + StatusPage.Action.ACT_ON_MANY.path + "\">")
+                .raw("<input type=\"hidden\" name=\"csrf\" value=\"").text(viewer.csrf()).raw("\">")
+                .raw("Act on many: <select id=\"act-do\" name=\"do\"><option value=\"retry\">retry (parked or failed)</option>")
+                .raw("<option value=\"settle-performed\">settle effects: performed</option>")
+                .raw("<option value=\"settle-not-performed\">settle effects: not performed</option></select> ")
+                .raw("<label>kind <input id=\"act-kind\" name=\"kind\" size=\"14\"></label> ")
+                .raw("<label>state <select id=\"act-state\" name=\"state\"><option value=\"\">any</option><option>parked</option><option>failed</option>")
+                .raw("</select></label> <label>error contains <input id=\"act-error\" name=\"error\" size=\"18\"></label> ")
+                .raw("<label>since <input id=\"act-since\" name=\"since\" size=\"20\" placeholder=\"2026-11-30T00:00:00Z\"></label> ")
+                .raw("<label>until <input id=\"act-until\" name=\"until\" size=\"20\"></label> ")
+                .raw("<button id=\"act-on-many-count\">count first</button></form>");
+    }
+
+    /** The confirm step of act on many: the count, and the button that runs it on what the filter then matches. */
+    static String confirmActOnMany(String csrf, String action, WorkFilter filter, long count) {
+        Html page = new Html();
+        page.raw("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>chat-intake: confirm</title></head><body>")
+                .raw("<h1>Confirm</h1><p id=\"act-count\">").text(count + " item(s) match " + filter + ": " + action + " them?").raw("</p>")
+                .raw("<form id=\"act-confirm\" method=\"post\" action=\"" + StatusPage.Action.ACT_ON_MANY_RUN.path + "\">");
+        String[][] fields = {{"csrf", csrf}, {"do", action}, {"kind", filter.kind()}, {"state", filter.state()},
+            {"error", filter.errorContains()}, {"since", filter.since() == null ? null : filter.since().toString()},
+            {"until", filter.until() == null ? null : filter.until().toString()}};
+        for (String[] field : fields) {
+            if (field[1] != null) {
+                page.raw("<input type=\"hidden\" name=\"").text(field[0]).raw("\" value=\"").text(field[1]).raw("\">");
+            }
+        }
+        return page.raw("<button id=\"act-confirm-button\">").text(action + " " + count + " item(s)").raw("</button></form>")
+                .raw("<p><a id=\"act-back\" href=\"../" + StatusPage.PATH.substring(1) + "#actions\">back, nothing changed</a></p>")
+                .raw("</body></html>").toString();
     }
 
     /** Whom actions are recorded for: the name, typed once and kept in a cookie. */
@@ -517,17 +620,6 @@ final class StatusReport {
             }
         }
         return shorten(URL_QUERY.matcher(result).replaceAll("$1?" + Redactor.MASK));
-    }
-
-    /** The kinds this configuration has a handler route for ({@code work.handlers.<kind>}, not empty). */
-    private Set<String> handlerKinds() {
-        Set<String> kinds = new TreeSet<>();
-        settings.withPrefix(HANDLERS).forEach((key, route) -> {
-            if (!route.isBlank()) {
-                kinds.add(key.substring(HANDLERS.length()));
-            }
-        });
-        return kinds;
     }
 
     /** Bots with a token in this process's configuration: those of telegram.bots, then any other with a token key. */
@@ -602,20 +694,39 @@ final class StatusReport {
         return text.length() <= 200 ? text : text.substring(0, 200) + "...";
     }
 
-    /** What needs a person, shown first. */
+    /** What needs a person, shown first: a count of each kind of thing, then every item said in a line. */
     private static final class Attention {
+        static final String PARKED = "parked items";
+        static final String EFFECTS = "effects to settle";
+        static final String ALBUMS = "albums needing a person";
+        static final String BOTS_NOT_POLLING = "bots not polling";
+        static final String UNMAPPED = "unmapped deliveries";
+
+        private final Map<String, Long> counts = new LinkedHashMap<>();
         private final List<String> items = new ArrayList<>();
+
+        Attention() {
+            List.of(PARKED, EFFECTS, ALBUMS, BOTS_NOT_POLLING, UNMAPPED).forEach(kind -> counts.put(kind, 0L));
+        }
 
         void add(String item) {
             items.add(item);
         }
 
+        void count(String kind, long n) {
+            counts.merge(kind, n, Long::sum);
+        }
+
         void render(Html page) {
+            page.raw("<table id=\"needs-a-person\"><tbody><tr>");
+            counts.forEach((kind, n) -> page.raw("<td id=\"count-" + kind.replace(' ', '-') + "\" class=\"" + (n > 0 ? "count warn" : "count")
+                    + "\"><b>" + n + "</b> ").text(kind).raw("</td>"));
+            page.raw("</tr></tbody></table>");
             page.raw("<section id=\"attention\" class=\"" + (items.isEmpty() ? "ok" : "warn") + "\">");
             if (items.isEmpty()) {
                 page.raw("<p>").text("Nothing needs attention.").raw("</p>");
             } else {
-                page.raw("<h2>Needs attention</h2><ul>");
+                page.raw("<h3>Needs attention</h3><ul>");
                 items.forEach(i -> page.raw("<li>").text(i).raw("</li>"));
                 page.raw("</ul>");
             }
@@ -702,7 +813,12 @@ final class StatusReport {
         }
     }
 
-    private static final String STYLE = """
+    /** The sections a person jumps to; each anchor is a section's id. */
+    private static final String NAV = "<nav id=\"nav\"><a href=\"#overview\">Overview</a><a href=\"#messages\">Messages</a>"
+            + "<a href=\"#work\">Work</a><a href=\"#albums\">Albums</a><a href=\"#bots\">Bots</a>"
+            + "<a href=\"#processes\">Processes</a><a href=\"#graphs\">All graphs</a></nav>";
+
+    static final String STYLE = """
             body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}
             h1{margin:0 0 .2em}h2{margin:1.2em 0 .4em;font-size:1.15em}h3{font-size:1em}
             .meta{color:#666;margin:0 0 1em}
@@ -713,5 +829,9 @@ final class StatusReport {
             #attention.ok{background:#e8f5e9}#attention.warn{background:#fff3e0;border:1px solid #f0a030}
             form.act{display:inline;margin-right:.3em}#operator{margin:.6em 0}
             svg{display:block}
+            nav{position:sticky;top:0;background:#fff;padding:.4em 0;border-bottom:1px solid #ccc;z-index:1}
+            nav a{margin-right:1.2em;font-weight:600}
+            #needs-a-person td{font-size:1.05em}#needs-a-person td.warn{background:#fff3e0}
+            #messages,#work,#albums,#bots,#processes,#graphs{border-top:2px solid #ddd;margin-top:1.5em}
             """;
 }

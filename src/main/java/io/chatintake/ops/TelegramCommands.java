@@ -149,7 +149,7 @@ public final class TelegramCommands {
         Secret secret = settings.secret("telegram.webhook-secret").filter(s -> !s.isEmpty()).orElseThrow(() -> new ConfigurationException(
                 "no webhook secret: set " + Settings.envName("telegram.webhook-secret") + " (the runner checks it on every update)"));
         try (Database database = Database.openForCommand(settings)) {
-            Migrations.apply(database.dataSource());
+            Migrations.apply(database.forMigrations());
             BotApiClient.BotIdentity bot = client.getMe();
             new OffsetCheckpoint(database.dataSource()).load(bot.id(), botName);
             client.setWebhookKeepingUpdates(url, secret);

@@ -15,6 +15,8 @@ import java.time.Instant;
 import java.time.format.DateTimeParseException;
 import java.util.List;
 import java.util.Optional;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * {@code work status}, {@code work retry}, {@code work replay}, {@code work resolve-effect},
@@ -38,21 +40,31 @@ public final class WorkCommands {
             if (sub.equals("status")) {
                 Migrations.requireCurrent(database.dataSource());
             } else {
-                Migrations.apply(database.dataSource());
+                Migrations.apply(database.forMigrations());
             }
             WorkQueue queue = new WorkQueue(database.dataSource());
             return switch (sub) {
                 case "status" -> status(database);
                 case "retry" -> {
+                    WorkFilter filter = filter(args);
+                    if (!filter.isEmpty() || args.contains("--dry-run")) {
+                        yield bulk(database, BulkWorkAction.Kind.RETRY, filter, args);
+                    }
                     Long id = option(args, "--id").map(Long::parseLong).orElse(null);
                     if (id == null && !args.contains("--all-parked")) {
-                        throw new ConfigurationException("work retry needs --id N (one item) or --all-parked");
+                        throw new ConfigurationException("work retry needs --id N (one item), --all-parked, or a filter:"
+                                + " --kind K --state S --error TEXT --since T --until T [--dry-run]");
                     }
                     OperatorActions actions = new OperatorActions(database.dataSource());
                     if (id == null) {
                         out.println(actions.retryAllParked(OperatorActions.by(args)).sentence());
                     } else {
-                        out.printf("%d item(s) back to pending%n", actions.retry(id, OperatorActions.by(args)).changed() ? 1 : 0);
+                        OperatorActions.Outcome retried = actions.retry(id, OperatorActions.by(args));
+                        if (retried.sentence().equals(OperatorActions.contentGone(id))) {
+                            out.println(retried.sentence());
+                            yield 1;
+                        }
+                        out.printf("%d item(s) back to pending%n", retried.changed() ? 1 : 0);
                     }
                     yield 0;
                 }
@@ -63,9 +75,9 @@ public final class WorkCommands {
                     out.printf("%d done item(s) of kind %s since %s will run again%n", queue.replay(kind, since), kind, since);
                     yield 0;
                 }
-                case "resolve-effect" -> resolveEffect(database, args);
+                case "resolve-effect", "settle" -> resolveEffect(database, args);
                 default -> throw new ConfigurationException("unknown work command '" + sub
-                        + "' (status, retry, replay, resolve-effect, pause, resume)");
+                        + "' (status, retry, replay, resolve-effect (or settle), pause, resume)");
             };
         } catch (SQLException e) {
             throw new ConfigurationException((sub.equals("status") ? "cannot read the work tables: "
@@ -73,9 +85,16 @@ public final class WorkCommands {
         }
     }
 
-    /** {@link OperatorActions#settleEffect}, with the name given by --by (or the user's). */
+    /** {@link OperatorActions#settleEffect}, with the name given by --by (or the user's); with a filter, every match's effects. */
     private int resolveEffect(Database database, List<String> args) throws SQLException {
         boolean performed = args.contains("--performed");
+        WorkFilter filter = filter(args);
+        if (!filter.isEmpty() || args.contains("--dry-run")) {
+            if (performed == args.contains("--not-performed")) {
+                throw new ConfigurationException("work " + args.get(0) + " with a filter needs one of --performed | --not-performed");
+            }
+            return bulk(database, performed ? BulkWorkAction.Kind.SETTLE_PERFORMED : BulkWorkAction.Kind.SETTLE_NOT_PERFORMED, filter, args);
+        }
         if (args.size() < 2 || args.get(1).startsWith("--") || performed == args.contains("--not-performed")) {
             throw new ConfigurationException("work resolve-effect needs KEY and one of --performed | --not-performed [--by NAME]");
         }
@@ -83,6 +102,52 @@ public final class WorkCommands {
                 OperatorActions.by(args));
         out.println(settled.sentence());
         return settled.changed() ? 0 : 1;
+    }
+
+    /**
+     * An action on every item {@code filter} matches: with {@code --dry-run} only the count; without,
+     * it runs in chunks of {@code --chunk N} (500), printing a line per chunk. Ctrl-C stops it after
+     * the current chunk, and its one operator_action row then says so.
+     */
+    private int bulk(Database database, BulkWorkAction.Kind kind, WorkFilter filter, List<String> args) throws SQLException {
+        int chunk = option(args, "--chunk").map(Integer::parseInt).orElse(BulkWorkAction.CHUNK);
+        BulkWorkAction action = new BulkWorkAction(database.dataSource(), chunk);
+        if (args.contains("--dry-run")) {
+            out.printf("%d item(s) match %s (dry run: nothing changed; without --dry-run the action runs)%n", action.count(kind, filter), filter);
+            return 0;
+        }
+        AtomicBoolean stop = new AtomicBoolean();
+        CountDownLatch finished = new CountDownLatch(1);
+        Thread ctrlC = new Thread(() -> {
+            stop.set(true);
+            try {
+                finished.await();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }, "stop-after-chunk");
+        Runtime.getRuntime().addShutdownHook(ctrlC);
+        try {
+            BulkWorkAction.Progress last = action.run(kind, filter, OperatorActions.by(args), stop::get, p -> {
+                if (!p.finished()) {
+                    out.printf("%d of %d item(s) done (operator_action #%d)%n", p.changed(), p.counted(), p.actionId());
+                }
+            });
+            out.printf("%s%d item(s) %s (filter: %s; operator_action #%d)%n", last.cancelled() ? "cancelled after " : "", last.changed(),
+                    kind.done, filter, last.actionId());
+            return last.cancelled() ? 1 : 0;
+        } finally {
+            finished.countDown();
+            try {
+                Runtime.getRuntime().removeShutdownHook(ctrlC);
+            } catch (IllegalStateException shuttingDown) {
+                // Ctrl-C: the hook is running and returns now that the chunk is committed.
+            }
+        }
+    }
+
+    private static WorkFilter filter(List<String> args) {
+        return WorkFilter.of(name -> option(args, "--" + name).orElse(null));
     }
 
     private int status(Database database) throws SQLException {

@@ -37,9 +37,17 @@ public final class Migrations {
                     : result.initialSchemaVersion;
             return "schema at version " + version + ", " + result.migrationsExecuted + " migration(s) applied now (tables in schema "
                     + schema + ")";
+        } catch (DatabaseUnreachableException e) {
+            throw e;
         } catch (RuntimeException e) {
-            throw new ConfigurationException("database migrations failed: " + EmbeddedDatabase.rootMessage(e), e);
+            throw failed(e);
         }
+    }
+
+    /** The database gone midway is not a failed migration: all of it is applied again once it is back. */
+    private static ConfigurationException failed(Exception e) {
+        String message = "database migrations failed: " + EmbeddedDatabase.rootMessage(e);
+        return Database.isUnreachable(e) ? new DatabaseUnreachableException(message, e) : new ConfigurationException(message, e);
     }
 
     /**
@@ -81,7 +89,7 @@ public final class Migrations {
         try (Connection c = dataSource.getConnection()) {
             return DatabaseSchema.of(c);
         } catch (SQLException e) {
-            throw new ConfigurationException("database migrations failed: " + EmbeddedDatabase.rootMessage(e), e);
+            throw failed(e);
         }
     }
 }

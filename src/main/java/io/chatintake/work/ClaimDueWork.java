@@ -24,7 +24,6 @@ final class ClaimDueWork {
     private final String worker;
     private final Duration claim;
     private final int runSize;
-    private final Set<String> orderedKinds;
     private final HandlerSources sources;
     private final ClaimedRuns runs;
     private final IntakePacing pacing;
@@ -36,13 +35,12 @@ final class ClaimDueWork {
     /** System.nanoTime() of the last lane claim, which paces claims while intake is behind; guarded by laneClaim. */
     private long laneClaimedAt = System.nanoTime();
 
-    ClaimDueWork(WorkQueue queue, String worker, Duration claim, int runSize, Set<String> orderedKinds, HandlerSources sources,
+    ClaimDueWork(WorkQueue queue, String worker, Duration claim, int runSize, HandlerSources sources,
                  ClaimedRuns runs, IntakePacing pacing, Gathering gathering, OperatorPause.Watch pausedKinds) {
         this.queue = queue;
         this.worker = worker;
         this.claim = claim;
         this.runSize = runSize;
-        this.orderedKinds = orderedKinds;
         this.sources = sources;
         this.runs = runs;
         this.pacing = pacing;
@@ -62,7 +60,7 @@ final class ClaimDueWork {
         laneClaim.lock();
         try {
             gather();
-            Claimed lanes = queue.claimLanes(worker, claim, runSize, LANES_PER_CLAIM, orderedKinds, claimable());
+            Claimed lanes = queue.claimLanes(worker, claim, runSize, LANES_PER_CLAIM, sources.orderedKinds(), claimable());
             // A claim that found nothing changes nothing: the worker waits for new work, and claims it as soon as allowed.
             if (lanes.items() > 0) {
                 gatheredUntil = System.nanoTime() + gathering.after(lanes.items(), lanes.runs().size(), lanes.lanesLooked() >= LANES_PER_CLAIM);

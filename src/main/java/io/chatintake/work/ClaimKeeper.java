@@ -76,6 +76,10 @@ final class ClaimKeeper implements Runnable {
         long lastBeat = System.nanoTime();
         long lastExtension = System.nanoTime();
         boolean failing = false;
+        // Since when this process's own calls go through: one that could not beat either (its link
+        // cut, the database away) cannot tell a dead process from one that could not beat, so it
+        // judges others only once its beats went through for the silence.
+        long linkUpSince = System.nanoTime() - silence.toNanos();
         while (beating) {
             synchronized (pause) {
                 try {
@@ -93,7 +97,8 @@ final class ClaimKeeper implements Runnable {
                 if (System.nanoTime() - lastBeat >= beatEvery.toNanos() - tick.toNanos() / 2) {
                     heartbeat.beat();
                     lastBeat = System.nanoTime();
-                    int released = queue.releaseClaimsOfDeadProcesses(worker, silence);
+                    linkUpSince = failing ? lastBeat : linkUpSince;
+                    int released = lastBeat - linkUpSince < silence.toNanos() ? 0 : queue.releaseClaimsOfDeadProcesses(worker, silence);
                     if (released > 0) {
                         LOG.warn("work: released {} claimed item(s) of process(es) silent for more than {} s; they run again now",
                                 released, silence.toSeconds());

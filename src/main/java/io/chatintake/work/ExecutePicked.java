@@ -3,6 +3,7 @@ package io.chatintake.work;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -22,10 +23,10 @@ import org.apache.camel.support.DefaultExchange;
  * meanwhile (its slice stalled on a slow handler) is skipped: another worker has it.
  */
 final class ExecutePicked {
-    static final String IDEMPOTENCY_KEY = "IdempotencyKey";
-    static final String WORK_ITEM_ID = "WorkItemId";
-    static final String WORK_KIND = "WorkKind";
-    static final String WORK_ATTEMPT = "WorkAttempt";
+    static final String IDEMPOTENCY_KEY = WorkConstants.IDEMPOTENCY_KEY;
+    static final String WORK_ITEM_ID = WorkConstants.WORK_ITEM_ID;
+    static final String WORK_KIND = WorkConstants.WORK_KIND;
+    static final String WORK_ATTEMPT = WorkConstants.WORK_ATTEMPT;
     /** A long run records what it has done at least this often, so a crash repeats little. */
     static final Duration FLUSH_EVERY = Duration.ofMillis(250);
 
@@ -50,11 +51,6 @@ final class ExecutePicked {
         this.recorder = recorder;
         this.running = running;
         this.handlers = new HandlerCall(camel, handlerLimit);
-    }
-
-    /** Before the first slice: the handlers' producers start once the context runs. */
-    void start() {
-        handlers.start();
     }
 
     void execute(Slice slice) {
@@ -82,10 +78,12 @@ final class ExecutePicked {
                     long start = System.nanoTime();
                     TraceContext.Attempt attempt = TraceContext.start(item, loaded);
                     Exchange exchange = runItem(item, loaded);
-                    Outcome outcome = outcomes.of(item, exchange);
+                    Outcome outcome = exchange == null ? Outcome.deferred(item, Instant.now()) : outcomes.of(item, exchange);
                     attempt.end(outcome);
                     metrics.handled(item, outcome, System.nanoTime() - start);
-                    settlements.addAll(EffectGuard.unrecorded(exchange));
+                    if (exchange != null) {
+                        settlements.addAll(EffectGuard.unrecorded(exchange));
+                    }
                     slice.handlerEnded();
                     next++;
                     done.add(outcome);
@@ -125,7 +123,12 @@ final class ExecutePicked {
 
     /** @return the exchange the item's outcome is read from */
     private Exchange runItem(WorkItem item, Exchange exchange) {
-        return exchange.getException() == null ? handlers.send(sources.source(item.kind()).endpointUri(), exchange) : exchange;
+        if (exchange.getException() != null) {
+            return exchange;
+        }
+        KindHandler consumer = sources.consumer(item.kind());
+        // Its route stopped after the claim: the item waits as it was, its attempt not spent.
+        return consumer == null ? null : handlers.send(consumer, exchange);
     }
 
     /**
@@ -178,7 +181,7 @@ final class ExecutePicked {
         }
         WorkSource source = sources.source(kind);
         if (source == null) {
-            exchanges.forEach(e -> e.setException(new IllegalStateException("no handler is configured for work of kind " + kind)));
+            exchanges.forEach(e -> e.setException(new IllegalStateException("nothing in this process reads the rows of work of kind " + kind)));
             return exchanges;
         }
         try (Connection c = dataSource.getConnection()) {

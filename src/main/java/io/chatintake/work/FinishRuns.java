@@ -7,7 +7,6 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
-import java.sql.Timestamp;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
@@ -36,12 +35,12 @@ final class FinishRuns {
     // (then the lane is due now). A lane with nothing unfinished left goes idle until intake makes
     // it due; else it is due now, or when the failed item that stopped an ordered run is.
     static final String FINISH_LANES = """
-            UPDATE work_lane l SET due_at = CASE WHEN l.head_id <> u.old_head THEN now() WHEN u.due IS NOT NULL THEN u.due
+            UPDATE work_lane l SET due_at = CASE WHEN l.head_id <> u.old_head THEN now() WHEN u.due_in IS NOT NULL THEN now() + make_interval(secs => u.due_in)
                        WHEN EXISTS (SELECT 1 FROM work_item w WHERE w.kind = l.kind AND w.chat_key = l.chat_key AND w.id >= u.new_head
-                                       AND w.state NOT IN ('done', 'parked')) THEN now() END,
+                                       AND w.state NOT IN ('done', 'parked', 'erased')) THEN now() END,
                    head_id = CASE WHEN l.head_id = u.old_head THEN u.new_head ELSE l.head_id END, claimed_by = NULL, claim_token = NULL
-              FROM unnest(?::text[], ?::text[], ?::bigint[], ?::bigint[], ?::timestamptz[], ?::bigint[])
-                   AS u(kind, chat_key, token, old_head, due, new_head)
+              FROM unnest(?::text[], ?::text[], ?::bigint[], ?::bigint[], ?::float8[], ?::bigint[])
+                   AS u(kind, chat_key, token, old_head, due_in, new_head)
              WHERE l.kind = u.kind AND l.chat_key = u.chat_key AND l.claim_token = u.token
             RETURNING u.token""";
 
@@ -112,21 +111,21 @@ final class FinishRuns {
         if (locked.isEmpty()) {
             return Set.of();
         }
-        List<Timestamp> dues = new ArrayList<>();
+        List<Double> dues = new ArrayList<>();
         List<Long> heads = new ArrayList<>();
         for (FinishedRun f : locked) {
             WorkRun run = f.run();
             Outcome last = f.outcomes().isEmpty() ? null : f.outcomes().get(f.outcomes().size() - 1);
-            Timestamp due = null;
+            Double due = null;
             long head = run.headId();
             if (last != null && last.isDeferred()) {
                 // A limit of the chat (or its bot) holds every item of it until then, in order.
                 head = run.ordered() ? last.item().id() : run.headId();
-                due = Timestamp.from(last.nextAttemptAt());
+                due = WorkSql.secondsUntil(last.nextAttemptAt());
             } else if (run.ordered() && last != null && last.kind() == Outcome.Kind.FAILED) {
                 // The chat waits for this item's retry.
                 head = last.item().id();
-                due = Timestamp.from(last.nextAttemptAt());
+                due = WorkSql.secondsUntil(last.nextAttemptAt());
             } else if (run.ordered() && !run.items().isEmpty()) {
                 // An ordered run is the chat's consecutive items from its head: the head moves past what finished.
                 head = f.notRun().isEmpty() ? run.items().get(run.items().size() - 1).id() + 1 : f.notRun().get(0).id();
@@ -137,7 +136,7 @@ final class FinishRuns {
         try (PreparedStatement ps = c.prepareStatement(FINISH_LANES)) {
             bindLaneTokens(c, ps, locked);
             ps.setArray(4, c.createArrayOf("bigint", locked.stream().map(f -> f.run().headId()).toArray()));
-            ps.setArray(5, c.createArrayOf("timestamptz", dues.toArray()));
+            ps.setArray(5, c.createArrayOf("float8", dues.toArray()));
             ps.setArray(6, c.createArrayOf("bigint", heads.toArray()));
             return new HashSet<>(tokens(ps).keySet());
         }

@@ -8,10 +8,8 @@ import java.util.concurrent.TimeoutException;
 import org.apache.camel.CamelContext;
 import org.apache.camel.Exchange;
 import org.apache.camel.Route;
-import org.apache.camel.spi.ProducerCache;
 import org.apache.camel.spi.UnitOfWork;
 import org.apache.camel.support.DefaultExchange;
-import org.apache.camel.support.cache.DefaultProducerCache;
 
 /**
  * Sends an item's exchange to its handler route and waits for it at most a claim's time. A route
@@ -30,38 +28,31 @@ final class HandlerCall {
 
     private final CamelContext camel;
     private final Duration limit;
-    private ProducerCache producers;
 
     HandlerCall(CamelContext camel, Duration limit) {
         this.camel = camel;
         this.limit = limit;
     }
 
-    /** Once the context runs; the producers stop with it. */
-    synchronized void start() {
-        if (producers == null) {
-            producers = new DefaultProducerCache(this, camel, 100);
-            try {
-                camel.addService(producers, true, true);
-            } catch (Exception e) {
-                throw new IllegalStateException("work: cannot start the handlers' producers", e);
-            }
-        }
-    }
-
     /**
+     * Runs the exchange through the handler route of {@code consumer}, as {@code direct:} hands an
+     * exchange to its consumer.
+     *
      * @return the exchange as the handler route left it; or, given up on (no answer within the
      *         limit, or this worker stopping meanwhile), a new exchange that carries why, since the
      *         one given up on may still be changed by whoever holds it
      */
-    Exchange send(String endpointUri, Exchange exchange) {
-        CompletableFuture<Exchange> answered;
+    Exchange send(KindHandler consumer, Exchange exchange) {
+        CompletableFuture<Exchange> answered = new CompletableFuture<>();
+        exchange.getExchangeExtension().setFromEndpoint(consumer.endpoint());
+        exchange.getExchangeExtension().setFromRouteId(consumer.routeId());
         try {
-            answered = producers.asyncSendExchange(camel.getEndpoint(endpointUri), null, null, null, exchange, null);
+            consumer.processor().process(exchange, doneSync -> answered.complete(exchange));
         } catch (RuntimeException e) {
             exchange.setException(e);
             return exchange;
         }
+        String endpointUri = consumer.endpoint().getEndpointUri();
         try {
             return answered.get(limit.toNanos(), TimeUnit.NANOSECONDS);
         } catch (ExecutionException e) {

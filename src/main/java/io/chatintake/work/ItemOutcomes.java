@@ -2,6 +2,7 @@ package io.chatintake.work;
 
 import io.chatintake.support.Redactor;
 import java.time.Instant;
+import java.util.function.Function;
 import org.apache.camel.Exchange;
 import org.apache.camel.support.MessageHelper;
 import org.apache.camel.support.processor.DefaultExchangeFormatter;
@@ -18,14 +19,12 @@ final class ItemOutcomes {
     private static final Logger LOG = LoggerFactory.getLogger(ItemOutcomes.class);
     private static final int MAX_ERROR = 1000;
 
-    private final int maxAttempts;
-    private final Backoff backoff;
+    private final Function<String, KindRules> rules;
     private final EffectGuard effects;
     private final WorkMetrics metrics;
 
-    ItemOutcomes(int maxAttempts, Backoff backoff, EffectGuard effects, WorkMetrics metrics) {
-        this.maxAttempts = maxAttempts;
-        this.backoff = backoff;
+    ItemOutcomes(Function<String, KindRules> rules, EffectGuard effects, WorkMetrics metrics) {
+        this.rules = rules;
         this.effects = effects;
         this.metrics = metrics;
     }
@@ -35,6 +34,8 @@ final class ItemOutcomes {
         if (error == null) {
             return Outcome.done(item);
         }
+        KindRules kind = rules.apply(item.kind());
+        int maxAttempts = kind.maxAttempts();
         // A guarded effect's failure says what happened; the ledger records it first.
         EffectFailure effect = exchange.getException(EffectFailure.class);
         if (effect != null) {
@@ -44,32 +45,32 @@ final class ItemOutcomes {
         if (effect != null && effect.deferral() != null) {
             metrics.deferred(item, effect.deferral());
             if (effect.deferral() == DeferReason.RETRY_AFTER) {
-                LOG.info("work: {} told to retry after {} (not counted as an attempt): {}", where(item), effect.notBefore(), cause);
+                LOG.info("work: {} told to retry after {} (not counted as an attempt): {}", where(item, maxAttempts), effect.notBefore(), cause);
             }
             return Outcome.deferred(item, effect.notBefore());
         }
         EffectOutcome effectOutcome = effect == null ? null : effect.outcome();
         if (effectOutcome == EffectOutcome.UNDELIVERABLE) {
-            LOG.info("work: {} undeliverable, ends done and is not retried: {}", where(item), cause);
+            LOG.info("work: {} undeliverable, ends done and is not retried: {}", where(item, maxAttempts), cause);
             return Outcome.undeliverable(item, cause);
         }
         if (effectOutcome == EffectOutcome.AMBIGUOUS || exchange.getException(EffectGuard.UnconfirmedEffectException.class) != null) {
-            LOG.warn("work: {} parked for reconciliation, not run again until a person decides: {}\n{}", where(item), cause, history(exchange));
+            LOG.warn("work: {} parked for reconciliation, not run again until a person decides: {}\n{}", where(item, maxAttempts), cause, history(exchange));
             return Outcome.parked(item, cause);
         }
         if (item.attempts() >= maxAttempts) {
-            LOG.warn("work: {} parked after its last attempt, not run again until work retry: {}\n{}", where(item), cause, history(exchange));
+            LOG.warn("work: {} parked after its last attempt, not run again until work retry: {}\n{}", where(item, maxAttempts), cause, history(exchange));
             return Outcome.parked(item, cause);
         }
-        Instant next = Instant.now().plus(backoff.delayAfter(item.attempts()));
-        LOG.info("work: {} failed, next attempt at {}: {}", where(item), next, cause);
+        Instant next = Instant.now().plus(kind.backoff().delayAfter(item.attempts()));
+        LOG.info("work: {} failed, next attempt at {}: {}", where(item, maxAttempts), next, cause);
         if (LOG.isDebugEnabled()) {
             LOG.debug("work: item {} failed:\n{}", item.id(), history(exchange));
         }
         return Outcome.failed(item, cause, next);
     }
 
-    private String where(WorkItem item) {
+    private static String where(WorkItem item, int maxAttempts) {
         return "item " + item.id() + " (" + item.kind() + " " + item.sourceKey() + (item.chatKey() == null ? "" : ", chat " + item.chatKey())
                 + ", attempt " + item.attempts() + " of " + maxAttempts + ")";
     }

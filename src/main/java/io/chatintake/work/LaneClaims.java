@@ -33,12 +33,12 @@ final class LaneClaims {
             SELECT l.o, i.id, i.source_key, i.source_id, i.attempts, i.next_attempt_at <= now(), i.next_attempt_at
               FROM unnest(?::text[], ?::text[], ?::bigint[], ?::boolean[]) WITH ORDINALITY AS l(kind, chat_key, head, ordered, o)
              CROSS JOIN LATERAL (SELECT w.id, w.source_key, w.source_id, w.attempts, w.next_attempt_at FROM work_item w
-                     WHERE w.kind = l.kind AND w.chat_key = l.chat_key AND w.id >= l.head AND w.state NOT IN ('done', 'parked')
+                     WHERE w.kind = l.kind AND w.chat_key = l.chat_key AND w.id >= l.head AND w.state NOT IN ('done', 'parked', 'erased')
                        AND (l.ordered OR w.next_attempt_at <= now())
                      ORDER BY w.id LIMIT ?) i
              ORDER BY l.o, i.id""";
     private static final String LANE_NEXT_DUE = """
-            SELECT min(next_attempt_at), min(id) FROM work_item WHERE kind = ? AND chat_key = ? AND id >= ? AND state NOT IN ('done', 'parked')""";
+            SELECT min(next_attempt_at), min(id) FROM work_item WHERE kind = ? AND chat_key = ? AND id >= ? AND state NOT IN ('done', 'parked', 'erased')""";
     private static final String SET_LANES_ASIDE = """
             UPDATE work_lane l SET due_at = u.due, head_id = u.head
               FROM unnest(?::text[], ?::text[], ?::timestamptz[], ?::bigint[]) AS u(kind, chat_key, due, head)

@@ -22,6 +22,9 @@ import org.slf4j.LoggerFactory;
  * with {@code FOR UPDATE SKIP LOCKED}, so every runner may purge at once and intake never waits
  * long), oldest first.
  * <p>
+ * Content (payloads, texts, files) goes earlier, by {@code retention.content-days}; these windows
+ * keep the books (ids, times, kinds, states, counts). Erased work counts as finished.
+ * <p>
  * Never purged: unfinished or parked work, anything whose work item is not done, undecided (open)
  * albums, conflicts waiting for a person, effects not recorded done.
  * <p>
@@ -47,6 +50,7 @@ public final class Retention {
 
     private static final String TELEGRAM = "telegram-update";
     private static final String DEDUPE_KEY_DAYS = "retention.dedupe-key-days";
+    public static final String METADATA_DAYS = "retention.metadata-days";
     private static final String WEBHOOK = "unifyport-event";
     private static final String ALBUM_DECISION = "album-decision";
 
@@ -59,7 +63,7 @@ public final class Retention {
      * table's row only keeps that row longer). Nor does staged work, whose item is still to come.
      */
     private static String noUnfinishedWork(String otherTablesKinds) {
-        return "NOT EXISTS (SELECT 1 FROM work_item w WHERE w.source_id = x.id AND w.state <> 'done' AND w.kind NOT IN ("
+        return "NOT EXISTS (SELECT 1 FROM work_item w WHERE w.source_id = x.id AND w.state NOT IN ('done', 'erased') AND w.kind NOT IN ("
                 + otherTablesKinds + ")) AND NOT EXISTS (SELECT 1 FROM work_staged s WHERE s.source_id = x.id AND s.kind NOT IN ("
                 + otherTablesKinds + "))";
     }
@@ -83,11 +87,11 @@ public final class Retention {
                      WHERE x.first_child_at < ? AND x.decided_at < ? AND x.decide_after IS NULL AND x.decided_version > 0
                        AND NOT x.needs_person
                        AND NOT EXISTS (SELECT 1 FROM album_decision d JOIN work_item w ON w.kind = '%s' AND w.source_id = d.id
-                                        WHERE d.album_key = x.album_key AND w.state <> 'done')""".formatted(ALBUM_DECISION), 2,
+                                        WHERE d.album_key = x.album_key AND w.state NOT IN ('done', 'erased'))""".formatted(ALBUM_DECISION), 2,
                     "w.kind = '" + ALBUM_DECISION + "' AND w.source_id IN (SELECT d.id FROM album_decision d WHERE d.album_key = doomed.k)",
                     "decisions AS (DELETE FROM album_decision d USING doomed WHERE d.album_key = doomed.k RETURNING 1), "),
             new Policy("work_item", "id", "retention.work-item-days", """
-                    SELECT x.id AS k FROM work_item x WHERE x.created_at < ? AND x.done_at < ? AND x.state = 'done'
+                    SELECT x.id AS k FROM work_item x WHERE x.created_at < ? AND x.done_at < ? AND x.state IN ('done', 'erased')
                        AND x.kind NOT IN ('%s', '%s', '%s')""".formatted(TELEGRAM, WEBHOOK, ALBUM_DECISION), 2, null, null),
             new Policy("outbound_effect", "effect_key", "retention.outbound-effect-days", """
                     SELECT x.effect_key AS k FROM outbound_effect x WHERE x.started_at < ? AND x.done_at < ? AND x.state = 'done'
@@ -111,9 +115,16 @@ public final class Retention {
         this.batchSize = batchSize;
     }
 
+    /**
+     * Each table's window: its own {@code retention.*-days} key when set, else
+     * {@code retention.metadata-days} (how long the books are kept; content goes earlier, by
+     * {@code retention.content-days}). The dedupe keys have their own window.
+     */
     public static Retention from(Settings settings, DataSource dataSource) {
         Map<String, Integer> days = new LinkedHashMap<>();
-        POLICIES.forEach(p -> days.put(p.settingKey(), settings.getInt(p.settingKey())));
+        int metadataDays = settings.getInt(METADATA_DAYS);
+        POLICIES.forEach(p -> days.put(p.settingKey(),
+                settings.get(p.settingKey()).isPresent() ? settings.getInt(p.settingKey()) : metadataDays));
         return new Retention(dataSource, days, settings.getInt("retention.batch-size"));
     }
 

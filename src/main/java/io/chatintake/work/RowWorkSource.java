@@ -16,8 +16,8 @@ public abstract class RowWorkSource extends WorkSource {
     private final String select;
     private final int loadTogether;
 
-    protected RowWorkSource(String kind, String endpointUri, String select, int loadTogether) {
-        super(kind, endpointUri);
+    protected RowWorkSource(String kind, String select, int loadTogether) {
+        super(kind);
         this.select = select;
         this.loadTogether = loadTogether;
     }

@@ -39,11 +39,17 @@ public final class RunnerHeartbeat {
      * parameters are bound by {@link #bindSilence}. Two ranges around this process, not
      * {@code <>}: an index on {@code claimed_by} then skips this process's own claims, live and
      * dead, which a busy process has by the hundred thousand between two vacuums.
+     * <p>
+     * Silence is counted from the database's start: a process that could not beat while the
+     * database restarted is not dead, and beats again within the silence after it is back. (A
+     * database that stayed up while every process lost its link is the judging process's to tell:
+     * {@link ClaimKeeper} judges only once its own beats have gone through for the silence.)
      */
     static String claimedBySilentProcess(String alias) {
         return """
                 (%1$s.claimed_by < ? OR %1$s.claimed_by > ?) AND NOT EXISTS (SELECT 1 FROM runner_heartbeat h
-                    WHERE h.process_id = %1$s.claimed_by AND h.beat_at >= now() - make_interval(secs => ?))""".formatted(alias);
+                    WHERE h.process_id = %1$s.claimed_by AND h.beat_at >= now() - make_interval(secs => ?))
+                AND pg_postmaster_start_time() < now() - make_interval(secs => ?)""".formatted(alias);
     }
 
     /** Binds {@link #claimedBySilentProcess}'s parameters from {@code index} on. */
@@ -51,6 +57,7 @@ public final class RunnerHeartbeat {
         ps.setString(index, self);
         ps.setString(index + 1, self);
         WorkSql.setSeconds(ps, index + 2, silence);
+        WorkSql.setSeconds(ps, index + 3, silence);
     }
 
     public void beat() throws SQLException {

@@ -103,7 +103,8 @@ public final class WorkDispatcher {
         this.camel = camel;
         this.queue = queue;
         this.options = options;
-        this.sources = new HandlerSources(camel, sources);
+        this.sources = new HandlerSources(camel, sources,
+                kind -> new KindRules(options.orderedKinds().contains(kind), options.maxAttempts(), options.backoffBase(), options.backoffCap()));
         String process = ProcessIdentity.name();
         EffectGuard effects = new EffectGuard(queue.dataSource());
         this.metrics = new WorkMetrics(queue.dataSource());
@@ -112,13 +113,13 @@ public final class WorkDispatcher {
                 options.gatherWhileBacklogAtSource(), options.intakeFirst(), options.maxDeferral(), options.pollInterval(), runs, wakeups,
                 running);
         this.recorder = new RecordOutcomes(queue, effects, runs, running, options.claim());
-        ItemOutcomes outcomes = new ItemOutcomes(options.maxAttempts(), new Backoff(options.backoffBase(), options.backoffCap()), effects, metrics);
+        ItemOutcomes outcomes = new ItemOutcomes(this.sources::rules, effects, metrics);
         this.executing = new ExecutePicked(camel, queue.dataSource(), this.sources, outcomes, metrics, runs, recorder, running,
                 options.claim());
         this.keeper = new ClaimKeeper(queue, new RunnerHeartbeat(queue.dataSource(), process, this::handlingHeldBackSince), process,
                 runs, wakeups, options.claim(), options.heartbeat(), options.silence());
         this.gathering = new Gathering(options.gather(), options.gatherMax());
-        ClaimDueWork claiming = new ClaimDueWork(queue, process, options.claim(), options.runSize(), options.orderedKinds(), this.sources,
+        ClaimDueWork claiming = new ClaimDueWork(queue, process, options.claim(), options.runSize(), this.sources,
                 runs, pacing, gathering, new OperatorPause.Watch(queue.dataSource(), OperatorPause.Subject.WORK_KIND));
         this.worker = new RunUntilShutdown(running, runs, pacing, claiming, executing, wakeups, metrics, options.concurrency(),
                 options.runSize(), options.pollInterval());
@@ -132,16 +133,12 @@ public final class WorkDispatcher {
             // Whether or not this process handles anything: what its intake staged must become work for whoever does.
             scheduler = new StagedWorkScheduler(camel, queue, options.gather(), this::nudge);
         }
+        // Started even while no work: route runs here: one started later (a file added) is run at once.
         Set<String> kinds = sources.kinds();
-        if (kinds.isEmpty()) {
-            LOG.info("work: no work kind has a handler in this process; no dispatcher threads");
-            return;
-        }
         // Looked up at start: camel-micrometer binds its registry while the context starts.
         metrics.start(MeterRegistryLookup.of(camel), pacing::workersAllowed);
         keeper.firstBeat();
         running.set(true);
-        executing.start();
         ExecutorServiceManager threads = camel.getExecutorServiceManager();
         beater = threads.newSingleThreadExecutor(this, "work-heartbeat");
         beater.execute(keeper);
@@ -149,7 +146,7 @@ public final class WorkDispatcher {
         for (int i = 0; i < options.concurrency(); i++) {
             workers.execute(worker);
         }
-        LOG.info("work: {} dispatcher thread(s) for {}; at most {} attempts, then parked; claims last {} s, extended while"
+        LOG.info("work: {} dispatcher thread(s), running the kinds whose work: route runs here ({} now); by default at most {} attempts, then parked; claims last {} s, extended while"
                         + " handlers run; heartbeat every {} s, claims of a process silent for {} s are released; runs of up to {} item(s),"
                         + " gathered for {} when they come in thin; {} while intake is behind, claiming at most every {} ms, every {} ms"
                         + " while its source holds a backlog; yielding for {} s at a stretch, then every other second, and not"
@@ -242,8 +239,8 @@ public final class WorkDispatcher {
         return pacing.heldBackSince();
     }
 
-    /** Whether this process runs work of this kind (a handler is configured or registered here). */
-    public boolean handles(String kind) {
-        return sources.kinds().contains(kind);
+    /** The kinds this process runs now, each with a started {@code work:} route. */
+    public Set<String> kinds() {
+        return sources.kinds();
     }
 }

@@ -89,6 +89,20 @@ final class WorkItemRepository {
         }
     }
 
+    /**
+     * Items not running whose content was erased end as {@code erased}: never claimed, never
+     * retried. A running one is left to finish (its handler read its content already).
+     */
+    static List<Touched> erase(Connection c, Long[] ids) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement("""
+                UPDATE work_item SET state = 'erased', last_error = NULL, next_attempt_at = now(), claimed_by = NULL,
+                       claim_expires_at = NULL, claim_token = NULL, done_at = now(), updated_at = now()
+                 WHERE id = ANY (?) AND state IN ('pending', 'failed', 'parked') RETURNING kind, chat_key, id""")) {
+            ps.setArray(1, c.createArrayOf("bigint", ids));
+            return touched(ps);
+        }
+    }
+
     /** Done items of one kind created since a time back to pending: an explicit re-run. */
     static List<Touched> replay(Connection c, String kind, Instant since) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(
@@ -185,15 +199,25 @@ final class WorkItemRepository {
     // claims only vacuum removes (28,000-60,000 read for 163-312 items). They are planned at each
     // execution: a plan kept from a small work_item scans the whole table (67,000 rows for 24 items).
     private static final String RECORD = """
-            UPDATE work_item w SET state = o.state, next_attempt_at = COALESCE(o.next_at, w.next_attempt_at),
+            UPDATE work_item w SET state = o.state, next_attempt_at = COALESCE(now() + make_interval(secs => o.next_in), w.next_attempt_at),
                    attempts = CASE WHEN o.state = 'pending' THEN w.attempts - 1 ELSE w.attempts END,
                    last_error = CASE WHEN o.state = 'pending' THEN w.last_error ELSE o.error END,
                    done_at = CASE WHEN o.state = 'done' THEN now() END, outcome = o.result, claimed_by = NULL, claim_token = NULL,
                    claim_expires_at = NULL, updated_at = now()
-              FROM unnest(?::bigint[], ?::text[], ?::text[], ?::timestamptz[], ?::text[], ?::bigint[])
-                   AS o(id, state, error, next_at, result, token)
+              FROM unnest(?::bigint[], ?::text[], ?::text[], ?::float8[], ?::text[], ?::bigint[])
+                   AS o(id, state, error, next_in, result, token)
              WHERE w.id = o.id AND w.claim_token = o.token
-            RETURNING o.token""";
+            RETURNING o.token, w.id, w.attempts, o.state, o.result, o.error, (SELECT b FROM work_item b WHERE b.id = w.id) AS claimed""";
+
+    // Each run also leaves a work_run row, in the same statement (a deferral is no run: its attempt
+    // is given back). claimed is the item as the statement's snapshot has it, i.e. as claimed: who
+    // ran it and since when.
+    private static final String RECORD_WITH_RUNS = """
+            WITH recorded AS (%s),
+                 run AS (
+            INSERT INTO work_run (work_item_id, attempt, state, outcome, error, process, claimed_at)
+            SELECT id, attempts, state, result, error, (claimed).claimed_by, (claimed).updated_at FROM recorded WHERE state <> 'pending')
+            SELECT token FROM recorded""".formatted(RECORD);
 
     /** @return outcomes recorded per token: only those of items that still carry their run's token */
     static Map<Long, Integer> recordOutcomes(Connection c, List<FinishedRun> finished) throws SQLException {
@@ -206,12 +230,12 @@ final class WorkItemRepository {
         if (outcomes.isEmpty()) {
             return Map.of();
         }
-        try (PreparedStatement ps = PlannedEachTime.prepare(c, RECORD)) {
+        try (PreparedStatement ps = PlannedEachTime.prepare(c, RECORD_WITH_RUNS)) {
             ps.setArray(1, c.createArrayOf("bigint", outcomes.stream().map(o -> o.item().id()).toArray()));
             ps.setArray(2, c.createArrayOf("text", outcomes.stream().map(o -> o.state().stored()).toArray()));
             ps.setArray(3, c.createArrayOf("text", outcomes.stream().map(Outcome::error).toArray()));
-            ps.setArray(4, c.createArrayOf("timestamptz", outcomes.stream()
-                    .map(o -> o.nextAttemptAt() == null ? null : Timestamp.from(o.nextAttemptAt())).toArray()));
+            ps.setArray(4, c.createArrayOf("float8", outcomes.stream()
+                    .map(o -> o.nextAttemptAt() == null ? null : WorkSql.secondsUntil(o.nextAttemptAt())).toArray()));
             ps.setArray(5, c.createArrayOf("text", outcomes.stream()
                     .map(o -> o.kind() == Outcome.Kind.UNDELIVERABLE ? UNDELIVERABLE : null).toArray()));
             ps.setArray(6, c.createArrayOf("bigint", tokens.toArray()));

@@ -38,7 +38,7 @@ final class WorkMetrics {
      * unfinished items, so the cost follows the backlog, not the history. Done work is counted by
      * {@code chat_intake_work_handler_seconds_count{outcome="done"}} instead.
      */
-    static final String DEPTH = "SELECT kind, state, count(*) FROM work_item WHERE state <> 'done' GROUP BY kind, state";
+    static final String DEPTH = "SELECT kind, state, count(*) FROM work_item WHERE state NOT IN ('done', 'erased') GROUP BY kind, state";
 
     private final DataSource dataSource;
     private volatile MeterRegistry registry;

@@ -257,6 +257,11 @@ public final class WorkQueue {
         return WorkLanes.reopen(c, WorkItemRepository.retry(c, id));
     }
 
+    /** Items whose content was erased, unless running, end as {@code erased}; returns how many. */
+    public static int erase(Connection c, Long[] ids) throws SQLException {
+        return WorkItemRepository.erase(c, ids).size();
+    }
+
     /** An explicit re-run of done items of one kind created since a time; never implicit. */
     public int replay(String kind, Instant since) throws SQLException {
         return inTransaction(dataSource, c -> WorkLanes.reopen(c, WorkItemRepository.replay(c, kind, since)));

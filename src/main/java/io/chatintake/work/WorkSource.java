@@ -12,25 +12,18 @@ import org.apache.camel.Message;
 
 /**
  * A kind of stored item (Telegram update, webhook event, album child or decision, attachment):
- * where its handler route is and how to turn its stored row back into the message that route
- * receives. The common work headers are set by the dispatcher.
+ * how to turn its stored row back into the message its {@code work:<kind>} route receives. The
+ * common work headers are set by the dispatcher.
  */
 public abstract class WorkSource {
     private final String kind;
-    private final String endpointUri;
 
-    protected WorkSource(String kind, String endpointUri) {
+    protected WorkSource(String kind) {
         this.kind = kind;
-        this.endpointUri = endpointUri;
     }
 
     public final String kind() {
         return kind;
-    }
-
-    /** The handler route, e.g. {@code direct:telegram-update}. */
-    public final String endpointUri() {
-        return endpointUri;
     }
 
     /** Fills body and headers from the item's row. */

@@ -4,6 +4,7 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.HashMap;
 import java.util.Map;
 
@@ -15,6 +16,15 @@ final class WorkSql {
     /** A duration bound as fractional seconds, for {@code make_interval(secs => ?)}. */
     static void setSeconds(PreparedStatement ps, int index, Duration duration) throws SQLException {
         ps.setDouble(index, duration.toMillis() / 1000.0);
+    }
+
+    /**
+     * Seconds from now until {@code at}, both by this process's clock: bound for
+     * {@code now() + make_interval(secs => ?)}, so that a due time is on the database's clock, as
+     * every deadline runners share is, whatever this process's clock says.
+     */
+    static double secondsUntil(Instant at) {
+        return Duration.between(Instant.now(), at).toMillis() / 1000.0;
     }
 
     /** Rows per token of a statement returning one token per row it changed. */

@@ -41,7 +41,7 @@ class LayoutTest {
                 .layer("app").definedBy(BASE + "app..")
                 .layer("ops").definedBy(BASE + "ops..")
                 .layer("channels").definedBy(BASE + "channel..")
-                .layer("messages, albums, attachments").definedBy(BASE + "message..", BASE + "album..", BASE + "attachment..")
+                .layer("messages, albums, attachments").definedBy(BASE + "message..", BASE + "album..", BASE + "attachment..", BASE + "content..")
                 .layer("work, store, config, support").definedBy(BASE + "work..", BASE + "store..", BASE + "config..", BASE + "support..")
                 .layer("simulators").definedBy(BASE + "sim..")
                 .whereLayer("app").mayNotBeAccessedByAnyLayer()

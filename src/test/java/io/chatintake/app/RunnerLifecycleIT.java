@@ -129,17 +129,20 @@ class RunnerLifecycleIT {
     }
 
     @Test
-    void anUnreachableDatabaseFailsFastWithOneLineNamingTheKey() {
+    void anUnreachableDatabaseIsWaitedForInOneLineNamingTheKeyAndSigtermStillStopsTheRunner() {
         Map<String, String> env = new HashMap<>(RunnerProcess.baseEnv(work));
         env.put("CHAT_INTAKE_DB_URL", "jdbc:postgresql://127.0.0.1:" + RunnerProcess.freePort() + "/nowhere?password=hunter2");
         env.put("CHAT_INTAKE_DB_CONNECT_TIMEOUT_SECONDS", "3");
         try (RunnerProcess runner = RunnerProcess.start(work, env)) {
-            int exit = runner.awaitExit(Duration.ofSeconds(60));
+            runner.awaitOutput("waiting for it", Duration.ofSeconds(60));
+            Await.until("the HTTP server up", Duration.ofSeconds(30), () -> runner.get("/observe/health/live").statusCode() == 200);
+            assertThat(runner.get("/observe/health/ready").statusCode()).isEqualTo(503);
+            assertThat(runner.terminate(Duration.ofSeconds(60))).as("a SIGTERM exit").isIn(0, 143);
             String output = runner.output();
-            assertThat(exit).isEqualTo(2);
-            assertThat(output).contains("chat-intake: CHAT_INTAKE_DB_URL: cannot connect to jdbc:postgresql://127.0.0.1:")
+            assertThat(output).contains("database: not reachable (CHAT_INTAKE_DB_URL: cannot connect to jdbc:postgresql://127.0.0.1:")
                     .doesNotContain("\tat ")
                     .doesNotContain("hunter2");
+            assertThat(output.split("not reachable", -1)).as("said once").hasSize(2);
         }
     }
 

@@ -80,9 +80,7 @@ class AttachmentFetcherTest {
                         "telegram.bots.files.token", token))
                 .settings(Map.of("work.concurrency", "2", "work.max-attempts", Integer.toString(MAX_ATTEMPTS),
                         "work.backoff-base-millis", "100", "work.backoff-cap-millis", "400",
-                        "work.claim-seconds", "30", "work.poll-interval-millis", "50",
-                        "work.handlers.unifyport-event", "direct:unifyport-event",
-                        "work.handlers.attachment", "direct:attachment-fetch"))
+                        "work.claim-seconds", "30", "work.poll-interval-millis", "50"))
                 .settings(MediaHost.ALLOWED)
                 .start();
         sender = new SignedDeliverySender(server.uri("/webhooks/unifyport"), Secret.of(SECRET));

@@ -71,9 +71,7 @@ class AttachmentUrlGuardTest {
                         "attachments.allow-http", "true", "attachments.allowed-hosts", "localhost",
                         "attachments.download-timeout-seconds", "2"))
                 .settings(Map.of("work.concurrency", "2", "work.max-attempts", "4",
-                        "work.backoff-base-millis", "100", "work.backoff-cap-millis", "400", "work.poll-interval-millis", "50",
-                        "work.handlers.unifyport-event", "direct:unifyport-event",
-                        "work.handlers.attachment", "direct:attachment-fetch"))
+                        "work.backoff-base-millis", "100", "work.backoff-cap-millis", "400", "work.poll-interval-millis", "50"))
                 .start();
         sender = new SignedDeliverySender(server.uri("/webhooks/unifyport"), Secret.of(SECRET));
     }

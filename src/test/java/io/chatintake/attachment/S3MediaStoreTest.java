@@ -190,7 +190,7 @@ class S3MediaStoreTest {
                     "media.s3.endpoint", s3.endpoint(), "media.s3.path-style-access", "true",
                     "media.s3.access-key-id", KEY_ID, "media.s3.secret-access-key", SECRET_KEY));
             values.putAll(Map.of("chat-intake.data-dir", dataDir.toString(), "work.concurrency", "1",
-                    "work.poll-interval-millis", "50", "work.handlers.attachment", "direct:attachment-fetch"));
+                    "work.poll-interval-millis", "50"));
             values.putAll(MediaHost.ALLOWED);
             try (WebhookServer server = WebhookServer.builder(db).routeFiles("file:routes/attachments.yaml").settings(values).start()) {
                 long child = Sql.count(db, "INSERT INTO channel_message (workspace, provider, account_id, conversation_id, message_id,"

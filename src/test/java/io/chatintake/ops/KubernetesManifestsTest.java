@@ -7,6 +7,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
 import io.chatintake.config.Settings;
+import io.chatintake.testkit.Manual;
 import io.fabric8.kubernetes.api.model.ConfigMap;
 import io.fabric8.kubernetes.api.model.Container;
 import io.fabric8.kubernetes.api.model.EnvFromSource;
@@ -41,6 +42,7 @@ import java.util.TreeSet;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
+
 
 /**
  * The manifests in {@code k8s/} parsed strictly with the Fabric8 Kubernetes model (an unknown or
@@ -176,10 +178,10 @@ public class KubernetesManifestsTest {
         named.addAll(the(Secret.class).getStringData().keySet());
         named.addAll(CamelKIntegrationTest.environmentVariables().keySet());
         Set<String> settings = configuration().stringPropertyNames().stream().map(Settings::envName).collect(Collectors.toSet());
-        String readme = Files.readString(Path.of("README.md"));
+        String readme = Manual.text();
 
         assertThat(named).allSatisfy(name -> assertThat(settings.contains(name) || readme.contains("`" + name + "`"))
-                .as("%s is neither a key of config/application.properties nor named in README.md", name).isTrue());
+                .as("%s is neither a key of config/application.properties nor named in the manual", name).isTrue());
     }
 
     @Test

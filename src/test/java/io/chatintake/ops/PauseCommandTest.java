@@ -12,6 +12,8 @@ import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -82,10 +84,8 @@ class PauseCommandTest {
                 INSERT INTO operator_pause (subject, name, paused_at, paused_by) VALUES
                     ('telegram-bot', 'main', now() - interval '21 hours', 'Alice <on call>'),
                     ('work-kind', 'album-child', now() - interval '90 seconds', 'bob')""");
-        Map<String, String> settings = new HashMap<>();
-        settings.put("work.handlers.album-child", "direct:album-child");
-        settings.put("work.handlers.attachment", "");
-        StatusReport report = new StatusReport(db, Settings.of(settings), Duration.ofSeconds(10), "test");
+        StatusReport report = new StatusReport(db, Settings.of(new HashMap<>()), Duration.ofSeconds(10), "test",
+                () -> new TreeSet<>(Set.of("album-child")));
 
         String html = report.render(Map.of(), new StatusReport.Viewer("csrf-1", "carol", 0, 0));
 

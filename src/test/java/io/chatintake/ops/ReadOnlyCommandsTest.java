@@ -20,7 +20,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
- * {@code work status}, {@code albums status}, {@code telegram status} and {@code purge --dry-run}
+ * {@code work status}, {@code albums status}, {@code telegram status}, {@code purge --dry-run} and {@code messages find}
  * read and never migrate: a newer jar's status command must not migrate a database that older
  * runners still use. Each schema here is a database of its own as far as the commands can tell.
  */
@@ -32,7 +32,8 @@ class ReadOnlyCommandsTest {
             "work status", s -> new WorkCommands(s, quiet()).run(List.of("status")),
             "albums status", s -> new AlbumCommands(s, quiet()).status(),
             "telegram status", s -> new TelegramCommands(s, quiet()).run(List.of("status")),
-            "purge --dry-run", s -> new PurgeCommand(s, quiet()).run(List.of("--dry-run")));
+            "purge --dry-run", s -> new PurgeCommand(s, quiet()).run(List.of("--dry-run")),
+            "messages find", s -> new MessagesCommand(s, quiet()).run(List.of("find", "--text", "x")));
 
     @AfterEach
     void dropSchemas(DataSource db) {

@@ -9,6 +9,7 @@ import io.chatintake.support.MeterRegistryLookup;
 import io.chatintake.sim.SignedDeliverySender.TimestampForm;
 import io.chatintake.testkit.Await;
 import io.chatintake.testkit.Browser;
+import io.chatintake.testkit.HeadlessChromium;
 import io.chatintake.testkit.Sql;
 import io.chatintake.testkit.TestDatabase;
 import io.chatintake.testkit.WebhookServer;
@@ -136,8 +137,11 @@ class StatusConsoleTest {
             assertThat(hours.values().subList(0, 166)).as("nothing before the last two hours").allMatch(v -> v == 0);
             assertThat(graph(onSecond, hourGraph)).isEqualTo(hours);
         }
-        assertThat(graph(onFirst, "graph-minute-work-unifyport-event-failed").sum()).isZero();
-        assertThat(onFirst).contains("now 0").contains("max ");
+        assertThat(graph(onFirst, "graph-minute-overview-stored").sum()).as("the overview: every channel").isEqualTo(8);
+        assertThat(graph(onFirst, "graph-minute-overview-handled").sum()).as("the overview: every kind").isEqualTo(8);
+        assertThat(onFirst).as("a series at zero all week folds into one line, with no graph of its own")
+                .containsPattern("<p id=\"graphs-flat\"[^>]*>flat at zero over the last 7 days: [^<]*work unifyport-event failed")
+                .doesNotContain("id=\"graph-minute-work-unifyport-event-failed\"").contains("max ");
 
         // The README's picture: the graphs, a parked item with its button, the processes.
         parkedItem(db, "handler said no: the CRM answered 500 for https://crm.example/contacts?" + MEDIA_SIGNATURE);
@@ -145,6 +149,10 @@ class StatusConsoleTest {
         Path png = Path.of("target", "status-console.png");
         browser.screenshot(png);
         assertThat(Files.size(png)).isGreaterThan(10_000);
+        // What a person sees first on a laptop screen: the overview (src/main/docs/status-page.png is this picture).
+        Path firstScreen = Path.of("target", "status-page-1280x800.png");
+        HeadlessChromium.screenshot(first.uri("/status?token=" + STATUS_TOKEN).toString(), firstScreen, 1280, 800);
+        assertThat(Files.size(firstScreen)).isGreaterThan(10_000);
     }
 
     @Test
@@ -178,6 +186,29 @@ class StatusConsoleTest {
                 () -> Sql.count(db, "SELECT count(*) FROM work_item WHERE state = 'done' AND id IN (" + one + ", " + two + ")") == 2);
         assertThat(Sql.rows(db, "SELECT acted_by, action, outcome FROM operator_action"))
                 .containsExactly(List.of(OPERATOR, "retry-kind", "2 parked item(s) of kind unifyport-event back to pending"));
+    }
+
+    @Test
+    void aFilteredRetryShowsTheCountToConfirmThenRunsAndIsRecordedOnceWithItsFilter(DataSource db) throws Exception {
+        long one = parkedItem(db, "quota exceeded at the CRM");
+        long two = parkedItem(db, "quota exceeded at the CRM");
+        long other = parkedItem(db, "no");
+        browser.open(first.uri("/status").toString());
+
+        browser.type("act-error", "quota exceeded");
+        browser.clickAndWait("act-on-many-count");
+
+        assertThat(browser.text()).contains("2 item(s) match error~\"quota exceeded\": retry them?");
+        assertThat(Sql.count(db, "SELECT count(*) FROM work_item WHERE state = 'parked'")).as("counting changes nothing").isEqualTo(3);
+        browser.clickAndWait("act-confirm-button");
+
+        Await.until("both matching items done", Duration.ofSeconds(60),
+                () -> Sql.count(db, "SELECT count(*) FROM work_item WHERE state = 'done' AND id IN (" + one + ", " + two + ")") == 2);
+        assertThat(Sql.string(db, "SELECT state FROM work_item WHERE id = " + other)).isEqualTo("parked");
+        assertThat(Sql.rows(db, "SELECT acted_by, action, filter, item_count, state FROM operator_action"))
+                .containsExactly(List.of(OPERATOR, "retry-filtered", "error~\"quota exceeded\"", 2L, "done"));
+        browser.open(first.uri("/status").toString());
+        assertThat(browser.text()).contains("2 back to pending (filter: error~\"quota exceeded\")");
     }
 
     @Test
@@ -268,6 +299,36 @@ class StatusConsoleTest {
         assertThat(StatusPageTest.cells(served(browser.html()), "bot-pause-main").get(1)).isEqualTo("not paused");
         assertThat(Sql.rows(db, "SELECT acted_by, action, target FROM operator_action ORDER BY id")).containsExactly(
                 List.of(OPERATOR, "pause-bot", "telegram bot main"), List.of(OPERATOR, "resume-bot", "telegram bot main"));
+    }
+
+    @Test
+    void aConversationIsErasedFromThePageAfterItsCountAndTheErasureIsRecordedWithTheName(DataSource db) throws Exception {
+        String id = "evt_console_" + events.incrementAndGet();
+        SignedDeliverySender sender = new SignedDeliverySender(first.uri("/webhooks/unifyport"), Secret.of(WEBHOOK_SECRET));
+        byte[] body = SignedDeliverySender.envelope(id, "message.received", "whatsapp", "acc", Instant.now(), """
+                {"conversation":{"id":"conv-page"},"sender":{"id":"u-page"},"message":{"id":"m-page","type":"text","text":"PAGEMARKER hi"}}""");
+        assertThat(sender.post(sender.sign(id, body, TimestampForm.RFC3339)).status()).isEqualTo(200);
+        String key = "unifyport:ws-console:acc:conv-page";
+
+        browser.open(first.uri("/status").toString());
+        browser.evaluate("document.getElementById('erase-subject').value = 'conversation'");
+        browser.type("erase-key", key);
+        browser.clickAndWait("erase-button");
+
+        assertThat(served(browser.html())).as("the count comes first").contains("conversation " + key + " --dry-run: would erase")
+                .contains("1 webhook events, 1 messages");
+        assertThat(Sql.count(db, "SELECT count(*) FROM webhook_event WHERE body IS NOT NULL AND event_id = '" + id + "'"))
+                .as("nothing changed before the confirmation").isEqualTo(1);
+
+        browser.clickAndWait("erase-confirm");
+
+        assertThat(Sql.count(db, "SELECT count(*) FROM webhook_event WHERE body IS NULL AND payload IS NULL AND event_id = '" + id + "'"))
+                .isEqualTo(1);
+        assertThat(Sql.count(db, "SELECT count(*) FROM channel_message WHERE text LIKE '%PAGEMARKER%'")).isZero();
+        assertThat(Sql.rows(db, "SELECT erased_by, subject, key FROM erasure")).containsExactly(List.of(OPERATOR, "conversation", key));
+        assertThat(Sql.rows(db, "SELECT acted_by, action, target FROM operator_action"))
+                .containsExactly(List.of(OPERATOR, "erase", "conversation " + key));
+        assertThat(served(browser.html())).contains("conversation " + key + " erased by " + OPERATOR + ":");
     }
 
     @Test

@@ -71,6 +71,12 @@ class StatusHistoryTest {
                 INSERT INTO runner_heartbeat (process_id, host, pid, beat_at)
                 VALUES ('gone', 'h', 1, now() - interval '3 minutes'), ('dead', 'h', 2, now() - interval '30 seconds'),
                        ('alive', 'h', 3, now());
+                INSERT INTO operator_alert_message (id, destination, text, created_at, sent_at)
+                VALUES (1, 'd', 'old', now() - interval '91 days', now() - interval '91 days'), (2, 'd', 'new', now(), now());
+                INSERT INTO operator_finding (finding, text, started_at, cleared_at, start_message_id, end_message_id)
+                VALUES ('over long ago', 't', now() - interval '92 days', now() - interval '91 days', 1, 1),
+                       ('over, not yet announced', 't', now() - interval '92 days', now() - interval '91 days', 1, NULL),
+                       ('open', 't', now() - interval '92 days', NULL, 1, NULL);
                 """);
         new StatusHistory(Settings.of(Map.of(StatusHistory.DEAD_PROCESS_MINUTES, "2")), db).sample(new SimpleMeterRegistry());
 

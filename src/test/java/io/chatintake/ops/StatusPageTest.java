@@ -80,6 +80,21 @@ class StatusPageTest {
 
         String dom = HeadlessChromium.dumpDom(url);
 
+        // The overview first (what needs a person, counted, then its graphs), then the sections the nav jumps to, in its order.
+        List<String> sections = List.of("overview", "messages", "work", "albums", "bots", "processes", "graphs");
+        List<Integer> at = sections.stream().map(id -> dom.indexOf("<section id=\"" + id + "\"")).toList();
+        assertThat(at).doesNotContain(-1).isSorted();
+        assertThat(dom.indexOf("<nav id=\"nav\">")).isBetween(0, at.get(0));
+        sections.forEach(id -> assertThat(dom).contains("<a href=\"#" + id + "\">"));
+        String overview = dom.substring(at.get(0), at.get(1));
+        assertThat(overview).contains("id=\"attention\"").contains("id=\"graph-minute-overview-stored\"")
+                .contains("id=\"graph-hour-overview-oldest-waiting\"")
+                .contains("id=\"count-parked-items\" class=\"count warn\"><b>3</b> parked items")
+                .contains("id=\"count-albums-needing-a-person\" class=\"count warn\"><b>1</b> albums needing a person")
+                .contains("id=\"count-bots-not-polling\" class=\"count warn\"><b>1</b> bots not polling")
+                .contains("id=\"count-unmapped-deliveries\" class=\"count warn\"><b>1</b> unmapped deliveries")
+                .contains("id=\"count-effects-to-settle\" class=\"count\"><b>0</b> effects to settle");
+
         List<String> main = cells(dom, "bot-main");
         assertThat(main).hasSize(11);
         assertThat(main.subList(0, 4)).containsExactly("main", "111", "polling", "5001");

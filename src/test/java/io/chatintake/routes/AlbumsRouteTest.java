@@ -48,6 +48,7 @@ class AlbumsRouteTest extends RouteTestSupport {
     void theDistinctChildThatCompletesAnAlbumDecidesIt() throws Exception {
         loadRoutes("routes/albums.yaml");
         AdviceWith.adviceWith(context, "album-deadlines", r -> r.replaceFromWith("direct:sweep"));
+        handItemsTo("album-child");
         context.start();
 
         sendChild(storeChild("m1", 1, Duration.ofHours(1)), 1);
@@ -63,6 +64,7 @@ class AlbumsRouteTest extends RouteTestSupport {
     void anAlbumWhoseQuietPeriodPassedIsDecidedWithTheChildrenItHas() throws Exception {
         loadRoutes("routes/albums.yaml");
         AdviceWith.adviceWith(context, "album-deadlines", r -> r.replaceFromWith("direct:sweep"));
+        handItemsTo("album-child");
         context.start();
 
         sendChild(storeChild("m1", 1, Duration.ofSeconds(1)), 1);
@@ -91,7 +93,7 @@ class AlbumsRouteTest extends RouteTestSupport {
         return Sql.count(db, "SELECT id FROM channel_message WHERE message_id = '" + messageId + "'");
     }
 
-    /** The child as the work dispatcher hands it to direct:album-child. */
+    /** The child as the work dispatcher hands it to the album-child route. */
     private void sendChild(long childId, int index) {
         template.sendBodyAndHeaders("direct:album-child", null, Map.of("AlbumKey", Sql.string(db, "SELECT album_key FROM album"),
                 "AlbumChildId", childId, "AlbumIndex", index, "AlbumTotal", 2, "AlbumProvider", "whatsapp"));

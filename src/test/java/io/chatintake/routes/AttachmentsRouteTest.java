@@ -53,10 +53,11 @@ class AttachmentsRouteTest extends RouteTestSupport {
         String url = media.publish(content, "image/jpeg", Duration.ofMinutes(5));
         long id = storeMessageWithAttachment(url);
         loadRoutes("routes/attachments.yaml");
+        handItemsTo("attachment-fetch");
         context.start();
 
         try (Connection c = db.getConnection()) {
-            template.sendBody("direct:attachment-fetch", AttachmentStore.load(c, id));
+            template.sendBody("direct:attachment", AttachmentStore.load(c, id));
         }
 
         assertThat(Sql.string(db, "SELECT status || ' ' || size_bytes FROM message_attachment")).isEqualTo("stored 2048");

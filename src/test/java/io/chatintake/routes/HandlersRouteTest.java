@@ -33,6 +33,7 @@ class HandlersRouteTest extends RouteTestSupport {
     @Test
     void aTextMessageIsEchoedOnceThroughTelegramBot() throws Exception {
         loadRoutes("routes/handlers.yaml");
+        handItemsTo("telegram-update-handler");
         AdviceWith.adviceWith(context, "telegram-echo-reply", r -> r.mockEndpointsAndSkip("telegram-bot:*"));
         MockEndpoint bot = getMockEndpoint("mock:telegram-bot:main");
         bot.whenAnyExchangeReceived(exchange -> exchange.getMessage().setBody(501)); // the Bot API's message id
@@ -55,10 +56,11 @@ class HandlersRouteTest extends RouteTestSupport {
     @Test
     void anAlbumDecisionIsLogged() throws Exception {
         loadRoutes("routes/handlers.yaml");
+        handItemsTo("album-ready-handler");
         context.start();
 
         try (LogCapture log = new LogCapture()) {
-            template.sendBodyAndHeaders("direct:album-ready", "{}", Map.of("AlbumKey", "k1", "AlbumDecisionVersion", 1,
+            template.sendBodyAndHeaders("direct:album-decision", "{}", Map.of("AlbumKey", "k1", "AlbumDecisionVersion", 1,
                     "AlbumDecisionKind", "complete", "AlbumChildCount", 3));
             assertThat(log.lines()).contains("album k1 version 1: complete with 3 child(ren)");
         }

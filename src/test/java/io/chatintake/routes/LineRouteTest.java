@@ -9,7 +9,7 @@ import org.apache.camel.Exchange;
 import org.apache.camel.builder.AdviceWith;
 import org.junit.jupiter.api.Test;
 
-/** routes/line.yaml: each event of a signed LINE delivery is stored for direct:line-event, a bad signature is 401; the handler logs the event, never its reply token. */
+/** routes/line.yaml: each event of a signed LINE delivery is stored as work:line-event, a bad signature is 401; the handler logs the event, never its reply token. */
 class LineRouteTest extends RouteTestSupport {
     private static final String SECRET = "lineroutetest_secret_1";
 
@@ -22,6 +22,7 @@ class LineRouteTest extends RouteTestSupport {
     void storesASignedDeliveryRefusesABadSignatureAndItsHandlerLogsNoBody() throws Exception {
         loadRoutes("routes/line.yaml");
         AdviceWith.adviceWith(context, "line-webhook", r -> r.replaceFromWith("direct:webhook"));
+        handItemsTo("line-event");
         context.start();
         String body = "{\"destination\":\"U-bot\",\"events\":[{\"type\":\"message\",\"webhookEventId\":\"01HL1\",\"timestamp\":1700000000000,\"replyToken\":\"reply-token-1\",\"source\":{\"type\":\"user\",\"userId\":\"U1\"},\"message\":{\"id\":\"m1\",\"type\":\"text\",\"text\":\"hi\"}}]}";
 

@@ -24,6 +24,8 @@ import java.util.TreeMap;
 import javax.sql.DataSource;
 import org.apache.camel.CamelContext;
 import org.apache.camel.Exchange;
+import org.apache.camel.builder.AdviceWith;
+import org.apache.camel.model.Model;
 import org.apache.camel.spi.Registry;
 import org.apache.camel.support.PluginHelper;
 import org.apache.camel.test.junit5.CamelContextConfiguration;
@@ -59,6 +61,19 @@ public abstract class RouteTestSupport extends CamelTestSupport {
     /** Loads a route file (YAML or Java DSL) into the context, not started yet. */
     protected final void loadRoutes(String file) throws Exception {
         PluginHelper.getRoutesLoader(context).loadRoutes(PluginHelper.getResourceLoader(context).resolveResource("file:" + file));
+    }
+
+    /**
+     * Replaces the input of a handler route, {@code from: "work:<kind>"}, with {@code direct:<kind>}:
+     * the test hands it items as the work dispatcher would (with the work headers and those of the
+     * kind), and a failure comes back to the sender as it would to the dispatcher.
+     */
+    protected final void handItemsTo(String routeId) throws Exception {
+        String from = context.getCamelContextExtension().getContextPlugin(Model.class).getRouteDefinition(routeId).getInput().getEndpointUri();
+        if (!from.startsWith("work:")) {
+            throw new IllegalArgumentException("route " + routeId + " is not a handler route (from work:<kind>): " + from);
+        }
+        AdviceWith.adviceWith(context, routeId, r -> r.replaceFromWith("direct:" + from.substring("work:".length())));
     }
 
     /**

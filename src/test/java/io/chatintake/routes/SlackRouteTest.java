@@ -9,7 +9,7 @@ import org.apache.camel.Exchange;
 import org.apache.camel.builder.AdviceWith;
 import org.junit.jupiter.api.Test;
 
-/** routes/slack.yaml: a signed Slack event is stored for direct:slack-event, a bad signature is 401; the handler logs the event, never its text. */
+/** routes/slack.yaml: a signed Slack event is stored as work:slack-event, a bad signature is 401; the handler logs the event, never its text. */
 class SlackRouteTest extends RouteTestSupport {
     private static final String SECRET = "slackroutetest_secret_1";
 
@@ -22,6 +22,7 @@ class SlackRouteTest extends RouteTestSupport {
     void storesASignedDeliveryRefusesABadSignatureAndItsHandlerLogsNoBody() throws Exception {
         loadRoutes("routes/slack.yaml");
         AdviceWith.adviceWith(context, "slack-webhook", r -> r.replaceFromWith("direct:webhook"));
+        handItemsTo("slack-event");
         context.start();
         String body = "{\"team_id\":\"T1\",\"event_id\":\"Ev1\",\"event_time\":1700000000,\"event\":{\"type\":\"message\",\"channel\":\"C1\",\"ts\":\"1700000000.000100\",\"text\":\"quarterly numbers\"}}";
 

@@ -13,8 +13,9 @@ import org.junit.jupiter.api.Test;
 
 /**
  * routes/telegram.yaml: a route made from its template for the bot main polls a Bot API server (the
- * product's simulator on loopback); the updates are committed to telegram_update and handed to
- * direct:telegram-update. The runner makes one such route per bot of telegram.bots.
+ * product's simulator on loopback); the updates are committed to telegram_update and queued as
+ * work:telegram-update. The runner makes one such route per bot of telegram.bots. Without the
+ * runner's work dispatcher (as here), each stored update runs the route itself.
  */
 class TelegramRouteTest extends RouteTestSupport {
     // Static: the configuration below is read while the test instance is being constructed.
@@ -35,8 +36,8 @@ class TelegramRouteTest extends RouteTestSupport {
     void storesPolledUpdatesAndHandsThemToTheHandler() throws Exception {
         loadRoutes("routes/telegram.yaml");
         TemplatedRouteBuilder.builder(context, "telegram-bot-intake").routeId("telegram-main").parameter("bot", "main").add();
-        AdviceWith.adviceWith(context, "telegram-main", r -> r.mockEndpointsAndSkip("direct:telegram-update"));
-        MockEndpoint handler = getMockEndpoint("mock:direct:telegram-update");
+        AdviceWith.adviceWith(context, "telegram-main", r -> r.mockEndpointsAndSkip("work:telegram-update"));
+        MockEndpoint handler = getMockEndpoint("mock:work:telegram-update");
         handler.expectedHeaderReceived("TelegramText", "hello");
         handler.expectedHeaderReceived("TelegramChatId", "42");
         telegram.enqueueText(token, 42, "hello");

@@ -12,6 +12,7 @@ class UnifyPortHandlersRouteTest extends RouteTestSupport {
     @Test
     void logsTheEventWithoutItsBody() throws Exception {
         loadRoutes("routes/unifyport-handlers.yaml");
+        handItemsTo("unifyport-event");
         context.start();
 
         try (LogCapture log = new LogCapture()) {

@@ -9,7 +9,7 @@ import org.apache.camel.Exchange;
 import org.apache.camel.builder.AdviceWith;
 import org.junit.jupiter.api.Test;
 
-/** routes/whatsapp.yaml: each message and status of a signed WhatsApp delivery is stored for direct:whatsapp-event, a bad signature is 401; the handler logs the event, never its text. */
+/** routes/whatsapp.yaml: each message and status of a signed WhatsApp delivery is stored as work:whatsapp-event, a bad signature is 401; the handler logs the event, never its text. */
 class WhatsAppRouteTest extends RouteTestSupport {
     private static final String SECRET = "whatsapproutetest_secret_1";
 
@@ -22,6 +22,7 @@ class WhatsAppRouteTest extends RouteTestSupport {
     void storesASignedDeliveryRefusesABadSignatureAndItsHandlerLogsNoBody() throws Exception {
         loadRoutes("routes/whatsapp.yaml");
         AdviceWith.adviceWith(context, "whatsapp-webhook", r -> r.replaceFromWith("direct:webhook"));
+        handItemsTo("whatsapp-event");
         context.start();
         String body = "{\"entry\":[{\"changes\":[{\"value\":{\"metadata\":{\"phone_number_id\":\"PN1\"},\"messages\":[{\"id\":\"wamid.1\",\"from\":\"4912345\",\"timestamp\":\"1700000000\",\"type\":\"text\",\"text\":{\"body\":\"need help\"}}],\"statuses\":[{\"id\":\"wamid.0\",\"status\":\"read\",\"timestamp\":\"1700000001\"}]}}]}]}";
 

@@ -15,6 +15,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -74,10 +75,25 @@ public final class RunnerProcess implements AutoCloseable {
         return env;
     }
 
-    /** The embedded database of a runner started with {@link #baseEnv}, reachable while its postgres runs. */
+    /**
+     * The embedded database of a runner started with {@link #baseEnv}, reachable while its postgres
+     * runs. Asked for before the runner's first start, its password is chosen here, in the file the
+     * runner then starts its database with.
+     */
     public static javax.sql.DataSource embeddedDatabase(Map<String, String> env) {
+        Path pgDir = Path.of(env.get("CHAT_INTAKE_DATA_DIR")).resolve("pg");
+        Path passwordFile = pgDir.resolveSibling("pg.password");
+        try {
+            if (!Files.exists(passwordFile)) {
+                Files.createDirectories(passwordFile.getParent());
+                Files.createFile(passwordFile, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
+                Files.writeString(passwordFile, "runner-test-" + Long.toHexString(System.nanoTime()) + "\n");
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
         return Sql.dataSource("jdbc:postgresql://127.0.0.1:" + env.get("CHAT_INTAKE_DB_EMBEDDED_PORT") + "/chat_intake", "postgres",
-                EmbeddedDatabase.storedPassword(Path.of(env.get("CHAT_INTAKE_DATA_DIR")).resolve("pg")));
+                EmbeddedDatabase.storedPassword(pgDir));
     }
 
     public static RunnerProcess start(Path workDir, Map<String, String> env, String... args) {
@@ -96,6 +112,28 @@ public final class RunnerProcess implements AutoCloseable {
         command.addAll(jvm());
         command.addAll(List.of("-jar", jar().toString()));
         return start(workDir, env, command);
+    }
+
+    /**
+     * The jar with its wall clock {@code ahead} of this machine's (libfaketime, Debian's
+     * {@code faketime} package, preloaded into the JVM itself so that closing the runner ends it;
+     * monotonic time left as it is, as a drifted NTP client leaves it).
+     */
+    public static RunnerProcess startWithClockAhead(Path workDir, Map<String, String> env, Duration ahead) {
+        List<String> command = new ArrayList<>(jvm());
+        command.addAll(List.of("-jar", jar().toString()));
+        Map<String, String> faked = new HashMap<>(env);
+        faked.put("LD_PRELOAD", LIBFAKETIME.toString());
+        faked.put("FAKETIME", "+" + ahead.toSeconds() + "s");
+        faked.put("FAKETIME_DONT_FAKE_MONOTONIC", "1");
+        return start(workDir, faked, command);
+    }
+
+    private static final Path LIBFAKETIME = Path.of("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1");
+
+    /** Whether {@link #startWithClockAhead} can run here. */
+    public static boolean faketimeInstalled() {
+        return Files.isRegularFile(LIBFAKETIME);
     }
 
     /**

@@ -26,7 +26,6 @@ import org.springframework.jdbc.datasource.DataSourceTransactionManager;
  * and HTTP listens on a free loopback port.
  */
 public final class WebhookServer implements AutoCloseable {
-    private static final List<String> WORK_KINDS = List.of("telegram-update", "album-child", "album-decision", "attachment");
 
     private final Main main;
     private final int port;
@@ -38,13 +37,11 @@ public final class WebhookServer implements AutoCloseable {
 
     /**
      * The route files plus what runs stored work as the runner does: the product's dispatcher for
-     * album children and decisions and every kind a route registered (webhook channels), nudged by
-     * intake. {@code routes} should include the album and handler files when albums are to be decided.
+     * every kind whose work: route the files hold, nudged by intake. {@code routes} should include the album and handler files when albums are to be decided.
      */
     public static WebhookServer startWithWork(DataSource dataSource, Map<String, String> settings, String routes) {
         return builder(dataSource).routeFiles(routes)
-                .settings(Map.of("work.handlers.album-child", "direct:album-child", "work.handlers.album-decision", "direct:album-ready",
-                        "work.concurrency", "2", "work.max-attempts", "5", "work.backoff-base-millis", "100",
+                .settings(Map.of("work.concurrency", "2", "work.max-attempts", "5", "work.backoff-base-millis", "100",
                         "work.backoff-cap-millis", "500", "work.claim-seconds", "30", "work.poll-interval-millis", "50",
                         "work.ordered-kinds", "album-child"))
                 .settings(settings).start();
@@ -119,7 +116,6 @@ public final class WebhookServer implements AutoCloseable {
         public WebhookServer start() {
             int port = RunnerProcess.freePort();
             Map<String, String> properties = new HashMap<>();
-            WORK_KINDS.forEach(kind -> properties.put("work.handlers." + kind, ""));
             try {
                 properties.put("chat-intake.data-dir", Files.createTempDirectory("chat-intake-test-data").toString());
             } catch (IOException e) {

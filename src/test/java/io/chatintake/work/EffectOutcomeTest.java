@@ -42,7 +42,7 @@ class EffectOutcomeTest {
         camel.addRoutes(new RouteBuilder() {
             @Override
             public void configure() {
-                from("direct:crm-call").setHeader(EffectGuard.EFFECT_NAME, constant("crm")).bean("effectGuard", "begin")
+                from("work:crm").setHeader(EffectGuard.EFFECT_NAME, constant("crm")).bean("effectGuard", "begin")
                         .process(e -> {
                             String key = e.getMessage().getHeader(WorkDispatcher.IDEMPOTENCY_KEY, String.class);
                             attempts.add(key);
@@ -59,7 +59,7 @@ class EffectOutcomeTest {
         });
         camel.start();
         // Items of this kind carry everything in their key: nothing to load.
-        WorkSource crm = new WorkSource("crm", "direct:crm-call") {
+        WorkSource crm = new WorkSource("crm") {
             @Override
             public void load(Connection connection, WorkItem item, Message message) {
             }

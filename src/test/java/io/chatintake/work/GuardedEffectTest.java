@@ -51,7 +51,7 @@ class GuardedEffectTest extends CamelTestSupport {
             - route:
                 id: guarded-call
                 from:
-                  uri: direct:guarded-call
+                  uri: "work:crm"
                   steps:
                     - policy:
                         id: crm-update
@@ -139,7 +139,7 @@ class GuardedEffectTest extends CamelTestSupport {
         PluginHelper.getRoutesLoader(camel).loadRoutes(ResourceHelper.fromString("guarded-call.yaml", route));
         camel.start();
         // An item's key says where its call goes and what a step declares: scenario[:declared outcome].
-        WorkSource crm = new WorkSource("crm", "direct:guarded-call") {
+        WorkSource crm = new WorkSource("crm") {
             @Override
             public void load(Connection connection, WorkItem item, Message message) {
                 String[] parts = item.sourceKey().split(":");

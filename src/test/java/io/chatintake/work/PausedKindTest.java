@@ -81,13 +81,13 @@ class PausedKindTest {
                 .routes(new RouteBuilder() {
                     @Override
                     public void configure() {
-                        from("direct:reply").process(e -> {
+                        from("work:reply").process(e -> {
                             if (broken.get()) {
                                 throw new IllegalStateException("route broken");
                             }
                             handled.add("reply:" + e.getMessage().getBody(String.class));
                         });
-                        from("direct:other").process(e -> handled.add("other:" + e.getMessage().getBody(String.class)));
+                        from("work:other").process(e -> handled.add("other:" + e.getMessage().getBody(String.class)));
                     }
                 })
                 .bean("replySource", source("reply"))
@@ -103,7 +103,7 @@ class PausedKindTest {
 
     /** A kind whose handler gets the item's source key as its body. */
     private static WorkSource source(String kind) {
-        return new WorkSource(kind, "direct:" + kind) {
+        return new WorkSource(kind) {
             @Override
             public void load(Connection connection, WorkItem item, Message message) {
                 message.setBody(item.sourceKey());

@@ -83,7 +83,7 @@ class WorkDispatchIT {
                 - route:
                     id: telegram-update-handler
                     from:
-                      uri: "direct:telegram-update"
+                      uri: "work:telegram-update"
                       steps:
                         - setHeader:
                             name: EffectName
@@ -127,7 +127,7 @@ class WorkDispatchIT {
                 - route:
                     id: telegram-update-handler
                     from:
-                      uri: "direct:telegram-update"
+                      uri: "work:telegram-update"
                       steps:
                         - to: "sql:INSERT INTO handled_log (work_key, runner) VALUES (:#${header.IdempotencyKey}, :#${sysenv.RUNNER_NAME})"
                 """);
@@ -196,7 +196,7 @@ class WorkDispatchIT {
                 - route:
                     id: telegram-update-handler
                     from:
-                      uri: "direct:telegram-update"
+                      uri: "work:telegram-update"
                       steps:
                         - bean: { ref: effectGuard, method: begin }
                         - to: "sql:INSERT INTO handled_log (work_key, runner) VALUES (:#${header.IdempotencyKey}, :#${sysenv.RUNNER_NAME})"

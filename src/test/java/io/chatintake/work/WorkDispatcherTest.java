@@ -86,20 +86,22 @@ class WorkDispatcherTest {
 
     /** The product with this test's handler routes, its dispatcher handling telegram-update with test-speed backoff. */
     private void startDispatcher(int maxAttempts, String... settings) {
-        camel = startProduct(maxAttempts, "direct:telegram-update", settings).context();
+        camel = startProduct(maxAttempts, true, settings).context();
     }
 
-    /** @param settings more settings, as key, value, key, value, ... */
-    private WebhookServer startProduct(int maxAttempts, String telegramHandler, String... settings) {
-        WebhookServer.Builder builder = WebhookServer.builder(dataSource).withoutHttp().routes(handlerRoutes())
+    /**
+     * @param runsTelegram whether this product's work:telegram-update route starts with it
+     * @param settings     more settings, as key, value, key, value, ...
+     */
+    private WebhookServer startProduct(int maxAttempts, boolean runsTelegram, String... settings) {
+        WebhookServer.Builder builder = WebhookServer.builder(dataSource).withoutHttp().routes(handlerRoutes(runsTelegram))
                 .setting("work.concurrency", "2")
                 .setting("work.max-attempts", Integer.toString(maxAttempts))
                 .setting("work.backoff-base-millis", "200")
                 .setting("work.backoff-cap-millis", "800")
                 .setting("work.claim-seconds", "30")
                 .setting("work.poll-interval-millis", "50")
-                .setting("work.ordered-kinds", "telegram-update")
-                .setting("work.handlers.telegram-update", telegramHandler);
+                .setting("work.ordered-kinds", "telegram-update");
         for (int i = 0; i + 1 < settings.length; i += 2) {
             builder.setting(settings[i], settings[i + 1]);
         }
@@ -108,11 +110,11 @@ class WorkDispatcherTest {
         return product;
     }
 
-    private RoutesBuilder handlerRoutes() {
+    private RoutesBuilder handlerRoutes(boolean runsTelegram) {
         return new RouteBuilder() {
             @Override
             public void configure() {
-                from("direct:telegram-update").routeId("telegram-update-test").process(new AsyncProcessor() {
+                from("work:telegram-update").routeId("telegram-update-test").autoStartup(runsTelegram).process(new AsyncProcessor() {
                     @Override
                     public boolean process(Exchange exchange, AsyncCallback callback) {
                         if (unanswered.remove(exchange.getMessage().getHeader(WorkDispatcher.IDEMPOTENCY_KEY, String.class))) {
@@ -235,7 +237,7 @@ class WorkDispatcherTest {
     void runsLeftInASliceEndedByAnUnexpectedFailureGoBackAtOnceInsteadOfWaitingForTheClaim() throws Exception {
         // Loading the first run's rows throws what no source should; the run after it in the same slice must not wait.
         AtomicInteger loads = new AtomicInteger();
-        WorkSource breaksOnce = new WorkSource("breaks-once", "direct:breaks-once") {
+        WorkSource breaksOnce = new WorkSource("breaks-once") {
             @Override
             public void load(Connection connection, WorkItem item, Message message) {
                 if (loads.getAndIncrement() == 0) {
@@ -252,7 +254,7 @@ class WorkDispatcherTest {
                 .routes(new RouteBuilder() {
                     @Override
                     public void configure() {
-                        from("direct:breaks-once").process(e -> handled.add(e.getMessage().getBody(String.class)));
+                        from("work:breaks-once").process(e -> handled.add(e.getMessage().getBody(String.class)));
                     }
                 })
                 .bean("breaksOnce", breaksOnce)
@@ -397,12 +399,11 @@ class WorkDispatcherTest {
         store(1, 1);
         store(2, 2);
         // A 1 s claim, extended every third of it; the handler takes 2.5 s while another thread looks for work.
-        WebhookServer product = WebhookServer.builder(dataSource).withoutHttp().routes(handlerRoutes())
+        WebhookServer product = WebhookServer.builder(dataSource).withoutHttp().routes(handlerRoutes(true))
                 .setting("work.concurrency", "2")
                 .setting("work.claim-seconds", "1")
                 .setting("work.heartbeat-seconds", "1")
                 .setting("work.poll-interval-millis", "50")
-                .setting("work.handlers.telegram-update", "direct:telegram-update")
                 .start();
         products.add(product);
 
@@ -657,12 +658,12 @@ class WorkDispatcherTest {
     @Test
     void aKindWithoutAHandlerHereIsNeverClaimedHereAndRunsWhereItHasOne() throws Exception {
         store(3, 21);
-        startProduct(3, "");
+        startProduct(3, false);
         Thread.sleep(500); // the dispatcher polls every 50 ms: ten chances to claim what it must not
         assertThat(Sql.string(dataSource, "SELECT state || ' ' || attempts FROM work_item")).isEqualTo("pending 0");
         assertThat(attemptTimes).isEmpty();
 
-        startProduct(3, "direct:telegram-update");
+        startProduct(3, true);
         Await.until("handled where a handler is configured", WAIT, () -> handled.contains(BOT + ":21"));
         Await.until("done", WAIT, () -> "done 1".equals(Sql.string(dataSource, "SELECT state || ' ' || attempts FROM work_item")));
     }
@@ -670,7 +671,7 @@ class WorkDispatcherTest {
     @Test
     void theDispatchersThreadsAreCamelsNamedAfterTheirJobAndStoppedWithTheContext() throws Exception {
         store(1, 51);
-        WebhookServer product = startProduct(3, "direct:telegram-update");
+        WebhookServer product = startProduct(3, true);
         Await.until("handled", WAIT, () -> handled.contains(BOT + ":51"));
         Set<String> jobs = Set.of("work-dispatcher", "work-heartbeat", "work-staged-scheduler");
         String probe = product.context().getExecutorServiceManager().resolveThreadName("probe");
@@ -701,7 +702,7 @@ class WorkDispatcherTest {
         assertThat(registry.find("chat_intake_work_items").gauges()).as("a stopped dispatcher's gauges would shadow the next one's").isEmpty();
 
         store(1, 2);
-        WorkDispatcher next = new WorkDispatcher(camel, new WorkQueue(dataSource), List.of(new TelegramWorkSource("direct:telegram-update")),
+        WorkDispatcher next = new WorkDispatcher(camel, new WorkQueue(dataSource), List.of(new TelegramWorkSource()),
                 WorkDispatcher.Options.from(Settings.of(Map.of("work.ordered-kinds", "telegram-update"))));
         next.start();
         try {
@@ -730,9 +731,12 @@ class WorkDispatcherTest {
                         throw e.getCause();
                     }
                 });
-        camel = startProduct(3, "").context();
+        camel = startProduct(3, false).context();
+        // Only this test's dispatcher, over a database that comes and goes, runs the handler route.
+        WorkDispatcher.of(camel).stop();
+        camel.getRouteController().startRoute("telegram-update-test");
         WorkDispatcher dispatcher = new WorkDispatcher(camel, new WorkQueue(comesAndGoes),
-                List.of(new TelegramWorkSource("direct:telegram-update")), WorkDispatcher.Options.from(Settings.of(Map.of(
+                List.of(new TelegramWorkSource()), WorkDispatcher.Options.from(Settings.of(Map.of(
                         "work.ordered-kinds", "telegram-update", "work.claim-seconds", "60"))));
         dispatcher.start();
         try {

@@ -128,6 +128,12 @@ class WorkQueueTest {
         assertThat(Sql.string(dataSource, expiries)).as("the other items' claims extended").isNotEqualTo(before);
     }
 
+    /** Silence counts from the database's start: a test database started just now has seen no process silent that long. */
+    private void databaseUpFor(Duration silence) {
+        Await.until("the database up for " + silence, silence.plusSeconds(5), () -> "t".equals(Sql.string(dataSource,
+                "SELECT pg_postmaster_start_time() < now() - make_interval(secs => " + silence.toSeconds() + ")")));
+    }
+
     @Test
     void anOutcomeWithAStaleTokenIsDroppedAndTheNewClaimsOutcomeCounts() throws Exception {
         schedule("chat-work", "c1", 1, 2, 3);
@@ -135,6 +141,7 @@ class WorkQueueTest {
         assertThat(first.items()).extracting(WorkItem::sourceId).containsExactly(1L, 2L, 3L);
 
         // process-a never beat: process-b releases its claims, then claims the chat itself.
+        databaseUpFor(Duration.ofSeconds(8));
         assertThat(queue.releaseClaimsOfDeadProcesses("process-b", Duration.ofSeconds(8))).isEqualTo(3);
         WorkRun second = queue.claimLane("process-b", CLAIM, 100, ORDERED, KINDS);
         assertThat(second.token()).isNotEqualTo(first.token());
@@ -165,6 +172,7 @@ class WorkQueueTest {
             assertThat(queue.claimLane(process, CLAIM, 100, ORDERED, KINDS)).isNotNull();
         }
 
+        databaseUpFor(Duration.ofSeconds(8));
         assertThat(queue.releaseClaimsOfDeadProcesses("process-m", Duration.ofSeconds(8))).isEqualTo(2);
         assertThat(Sql.string(dataSource, "SELECT string_agg(claimed_by, ',') FROM work_item WHERE state = 'running'"))
                 .isEqualTo("process-m");
@@ -271,7 +279,7 @@ class WorkQueueTest {
                     INSERT INTO work_lane (kind, chat_key, due_at, head_id, claim_token) VALUES ('chat-work', 'c1', now(), 1, 7);
                     INSERT INTO work_item (id, kind, source_key, source_id, chat_key, state)
                     SELECT g, 'chat-work', 'k' || g, g, 'c1', 'done' FROM generate_series(1, 10) g""",
-                    FinishRuns.FINISH_LANES, List.of("text[]", "text[]", "bigint[]", "bigint[]", "timestamptz[]", "bigint[]"),
+                    FinishRuns.FINISH_LANES, List.of("text[]", "text[]", "bigint[]", "bigint[]", "float8[]", "bigint[]"),
                     "'{chat-work}', '{c1}', '{7}', '{1}', '{NULL}', '{11}'", """
                     UPDATE work_lane SET claim_token = 8, head_id = 11;
                     INSERT INTO work_item (id, kind, source_key, source_id, chat_key, state)

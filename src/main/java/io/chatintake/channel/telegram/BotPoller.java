@@ -49,6 +49,13 @@ final class BotPoller {
         void leaseTaken(PollLease.Held lease);
 
         /**
+         * A batch's transaction failed, maybe after its commit went through (the answer lost with the
+         * connection): polling again finds those updates stored and hands none of them on, so what
+         * was stored under the lease is read back from storage.
+         */
+        void storeUncertain(PollLease.Held lease);
+
+        /**
          * @param fullBatch Telegram answered with a full batch, so it likely holds more
          * @param answerQueued the answer waited at least {@link #ANSWER_QUEUED} for a thread to store it
          */
@@ -340,7 +347,13 @@ final class BotPoller {
 
     /** The batch and the next offset in one transaction; only then is the offset this poller's. */
     private void store(List<BotApiClient.RawUpdate> batch, boolean answerQueued) throws SQLException, TelegramInbox.LeaseLostException {
-        TelegramInbox.StoredBatch result = parts.inbox().store(lease, leaseDuration, batch);
+        TelegramInbox.StoredBatch result;
+        try {
+            result = parts.inbox().store(lease, leaseDuration, batch);
+        } catch (SQLException e) {
+            sink.storeUncertain(lease);
+            throw e;
+        }
         leaseRenewedAt = System.nanoTime();
         CrashPoint.reach(CrashPoint.TELEGRAM_AFTER_COMMIT);
         long lowest = batch.stream().mapToLong(BotApiClient.RawUpdate::updateId).min().getAsLong();

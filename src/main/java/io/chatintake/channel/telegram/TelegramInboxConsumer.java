@@ -21,8 +21,10 @@ import org.slf4j.LoggerFactory;
 /**
  * One bot's durable long polling in a route: its {@link BotPoller} runs its steps on the
  * component's shared polling pool, and what it stores goes on from storage. With a work dispatcher (the runner has
- * one) the {@link UpdateScheduler} turns stored updates into its work; without one (the component
- * on its own) each stored batch runs the route on the component's shared hand-off pool, in order
+ * one) the {@link UpdateScheduler} turns stored updates into its work, and where a
+ * {@code work:telegram-update} route runs in this process the route runs once per committed batch
+ * (its {@code to: "work:telegram-update"} names that work); elsewhere (no such route here, or the
+ * component on its own) each stored update runs the route on the component's shared hand-off pool, in order
  * per bot ({@link HandoffQueue}), so slow handlers never hold up polling.
  * What the route does cannot change what was stored or confirmed: a failing route leaves the
  * update in the inbox.
@@ -122,19 +124,30 @@ public class TelegramInboxConsumer extends DefaultConsumer implements BotPoller.
         scheduler.catchUp(lease);
     }
 
+    /** Rows a lost commit answer stored are read back: the retried batch finds them stored and hands none over. */
+    @Override
+    public void storeUncertain(PollLease.Held lease) {
+        if (scheduler != null && scheduler.botId() == lease.botId()) {
+            scheduler.catchUp(lease);
+        }
+    }
+
     @Override
     public void stored(BotApiClient.BotIdentity identity, TelegramInbox.StoredBatch batch, boolean fullBatch, boolean answerQueued) {
         if (batch.lastRowId() > 0) {
             scheduler.follow(batch);
         }
         WorkDispatcher dispatcher = WorkDispatcher.of(getEndpoint().getCamelContext());
-        if (dispatcher != null && dispatcher.handles(TelegramWorkSource.KIND)) {
+        if (dispatcher != null && dispatcher.kinds().contains(TelegramWorkSource.KIND)) {
             if (backlog.afterPoll(fullBatch)) {
                 // Taking in what Telegram holds for this bot comes before handling what is stored.
                 dispatcher.backlogAtSource();
             } else if (answerQueued) {
                 // Answers queue for threads to store them, as webhook deliveries queue for a transaction.
                 dispatcher.intakeBehind();
+            }
+            if (!batch.stored().isEmpty()) {
+                queued(batch.stored().size());
             }
             return;
         }
@@ -143,9 +156,31 @@ public class TelegramInboxConsumer extends DefaultConsumer implements BotPoller.
         }
     }
 
+    /**
+     * Runs the route once for a committed batch, its updates queued as work of kind
+     * {@code telegram-update}: its last step, {@code to: "work:telegram-update"}, says so and wakes
+     * their handlers. Body: how many updates the batch stored.
+     */
+    private void queued(int stored) {
+        Exchange exchange = createExchange(false);
+        exchange.getMessage().setBody(stored);
+        exchange.getMessage().setHeader(TelegramInboxConstants.BOT_NAME, bot);
+        exchange.getMessage().setHeader(WorkDispatcher.WORK_KIND, TelegramWorkSource.KIND);
+        try {
+            getProcessor().process(exchange);
+        } catch (Exception e) {
+            exchange.setException(e);
+        }
+        if (exchange.getException() != null) {
+            LOG.warn("telegram bot '{}': route failed after a batch of {} update(s) was stored and queued ({}); they run as work all"
+                    + " the same", bot, stored, exchange.getException().getMessage());
+        }
+        releaseExchange(exchange, false);
+    }
+
     private void wakeDispatcher() {
         WorkDispatcher dispatcher = WorkDispatcher.of(getEndpoint().getCamelContext());
-        if (dispatcher != null) {
+        if (dispatcher != null && dispatcher.kinds().contains(TelegramWorkSource.KIND)) {
             dispatcher.nudge();
         }
     }
@@ -156,6 +191,7 @@ public class TelegramInboxConsumer extends DefaultConsumer implements BotPoller.
             TelegramUpdateMessage.fill(exchange.getMessage(), bot, identity.id(), update.updateId(), update.type(), update.rowId(),
                     update.json(), update.rawReason());
             exchange.getMessage().setHeader(WorkDispatcher.IDEMPOTENCY_KEY, update.idempotencyKey());
+            exchange.getMessage().setHeader(WorkDispatcher.WORK_KIND, TelegramWorkSource.KIND);
             try {
                 runRoute(exchange);
             } catch (Exception e) {

@@ -8,7 +8,7 @@ import java.sql.SQLException;
 import org.apache.camel.Message;
 
 /**
- * Stored Telegram updates as work: handled by {@code direct:telegram-update}. Updates are small
+ * Stored Telegram updates as work: handled by the {@code work:telegram-update} route. Updates are small
  * (a few KB): a run reads 25 per query.
  */
 public final class TelegramWorkSource extends RowWorkSource {
@@ -33,8 +33,8 @@ public final class TelegramWorkSource extends RowWorkSource {
         return botId + ":" + updateId + (generation == 0 ? "" : ":" + generation);
     }
 
-    public TelegramWorkSource(String endpointUri) {
-        super(KIND, endpointUri, SELECT, 25);
+    public TelegramWorkSource() {
+        super(KIND, SELECT, 25);
     }
 
     @Override

@@ -63,8 +63,9 @@ final class UpdateScheduler {
     }
 
     /**
-     * The poll lease was just taken: whatever an earlier holder stored and did not schedule (it
-     * crashed between its commits) is scheduled first, up to the inbox's highest row.
+     * The poll lease was just taken, or a batch's commit may have gone through unseen: whatever
+     * was stored and not handed over (an earlier holder crashed between its commits; a commit's
+     * answer was lost) is read from storage and scheduled first, up to the inbox's highest row.
      */
     synchronized void catchUp(PollLease.Held lease) {
         catchUp = lease;

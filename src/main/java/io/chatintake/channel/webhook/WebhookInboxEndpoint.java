@@ -58,8 +58,9 @@ public class WebhookInboxEndpoint extends DefaultEndpoint {
     private long maxBodyBytes = 1024 * 1024;
     @UriParam(defaultValue = "5000", description = "Longest a store statement runs before the delivery is answered 503")
     private long statementTimeoutMs = 5000;
-    @UriParam(description = "Handler route of the channel's events, run as work; default direct:<channel>-event")
-    private String handler;
+    @UriParam(description = "The kind of work each stored event is queued as, in the same transaction; its handler is the"
+            + " route from work:<kind>. Default <channel>-event")
+    private String workKind;
     @UriParam(description = "Request header naming the delivery attempt (logs, webhook_event.last_delivery_id)")
     private String deliveryIdHeader;
     @UriParam(description = "Event type of a signed handshake answered with its challenge, not stored (Slack: url_verification)")
@@ -165,7 +166,7 @@ public class WebhookInboxEndpoint extends DefaultEndpoint {
                 workspace, channel, getWorkKind(), childMessageListener(), this::intakeBehind);
         if (eventSink == null) {
             // The dispatcher finds every WorkSource in the registry: this channel's events reach its handler.
-            getCamelContext().getRegistry().bind("workSource:" + getWorkKind(), new WebhookWorkSource(getWorkKind(), getHandler(),
+            getCamelContext().getRegistry().bind("workSource:" + getWorkKind(), new WebhookWorkSource(getWorkKind(),
                     secretFields == null ? List.of() : Arrays.stream(secretFields.split(",")).map(String::trim).filter(f -> !f.isEmpty()).toList()));
         }
     }
@@ -257,15 +258,11 @@ public class WebhookInboxEndpoint extends DefaultEndpoint {
     }
 
     public String getWorkKind() {
-        return WebhookWorkSource.kindOf(channel);
+        return workKind != null ? workKind : WebhookWorkSource.kindOf(channel);
     }
 
-    public String getHandler() {
-        return handler != null ? handler : "direct:" + getWorkKind();
-    }
-
-    public void setHandler(String handler) {
-        this.handler = handler;
+    public void setWorkKind(String workKind) {
+        this.workKind = workKind;
     }
 
     public String getSecretsKey() {

@@ -14,7 +14,7 @@ import org.apache.camel.Message;
 
 /**
  * Stored webhook events of one channel as work: kind {@code <channel>-event}, handled by the
- * channel's handler route ({@code direct:<channel>-event} unless configured), with the event's
+ * channel's {@code work:<channel>-event} route, with the event's
  * bytes as body. It can hold signed media URLs and reply tokens: handlers must not log it, and
  * the event's secret fields are registered with the {@link Redactor} before its handler runs.
  */
@@ -30,8 +30,8 @@ public final class WebhookWorkSource extends RowWorkSource {
      * @param secretFields JSON Pointers of values in an event that are secrets (an interaction token, a reply token,
      *                     a response URL); masked as written and URL-encoded (as a form body holds them)
      */
-    public WebhookWorkSource(String kind, String endpointUri, List<String> secretFields) {
-        super(kind, endpointUri, SELECT, 20);
+    public WebhookWorkSource(String kind, List<String> secretFields) {
+        super(kind, SELECT, 20);
         this.secretFields = List.copyOf(secretFields);
     }
 

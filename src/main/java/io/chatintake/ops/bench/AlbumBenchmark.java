@@ -101,11 +101,11 @@ public final class AlbumBenchmark {
         camel.addRoutes(new RouteBuilder() {
             @Override
             public void configure() {
-                from("direct:album-ready").routeId("album-ready").log(org.apache.camel.LoggingLevel.DEBUG, "decided");
+                from("work:album-decision").routeId("album-ready").log(org.apache.camel.LoggingLevel.DEBUG, "decided");
             }
         });
         WorkDispatcher dispatcher = new WorkDispatcher(camel, new WorkQueue(dataSource),
-                List.of(new AlbumChildSource("direct:album-child"), new AlbumDecisionSource("direct:album-ready")),
+                List.of(new AlbumChildSource(), new AlbumDecisionSource()),
                 WorkDispatcher.Options.from(Settings.of(Map.of("work.poll-interval-millis", "100"))));
         camel.getRegistry().bind("workDispatcher", dispatcher);
         camel.start();

@@ -147,7 +147,7 @@ public final class DispatchBenchmark {
             camel.addRoutes(new RouteBuilder() {
                 @Override
                 public void configure() {
-                    from("direct:telegram-update").routeId("bench-handler").process(e -> onHandled(
+                    from("work:telegram-update").routeId("bench-handler").autoStartup(false).process(e -> onHandled(
                             e.getMessage().getHeader(TelegramInboxConstants.BOT_ID, Long.class) + ":"
                                     + e.getMessage().getHeader(TelegramInboxConstants.CHAT_ID, String.class),
                             e.getMessage().getHeader(TelegramInboxConstants.UPDATE_ID, Long.class)));
@@ -210,9 +210,7 @@ public final class DispatchBenchmark {
             waits.clear();
         }
         storedAt.clear();
-        WorkDispatcher dispatcher = new WorkDispatcher(camel, new WorkQueue(dataSource), List.of(new TelegramWorkSource("direct:telegram-update")),
-                options);
-        dispatcher.start();
+        WorkDispatcher dispatcher = startDispatcher(camel, dataSource, options);
         long measuredStored = 0;
         try {
             int perTick = (int) (rate * TICK.toMillis() / 1000);
@@ -245,7 +243,7 @@ public final class DispatchBenchmark {
                 Thread.sleep(20);
             }
         } finally {
-            dispatcher.stop();
+            stopDispatcher(camel, dispatcher);
         }
         long[] sorted;
         synchronized (waits) {
@@ -292,9 +290,8 @@ public final class DispatchBenchmark {
         double intakeRate = items / ((System.nanoTime() - start) / 1e9);
 
         handled.set(0);
-        WorkDispatcher dispatcher = new WorkDispatcher(camel, new WorkQueue(dataSource), List.of(new TelegramWorkSource("direct:telegram-update")), options);
         start = System.nanoTime();
-        dispatcher.start();
+        WorkDispatcher dispatcher = startDispatcher(camel, dataSource, options);
         double handledRate;
         try {
             long deadline = System.nanoTime() + Duration.ofMinutes(10).toNanos();
@@ -303,9 +300,24 @@ public final class DispatchBenchmark {
             }
             handledRate = items / ((System.nanoTime() - start) / 1e9);
         } finally {
-            dispatcher.stop();
+            stopDispatcher(camel, dispatcher);
         }
         return new Scenario(intakeRate, handledRate, handled.get() == items && unfinished(dataSource, bot) == 0);
+    }
+
+    /** A dispatcher of these options, bound where the handler route's work consumer finds it, and that route started. */
+    private static WorkDispatcher startDispatcher(CamelContext camel, DataSource dataSource, WorkDispatcher.Options options) throws Exception {
+        WorkDispatcher dispatcher = new WorkDispatcher(camel, new WorkQueue(dataSource), List.of(new TelegramWorkSource()), options);
+        camel.getRegistry().bind("workDispatcher", dispatcher);
+        camel.getRouteController().startRoute("bench-handler");
+        dispatcher.start();
+        return dispatcher;
+    }
+
+    private static void stopDispatcher(CamelContext camel, WorkDispatcher dispatcher) throws Exception {
+        dispatcher.stop();
+        camel.getRouteController().stopRoute("bench-handler");
+        camel.getRegistry().unbind("workDispatcher");
     }
 
     private static long unfinished(DataSource dataSource, long bot) throws SQLException {

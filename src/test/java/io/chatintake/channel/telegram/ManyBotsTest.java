@@ -49,8 +49,7 @@ class ManyBotsTest {
                     .setting("telegram.api-url", simulator.url())
                     .setting("telegram.bots", String.join(",", names))
                     .setting("telegram.poll-timeout-seconds", "2")
-                    .setting("telegram.lease-seconds", "20")
-                    .setting("work.handlers.telegram-update", "direct:telegram-update");
+                    .setting("telegram.lease-seconds", "20");
             for (int i = 0; i < BOTS; i++) {
                 String token = simulator.addBot(20_000 + i, "FAKE-many-" + i, names.get(i));
                 tokens.add(token);
@@ -63,7 +62,7 @@ class ManyBotsTest {
             product.routes(new RouteBuilder() {
                 @Override
                 public void configure() {
-                    from("direct:telegram-update").process(exchange -> handled.incrementAndGet());
+                    from("work:telegram-update").process(exchange -> handled.incrementAndGet());
                 }
             });
             Set<Thread> before = otherThreads();

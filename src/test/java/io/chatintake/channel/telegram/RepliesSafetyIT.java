@@ -53,7 +53,7 @@ class RepliesSafetyIT {
                 - route:
                     id: telegram-update-handler
                     from:
-                      uri: "direct:telegram-update"
+                      uri: "work:telegram-update"
                       steps:
                         - choice:
                             when:

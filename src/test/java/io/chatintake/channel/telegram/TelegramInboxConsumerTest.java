@@ -11,6 +11,7 @@ import ch.qos.logback.core.read.ListAppender;
 import io.chatintake.sim.AdjustableClock;
 import io.chatintake.sim.BotApiSimulator;
 import io.chatintake.sim.BotApiSimulator.Fault;
+import io.chatintake.testkit.LostCommitAnswers;
 import io.chatintake.testkit.TestDatabase;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -19,6 +20,7 @@ import org.apache.camel.Exchange;
 import org.apache.camel.health.HealthCheckHelper;
 import java.sql.Connection;
 import java.sql.Statement;
+import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
@@ -93,7 +95,10 @@ class TelegramInboxConsumerTest {
             await("the backlog confirmed", WAIT, () -> simulator.queued(token) == 0);
             await("both workers allowed once intake caught up", WAIT, () -> allowed.value() == 2);
             await("every update handled", WAIT, () -> handled.get() == 1_000);
-            assertThat(intake.received).as("handled as work, not on the consumer's thread").isEmpty();
+            assertThat(intake.received).as("handled as work, not on the consumer's thread: the intake route runs once per batch")
+                    .allSatisfy(batch -> assertThat(batch.getMessage().getHeader("WorkKind")).isEqualTo("telegram-update"))
+                    .extracting(batch -> batch.getMessage().getBody(Integer.class)).doesNotContainNull()
+                    .satisfies(counts -> assertThat(counts.stream().mapToInt(Integer::intValue).sum()).isEqualTo(1_000));
         }
         assertThat(simulator.violations()).isEmpty();
     }
@@ -392,6 +397,30 @@ class TelegramInboxConsumerTest {
         assertThat(count("SELECT next_offset FROM telegram_checkpoint")).isEqualTo(4);
         assertThat(messages()).filteredOn(m -> m.contains("update ids restarted below the checkpoint")).hasSize(1);
         assertThat(simulator.violations()).isEmpty();
+    }
+
+    @Test
+    void aBatchWhoseCommitAnswerWasLostStillGetsItsWorkItems() throws Exception {
+        LostCommitAnswers database = new LostCommitAnswers(TestDatabase.dataSource());
+        simulator.enqueueText(token, 8, "before");
+        try (TelegramIntake intake = new TelegramIntake(simulator, Clock.systemUTC(), database).property("telegram.bot-token", token)
+                .route("main", FAST, false).start()) {
+            await("the first update scheduled", WAIT, () -> count("SELECT count(*) FROM work_item WHERE kind = 'telegram-update'") == 1);
+            database.loseNext(1, "INSERT INTO telegram_update");
+            simulator.enqueueText(token, 8, "committed, answer lost");
+            await("the batch committed without an answer", WAIT, () -> database.armed() == 0);
+            await("polled again and confirmed", WAIT, () -> simulator.queued(token) == 0);
+            simulator.enqueueText(token, 8, "after");
+            await("three stored", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 3);
+            await("scheduled through the last", WAIT, () -> count("""
+                    SELECT count(*) FROM telegram_schedule_checkpoint c
+                     WHERE c.scheduled_through >= (SELECT max(id) FROM telegram_update)""") == 1);
+        }
+        assertThat(count("""
+                SELECT count(*) FROM telegram_update u
+                 WHERE NOT EXISTS (SELECT 1 FROM work_item w WHERE w.kind = 'telegram-update' AND w.source_id = u.id)"""))
+                .as("every stored update has its work item").isZero();
+        assertThat(count("SELECT count(*) FROM work_item WHERE kind = 'telegram-update'")).isEqualTo(3);
     }
 
     @Test

@@ -13,6 +13,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.function.BooleanSupplier;
+import javax.sql.DataSource;
 import org.apache.camel.CamelContext;
 import org.apache.camel.Exchange;
 import org.apache.camel.Processor;
@@ -21,7 +22,7 @@ import org.apache.camel.builder.RouteBuilder;
 /**
  * The product (its configuration class, over the test database) running telegram-inbox routes
  * against the Bot API simulator: the real component, real HTTP on loopback, real PostgreSQL.
- * No process handles telegram-update work here (no work.handlers.telegram-update), so stored
+ * No process handles telegram-update work here (no route from work:telegram-update), so stored
  * updates go straight to the test's route on the consumer's hand-off thread: a failed update
  * stays failed, and each update of a batch reaches the route at once.
  */
@@ -40,10 +41,15 @@ final class TelegramIntake implements AutoCloseable {
     }
 
     TelegramIntake(BotApiSimulator simulator, Clock clock) {
+        this(simulator, clock, TestDatabase.dataSource());
+    }
+
+    /** @param dataSource the test database, or one that misbehaves over it */
+    TelegramIntake(BotApiSimulator simulator, Clock clock, DataSource dataSource) {
         simulator.setAudit(new InboxAudit(TestDatabase.dataSource()));
         TelegramInboxComponent component = new TelegramInboxComponent();
         component.setClock(clock);
-        product = WebhookServer.builder(TestDatabase.dataSource()).withoutHttp()
+        product = WebhookServer.builder(dataSource).withoutHttp()
                 .bean("telegram-inbox", component)
                 .bean("metricsRegistry", meters)
                 .setting("telegram.api-url", simulator.url())
@@ -73,11 +79,11 @@ final class TelegramIntake implements AutoCloseable {
 
     /** Stored updates run as work, as in the runner: the dispatcher (two workers) hands them to {@code handler}. */
     TelegramIntake workHandler(Processor handler) {
-        product.setting("work.handlers.telegram-update", "direct:telegram-update").setting("work.concurrency", "2")
+        product.setting("work.concurrency", "2")
                 .routes(new RouteBuilder() {
                     @Override
                     public void configure() {
-                        from("direct:telegram-update").process(handler);
+                        from("work:telegram-update").process(handler);
                     }
                 });
         return this;

@@ -1,22 +1,23 @@
 package io.chatintake.channel.unifyport;
 
-import io.chatintake.channel.webhook.SignatureScheme;
-import io.chatintake.channel.webhook.SignatureVerifier;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.chatintake.channel.webhook.SignatureScheme;
+import io.chatintake.channel.webhook.SignatureVerifier;
 import io.chatintake.config.Secret;
-import io.chatintake.sim.SignedDeliverySender;
 import io.chatintake.sim.SignedDeliverySender.TimestampForm;
+import io.chatintake.sim.SignedDeliverySender;
+import io.chatintake.testkit.Await;
+import io.chatintake.testkit.Manual;
+import io.chatintake.testkit.Sql;
+import io.chatintake.testkit.TestDatabase;
+import io.chatintake.testkit.WebhookServer;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
-import io.chatintake.testkit.Await;
-import io.chatintake.testkit.Sql;
-import io.chatintake.testkit.TestDatabase;
-import io.chatintake.testkit.WebhookServer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -27,6 +28,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 
+
 /** What users do in YAML alone: a second workspace (the README's own example), another signature scheme. */
 @ExtendWith(TestDatabase.class)
 class WebhookRouteYamlTest {
@@ -35,7 +37,7 @@ class WebhookRouteYamlTest {
 
     @Test
     void aSecondWorkspaceIsJustYamlAndPropertiesWithItsOwnPathSecretsAndKeys(DataSource db) throws Exception {
-        String readme = Files.readString(Path.of("README.md"));
+        String readme = Manual.text();
         int start = readme.indexOf("```yaml\n- route:\n    id: unifyport-acme-webhook");
         assertThat(start).as("the README shows the second-workspace YAML").isPositive();
         String yaml = readme.substring(start + "```yaml\n".length(), readme.indexOf("```", start + 7));
@@ -43,7 +45,7 @@ class WebhookRouteYamlTest {
 
         Map<String, String> settings = Map.of("unifyport.signing-secrets", "secret_default",
                 "unifyport-acme.signing-secrets", "secret_acme");
-        // The real work dispatcher: each workspace's event reaches direct:unifyport-event from storage.
+        // The real work dispatcher: each workspace's event reaches the work:unifyport-event route from storage.
         try (WebhookServer server = WebhookServer.startWithWork(db, settings, "file:routes/unifyport-*.yaml,file:" + file)) {
             SignedDeliverySender toDefault = new SignedDeliverySender(server.uri("/webhooks/unifyport"), Secret.of("secret_default"));
             SignedDeliverySender toAcme = new SignedDeliverySender(server.uri("/webhooks/unifyport/acme"), Secret.of("secret_acme"));
@@ -104,7 +106,7 @@ class WebhookRouteYamlTest {
                 - route:
                     id: unifyport-event
                     from:
-                      uri: "direct:unifyport-event"
+                      uri: "work:unifyport-event"
                       steps:
                         - throwException:
                             exceptionType: java.lang.IllegalStateException

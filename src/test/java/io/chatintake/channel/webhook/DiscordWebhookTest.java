@@ -120,7 +120,7 @@ class DiscordWebhookTest {
                 - route:
                     id: acme-event
                     from:
-                      uri: "direct:acme-event"
+                      uri: "work:acme-event"
                       steps:
                         - log: "acme event ${header.ChatIntakeEventId}"
                 """);

@@ -50,14 +50,13 @@ class SecretFieldsTest {
         // The shipped webhook routes; their handlers replaced by ones that fail quoting the body.
         for (String channel : List.of("line", "slack")) {
             Files.writeString(dir.resolve(channel + ".yaml"), Files.readString(Path.of("routes", channel + ".yaml"))
-                    .replace("uri: \"direct:" + channel + "-event\"", "uri: \"direct:" + channel + "-event-shipped\""));
+                    .replace("uri: \"work:" + channel + "-event\"", "uri: \"direct:" + channel + "-event-shipped\""));
         }
         Files.writeString(dir.resolve("careless-handlers.yaml"), """
                 - route:
                     id: careless-line
-                    routeConfigurationId: work-handler
                     from:
-                      uri: "direct:line-event"
+                      uri: "work:line-event"
                       steps:
                         - log: "replying to ${body}"
                         - throwException:
@@ -65,9 +64,8 @@ class SecretFieldsTest {
                             message: "the reply failed for ${body}"
                 - route:
                     id: careless-slack
-                    routeConfigurationId: work-handler
                     from:
-                      uri: "direct:slack-event"
+                      uri: "work:slack-event"
                       steps:
                         - log: "answering ${body}"
                         - throwException:
@@ -78,7 +76,7 @@ class SecretFieldsTest {
         Files.writeString(dir.resolve("acme.yaml"), Files.readString(Path.of("routes", "whatsapp.yaml"))
                 .replace("secretsKey: whatsapp.app-secrets", "secretsKey: acme.hmac-keys")
                 .replace("/webhooks/whatsapp", "/webhooks/acme").replace("webhook-inbox:whatsapp", "webhook-inbox:acme")
-                .replace("id: whatsapp-", "id: acme-").replace("direct:whatsapp-event", "direct:acme-event"));
+                .replace("id: whatsapp-", "id: acme-").replace("whatsapp-event", "acme-event"));
         logs.start();
         ((Logger) LoggerFactory.getLogger(org.slf4j.Logger.ROOT_LOGGER_NAME)).addAppender(logs);
         String files = "file:" + dir + "/*.yaml,file:routes/handlers.yaml";

@@ -1,0 +1,201 @@
+package io.chatintake.store;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.chatintake.config.Secret;
+import io.chatintake.sim.BotApiSimulator;
+import io.chatintake.sim.SignedDeliverySender;
+import io.chatintake.sim.SignedDeliverySender.TimestampForm;
+import io.chatintake.testkit.Await;
+import io.chatintake.testkit.RunnerProcess;
+import io.chatintake.testkit.Sql;
+import java.net.URI;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import javax.sql.DataSource;
+
+/**
+ * Two runners (the real jar) on one external PostgreSQL under Telegram and webhook load, for tests
+ * that hurt the database meanwhile: texts to a polled bot whose shipped echo handler answers each,
+ * and signed UnifyPort deliveries sent as a provider sends them (again after a 5xx or no answer,
+ * to the runners in turn). Afterwards: every text answered once, every acknowledged delivery
+ * stored once, every stored update with its work item, nothing parked, no runner exited.
+ */
+final class RunnersUnderLoad implements AutoCloseable {
+    private static final String SECRET = "db_faults_it_secret_42";
+    private static final Duration WAIT = Duration.ofSeconds(60);
+    private static final int CHATS = 20;
+    /** How long an album waits for more parts after its last: short, so that a test sees albums decided by it. */
+    static final Duration ALBUM_QUIET = Duration.ofSeconds(3);
+
+    private final BotApiSimulator simulator;
+    private final String token;
+    final RunnerProcess first;
+    final RunnerProcess second;
+    private final AtomicBoolean loading = new AtomicBoolean(true);
+    private final Set<String> acknowledged = ConcurrentHashMap.newKeySet();
+    private final AtomicInteger texts = new AtomicInteger();
+    private final Thread telegram;
+    private final Thread webhooks;
+
+    /** Starts both runners on the database at {@code jdbcUrl}, waits until they are ready, and starts the load. */
+    RunnersUnderLoad(Path work, EmbeddedDatabase database) {
+        this(work, database, Duration.ZERO);
+    }
+
+    /** The same with the second runner's wall clock {@code secondAhead} of the first's (and the database's). */
+    RunnersUnderLoad(Path work, EmbeddedDatabase database, Duration secondAhead) {
+        simulator = BotApiSimulator.start();
+        token = simulator.addBot(707, "FAKE-db-faults-test-token", "db_faults_bot");
+        first = RunnerProcess.start(work.resolve("a"), env(work.resolve("a"), database));
+        Map<String, String> secondEnv = env(work.resolve("b"), database);
+        second = secondAhead.isZero() ? RunnerProcess.start(work.resolve("b"), secondEnv)
+                : RunnerProcess.startWithClockAhead(work.resolve("b"), secondEnv, secondAhead);
+        first.awaitReady();
+        second.awaitReady();
+        telegram = new Thread(() -> {
+            while (loading.get()) {
+                int n = texts.get();
+                simulator.enqueueText(token, 1 + n % CHATS, "text " + n);
+                texts.incrementAndGet();
+                pause(25);
+            }
+        }, "telegram-load");
+        webhooks = new Thread(this::deliver, "webhook-load");
+        telegram.start();
+        webhooks.start();
+    }
+
+    private Map<String, String> env(Path dir, EmbeddedDatabase database) {
+        Map<String, String> env = RunnerProcess.pollingEnv(dir, simulator.url(), token);
+        env.put("CHAT_INTAKE_DB_URL", database.jdbcUrl());
+        env.put("CHAT_INTAKE_DB_USER", database.user());
+        env.put("CHAT_INTAKE_DB_PASSWORD", database.password().reveal());
+        env.put("UNIFYPORT_SIGNING_SECRETS", SECRET);
+        env.put("TELEGRAM_ECHO_REPLIES", "true");
+        env.put("TELEGRAM_SEND_PER_BOT_PER_SECOND", "300");
+        env.put("TELEGRAM_SEND_PER_CHAT_PER_SECOND", "100");
+        // A claim whose commit went through while its answer was lost is not known to its live
+        // claimer: it waits out its claim (LaneClaims). Shorter than the shipped 120 s so the test
+        // waits less, still far longer than any outage here, so no live claim runs out meanwhile.
+        env.put("WORK_CLAIM_SECONDS", "45");
+        env.put("ALBUMS_QUIET_PERIOD_SECONDS", Long.toString(ALBUM_QUIET.toSeconds()));
+        return env;
+    }
+
+    /** The most getUpdates of the bot that were ever waiting at once, and how many a later one displaced (409). */
+    String polls() {
+        return simulator.maxConcurrentPolls(token) + " at once, " + simulator.conflicts(token) + " displaced";
+    }
+
+    /** One album part (of {@code total}) delivered to {@code runner} until accepted. */
+    void deliverAlbumPart(RunnerProcess runner, String album, int index, int total) {
+        String eventId = "evt_album_" + album + "_" + index;
+        byte[] body = SignedDeliverySender.envelope(eventId, "message.received", "whatsapp", "acc_1", Instant.now(),
+                "{\"conversation\":{\"id\":\"c-albums\",\"type\":\"user\"},\"sender\":{\"id\":\"u1\",\"type\":\"user\"},"
+                        + "\"message\":{\"id\":\"" + album + "-" + index + "\",\"type\":\"image\",\"direction\":\"in\","
+                        + "\"album\":{\"id\":\"" + album + "\",\"index\":" + index + ",\"total\":" + total + "}}}");
+        SignedDeliverySender sender = new SignedDeliverySender(
+                URI.create("http://127.0.0.1:" + runner.httpPort() + "/webhooks/unifyport"), Secret.of(SECRET));
+        Await.until(eventId + " accepted", WAIT, () -> {
+            try {
+                return sender.post(sender.sign(eventId, body, TimestampForm.RFC3339)).status() == 200;
+            } catch (RuntimeException e) {
+                return false;
+            }
+        });
+    }
+
+    /** Ends the load and waits until everything it brought is handled; the checks follow. */
+    void stopLoadAndAwaitHandled(DataSource db) throws InterruptedException {
+        loading.set(false);
+        telegram.join();
+        webhooks.join();
+        int sent = texts.get();
+        try {
+            Await.until("every item done", WAIT, () -> Sql.count(db,
+                    "SELECT count(*) FROM work_item WHERE state NOT IN ('done', 'parked')") == 0);
+            Await.until("every text answered", WAIT, () -> simulator.sentMessages(token).size() >= sent);
+        } catch (AssertionError e) {
+            throw new AssertionError(sent + " texts, " + simulator.sentMessages(token).size() + " answers, "
+                    + Sql.count(db, "SELECT count(*) FROM telegram_update") + " updates stored; items by state: "
+                    + Sql.rows(db, "SELECT kind, state, count(*), max(last_error) FROM work_item GROUP BY 1, 2")
+                    + "; effects: " + Sql.rows(db, "SELECT state, count(*) FROM outbound_effect GROUP BY 1")
+                    + "; running: " + Sql.rows(db, "SELECT id, chat_key, claimed_by, claim_token, claim_expires_at - now(), updated_at,"
+                    + " attempts FROM work_item WHERE state = 'running'")
+                    + "; lanes: " + Sql.rows(db, "SELECT chat_key, claimed_by, claim_token, due_at - now() FROM work_lane"
+                    + " WHERE claimed_by IS NOT NULL")
+                    + "; beats: " + Sql.rows(db, "SELECT process_id, now() - beat_at FROM runner_heartbeat") + "\n"
+                    + first.output() + "\n----\n" + second.output(), e);
+        }
+    }
+
+    /** Nothing lost, doubled or parked, no runner exited; returns what the load brought, for the test's line. */
+    String assertNothingLostDoubledOrParked(DataSource db) {
+        int sent = texts.get();
+        assertThat(first.isAlive() && second.isAlive()).as("no runner exits:\n%s\n%s", first.output(), second.output()).isTrue();
+        assertThat(Sql.count(db, "SELECT count(*) FROM work_item WHERE state = 'parked'")).as("none parked").isZero();
+        assertThat(simulator.sentMessages(token).stream().map(m -> m.path("text").asText()).toList())
+                .as("every text answered once").doesNotHaveDuplicates().hasSize(sent);
+        assertThat(Sql.count(db, "SELECT count(*) FROM telegram_update")).isEqualTo(sent);
+        assertThat(Sql.count(db, """
+                SELECT count(*) FROM telegram_update u
+                 WHERE NOT EXISTS (SELECT 1 FROM work_item w WHERE w.kind = 'telegram-update' AND w.source_id = u.id)"""))
+                .as("every stored update has its work item").isZero();
+        assertThat(Sql.count(db, "SELECT count(DISTINCT event_id) FROM webhook_event WHERE event_id LIKE 'evt_load_%'"))
+                .as("every acknowledged delivery stored").isGreaterThanOrEqualTo(acknowledged.size());
+        assertThat(Sql.count(db, "SELECT count(*) - count(DISTINCT event_id) FROM webhook_event")).as("none twice").isZero();
+        // How many depends on the machine's load; enough that each fault met deliveries in flight.
+        assertThat(acknowledged).as("deliveries went in").hasSizeGreaterThan(20);
+        return sent + " texts, " + acknowledged.size() + " deliveries acknowledged";
+    }
+
+    /** A provider: each event sent until answered 200, to the runners in turn; 503 means retry. */
+    private void deliver() {
+        List<SignedDeliverySender> senders = List.of(first, second).stream().map(r -> new SignedDeliverySender(
+                URI.create("http://127.0.0.1:" + r.httpPort() + "/webhooks/unifyport"), Secret.of(SECRET))).toList();
+        for (int n = 0; loading.get(); n++) {
+            String eventId = "evt_load_" + n;
+            byte[] body = SignedDeliverySender.envelope(eventId, "message.received", "whatsapp", "acc_1", Instant.now(),
+                    "{\"conversation\":{\"id\":\"c" + n % CHATS + "\",\"type\":\"user\"},\"sender\":{\"id\":\"u1\",\"type\":\"user\"},"
+                            + "\"message\":{\"id\":\"m" + n + "\",\"type\":\"text\",\"text\":\"t\",\"direction\":\"in\"}}");
+            for (int attempt = 0; loading.get(); attempt++) {
+                SignedDeliverySender sender = senders.get((n + attempt) % senders.size());
+                try {
+                    if (sender.post(sender.sign(eventId, body, TimestampForm.RFC3339)).status() == 200) {
+                        acknowledged.add(eventId);
+                        break;
+                    }
+                } catch (RuntimeException e) {
+                    // no answer: the provider retries
+                }
+                pause(200);
+            }
+            pause(20);
+        }
+    }
+
+    static void pause(long millis) {
+        try {
+            Thread.sleep(millis);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(e);
+        }
+    }
+
+    @Override
+    public void close() {
+        loading.set(false);
+        try (simulator; first; second) {
+            // closed in reverse order
+        }
+    }
+}
