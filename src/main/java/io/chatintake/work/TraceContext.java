@@ -13,6 +13,7 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.util.Collection;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
@@ -118,10 +119,27 @@ public final class TraceContext {
         return Tracing.current().on() ? new Call(span(name, SpanKind.CONSUMER, null, attributeNamesAndValues)) : Call.NONE;
     }
 
-    private static Span span(String name, SpanKind kind, SpanContext link, String... attributeNamesAndValues) {
+    /**
+     * A span that starts a trace of its own, linked to the traces of the messages it acts on (an
+     * album decision and the children it includes), ended at once: the traceparent to store with
+     * the work it queues; null while tracing is off.
+     */
+    public static String linkedTo(String name, Collection<String> traceparents, String... attributeNamesAndValues) {
+        if (!Tracing.current().on()) {
+            return null;
+        }
+        Span span = span(name, SpanKind.INTERNAL, traceparents.stream().map(TraceContext::parse).filter(SpanContext::isValid).toList(),
+                attributeNamesAndValues);
+        span.end();
+        return traceparent(span.getSpanContext());
+    }
+
+    /** A child of the current span when {@code links} is null; otherwise the first span of a new trace, linked to them. */
+    private static Span span(String name, SpanKind kind, List<SpanContext> links, String... attributeNamesAndValues) {
         var builder = Tracing.current().tracer().spanBuilder(name).setSpanKind(kind);
-        if (link != null) {
-            builder.setNoParent().addLink(link);
+        if (links != null) {
+            builder.setNoParent();
+            links.forEach(builder::addLink);
         }
         for (int i = 0; i + 1 < attributeNamesAndValues.length; i += 2) {
             if (attributeNamesAndValues[i + 1] != null) {
@@ -148,7 +166,7 @@ public final class TraceContext {
             if (span == null) {
                 return null;
             }
-            Span first = span(name, SpanKind.CONSUMER, span.getSpanContext(), attributeNamesAndValues);
+            Span first = span(name, SpanKind.CONSUMER, List.of(span.getSpanContext()), attributeNamesAndValues);
             first.end();
             return traceparent(first.getSpanContext());
         }

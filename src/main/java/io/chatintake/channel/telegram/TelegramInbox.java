@@ -157,7 +157,7 @@ public final class TelegramInbox {
                    'telegram:' || bot_id || ':' || update_id, to_timestamp((m ->> 'date')::bigint)
               FROM msgs WHERE m ->> 'media_group_id' IS NOT NULL AND m -> 'chat' ->> 'id' IS NOT NULL AND m ->> 'message_id' IS NOT NULL
             ON CONFLICT (workspace, provider, account_id, conversation_id, message_id) DO NOTHING
-            RETURNING id""".formatted(WORKSPACE);
+            RETURNING id, first_event_id""".formatted(WORKSPACE);
 
     public StoredBatch store(PollLease.Held lease, Duration leaseDuration, List<BotApiClient.RawUpdate> batch)
             throws SQLException, LeaseLostException {
@@ -382,16 +382,19 @@ public final class TelegramInbox {
         if (parts.isEmpty()) {
             return;
         }
-        List<Long> children = new ArrayList<>();
+        // A child's first_event_id is telegram:<bot>:<update id>, and a batch is one bot's.
+        Map<String, String> traces = new HashMap<>();
+        parts.forEach(u -> traces.put(Long.toString(u.updateId()), u.traceContext()));
+        List<ChildMessageListener.StoredChild> children = new ArrayList<>();
         try (PreparedStatement ps = c.prepareStatement(CHILDREN)) {
             ps.setArray(1, c.createArrayOf("bigint", parts.stream().map(StoredUpdate::rowId).toArray()));
             try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {
-                    children.add(rs.getLong(1));
+                    children.add(new ChildMessageListener.StoredChild(rs.getLong(1), true, true, true, traces.get(rs.getString(2).substring(rs.getString(2).lastIndexOf(':') + 1))));
                 }
             }
         }
-        childListener.stored(c, children.stream().map(id -> new ChildMessageListener.StoredChild(id, true, true, true)).toList());
+        childListener.stored(c, children);
     }
 
     private static void rollbackQuietly(Connection c) {

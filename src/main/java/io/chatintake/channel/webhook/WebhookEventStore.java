@@ -277,7 +277,7 @@ public final class WebhookEventStore implements WebhookEventSink {
                 stored[positions.get(row)] = new Stored(rs.getLong(1), rs.getBoolean(2));
                 rs.getLong(3);
                 if (!rs.wasNull() && forListeners(these.get(row))) {
-                    children.add(ChildMessageListener.StoredChild.of(ChannelMessageStore.appliedOf(rs, 3)));
+                    children.add(ChildMessageListener.StoredChild.of(ChannelMessageStore.appliedOf(rs, 3), these.get(row).traceContext()));
                 }
             }
         }

@@ -17,6 +17,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -48,6 +49,9 @@ class TracingIT {
     private static OtlpReceiver otlp;
     private static HttpServer api;
     private static SignedDeliverySender discord;
+    private static SignedDeliverySender unifyport;
+    private static final String UNIFYPORT_SECRET = "unifyport_trace_secret";
+    private static final String CAPTION = "Holiday photos from the tracing album";
     private static final List<String> downstreamTraceparents = new CopyOnWriteArrayList<>();
 
     @BeforeAll
@@ -68,6 +72,7 @@ class TracingIT {
         Map<String, String> env = RunnerProcess.baseEnv(work);
         env.put("CHAT_INTAKE_ROUTES_DIR", Path.of("routes").toAbsolutePath().toString());
         env.put("DISCORD_PUBLIC_KEYS", PublicKeySchemesTest.RFC8032_PUBLIC_1);
+        env.put("UNIFYPORT_SIGNING_SECRETS", UNIFYPORT_SECRET);
         env.put("DISCORD_FOLLOW_UPS", "true");
         env.put("DISCORD_API_URL", "http://127.0.0.1:" + api.getAddress().getPort() + "/api/v10");
         env.put("WORK_POLL_INTERVAL_MILLIS", "100");
@@ -78,6 +83,8 @@ class TracingIT {
         db = RunnerProcess.embeddedDatabase(env);
         discord = new SignedDeliverySender(URI.create("http://127.0.0.1:" + runner.httpPort() + "/webhooks/discord"),
                 Secret.of(PublicKeySchemesTest.RFC8032_SEED_1), SignatureScheme.ed25519());
+        unifyport = new SignedDeliverySender(URI.create("http://127.0.0.1:" + runner.httpPort() + "/webhooks/unifyport"),
+                Secret.of(UNIFYPORT_SECRET));
     }
 
     @AfterAll
@@ -129,6 +136,51 @@ class TracingIT {
         for (ReceivedSpan span : otlp.spans()) {
             assertThat(span.raw()).as(span.name()).doesNotContain(TOKEN).doesNotContain(TEXT).doesNotContain("Deploy the")
                     .doesNotContain(signature).doesNotContain("chan_9");
+        }
+    }
+
+    @Test
+    void aThreeChildAlbumIsADecisionSpanLinkedToTheTracesOfItsThreeChildren() {
+        List<String> childTraces = new ArrayList<>();
+        for (int index = 1; index <= 3; index++) {
+            String traceId = "a1b2c3d4e5f60718293a4b5c6d7e8f0" + index;
+            childTraces.add(traceId);
+            String eventId = "evt_traced_album_" + index;
+            String data = "{\"conversation\":{\"id\":\"conv_traced\",\"type\":\"user\"},\"sender\":{\"id\":\"u_traced\",\"type\":\"user\"},"
+                    + "\"message\":{\"id\":\"m_traced_" + index + "\",\"type\":\"image\",\"caption\":\"" + CAPTION + "\",\"direction\":\"in\","
+                    + "\"sent_at\":\"2026-12-07T09:15:00Z\",\"album\":{\"id\":\"alb_traced\",\"index\":" + index + ",\"total\":3}}}";
+            byte[] body = SignedDeliverySender.envelope(eventId, "message.received", "whatsapp", "acc_traced", Instant.now(), data);
+            SignedDeliverySender.Delivery signed = unifyport.sign(eventId, body, SignedDeliverySender.TimestampForm.RFC3339);
+            Map<String, String> headers = new LinkedHashMap<>();
+            headers.put("X-Device-Event-Id", signed.eventId());
+            headers.put("X-Device-Delivery-Id", signed.deliveryId());
+            headers.put("X-Device-Timestamp", signed.timestamp());
+            headers.put("X-Device-Signature", signed.signature());
+            headers.put("traceparent", "00-" + traceId + "-00f067aa0ba9020" + index + "-01");
+            Response answer = unifyport.postRaw(body, "application/json", headers);
+            assertThat(answer.status()).as(answer.body()).isEqualTo(200);
+        }
+
+        Await.until("the album decision's span exported", Duration.ofSeconds(60),
+                () -> otlp.spans().stream().anyMatch(s -> s.name().equals("album decision") && s.linkedTraceIds().size() == 3));
+        ReceivedSpan decision = otlp.spans().stream().filter(s -> s.name().equals("album decision") && s.linkedTraceIds().size() == 3)
+                .findFirst().orElseThrow();
+        assertThat(decision.linkedTraceIds()).as("linked to each child's trace").containsExactlyInAnyOrderElementsOf(childTraces);
+        assertThat(decision.attribute("chat_intake.album.decision")).isEqualTo("complete");
+        assertThat(decision.attribute("chat_intake.album.children")).isEqualTo("3");
+        assertThat(Sql.string(db, "SELECT w.trace_context FROM work_item w JOIN album_decision d ON w.kind = 'album-decision'"
+                + " AND w.source_id = d.id WHERE d.album_key LIKE '%alb_traced%'"))
+                .as("the decision's work travels in the decision's trace").startsWith("00-" + decision.traceId() + "-");
+        Await.until("the decision's handler attempt in that trace", Duration.ofSeconds(60),
+                () -> otlp.trace(decision.traceId()).stream().anyMatch(s -> s.name().equals("work album-decision attempt 1")));
+        for (String child : childTraces) {
+            assertThat(otlp.trace(child)).as("the child's own trace reaches its album-child attempt")
+                    .anyMatch(s -> s.name().equals("work album-child attempt 1"));
+        }
+
+        for (ReceivedSpan span : otlp.spans()) {
+            assertThat(span.raw()).as(span.name()).doesNotContain(CAPTION).doesNotContain("conv_traced").doesNotContain("u_traced")
+                    .doesNotContain(UNIFYPORT_SECRET);
         }
     }
 }
