@@ -6,6 +6,8 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import io.chatintake.store.PlannedEachTime;
 import io.chatintake.support.CrashPoint;
 import io.chatintake.support.MeterRegistryLookup;
+import io.chatintake.support.trace.Tracing;
+import io.chatintake.work.TraceContext;
 import io.chatintake.work.WorkDispatcher;
 import io.chatintake.work.WorkQueue;
 import io.micrometer.core.instrument.Counter;
@@ -18,6 +20,7 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
 import java.util.TreeMap;
@@ -248,6 +251,7 @@ public final class AlbumDecisions {
         if (decisions.isEmpty()) {
             return decisions;
         }
+        Map<Long, String> childTraces = Tracing.current().on() ? childTraces(c, decisions) : Map.of();
         Object[] keys = decisions.stream().map(Decision::albumKey).toArray();
         Object[] versions = decisions.stream().map(Decision::version).toArray();
         List<WorkQueue.NewWork> work = new ArrayList<>();
@@ -266,7 +270,11 @@ public final class AlbumDecisions {
                 while (rs.next()) {
                     Decision d = byKey.get(rs.getString(2));
                     String workKey = d.albumKey() + ":" + d.version();
-                    work.add(new WorkQueue.NewWork(AlbumDecisionSource.KIND, workKey, rs.getLong(1), d.albumKey()));
+                    work.add(new WorkQueue.NewWork(AlbumDecisionSource.KIND, workKey, rs.getLong(1), d.albumKey(),
+                            TraceContext.linkedTo("album decision", d.childIds().stream().map(childTraces::get).filter(Objects::nonNull).toList(),
+                                    "chat_intake.album.decision", d.kind(), "chat_intake.album.version", Integer.toString(d.version()),
+                                    "chat_intake.album.children", Integer.toString(d.childIds().size()),
+                                    "chat_intake.album.completed_by", d.completedBy())));
                 }
             }
         }
@@ -278,6 +286,24 @@ public final class AlbumDecisions {
         }
         WorkQueue.schedule(c, work);
         return decisions;
+    }
+
+    // Only while tracing is on: the traces the decided children came in with, for the decision's span to link to.
+    private static final String CHILD_TRACES = "SELECT source_id, trace_context FROM work_item WHERE kind = '" + AlbumChildSource.KIND
+            + "' AND source_key = ANY (?::text[]) AND trace_context IS NOT NULL";
+
+    private static Map<Long, String> childTraces(Connection c, List<Decision> decisions) throws SQLException {
+        Map<Long, String> traces = new HashMap<>();
+        try (PreparedStatement ps = c.prepareStatement(CHILD_TRACES)) {
+            ps.setArray(1, c.createArrayOf("text", decisions.stream().flatMap(d -> d.childIds().stream())
+                    .map(id -> AlbumChildSource.KIND + ":" + id).toArray()));
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    traces.put(rs.getLong(1), rs.getString(2));
+                }
+            }
+        }
+        return traces;
     }
 
     private static Map<String, Stored> storedChildren(Connection c, List<String> albumKeys) throws SQLException {

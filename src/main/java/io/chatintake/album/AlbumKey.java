@@ -8,7 +8,9 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 
 /**
  * The scoped album key: workspace, provider, account, conversation and album id, as a
@@ -54,11 +56,12 @@ public final class AlbumKey {
     /** Schedules the children among these rows that were just given an album; the others are single messages (or known already). */
     private static void scheduleChildren(Connection connection, List<ChildMessageListener.StoredChild> children,
                                          QuietPeriods quietPeriods) throws SQLException {
-        Object[] ids = children.stream().filter(ChildMessageListener.StoredChild::albumAssigned)
-                .map(ChildMessageListener.StoredChild::id).toArray();
-        if (ids.length == 0) {
+        Map<Long, String> traces = new HashMap<>();
+        children.stream().filter(ChildMessageListener.StoredChild::albumAssigned).forEach(c -> traces.put(c.id(), c.traceContext()));
+        if (traces.isEmpty()) {
             return;
         }
+        Object[] ids = traces.keySet().toArray();
         List<WorkQueue.NewWork> work = new ArrayList<>();
         try (PreparedStatement ps = PlannedEachTime.prepare(connection, SCHEDULE)) {
             ps.setArray(1, connection.createArrayOf("bigint", ids));
@@ -67,7 +70,7 @@ public final class AlbumKey {
             try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {
                     long child = rs.getLong(1);
-                    work.add(new WorkQueue.NewWork(AlbumChildSource.KIND, AlbumChildSource.KIND + ":" + child, child, rs.getString(2)));
+                    work.add(new WorkQueue.NewWork(AlbumChildSource.KIND, AlbumChildSource.KIND + ":" + child, child, rs.getString(2), traces.get(child)));
                 }
             }
         }

@@ -26,6 +26,7 @@ import io.chatintake.store.Database;
 import io.chatintake.store.DatabaseHealthCheck;
 import io.chatintake.store.Migrations;
 import io.chatintake.support.Redactor;
+import io.chatintake.support.trace.Tracing;
 import io.chatintake.work.EffectGuard;
 import io.chatintake.work.GuardedEffect;
 import io.chatintake.work.HandlerRouteErrors;
@@ -45,6 +46,7 @@ import java.util.concurrent.ExecutorService;
 import javax.sql.DataSource;
 import org.apache.camel.BindToRegistry;
 import org.apache.camel.CamelContext;
+import org.apache.camel.opentelemetry2.OpenTelemetryTracer;
 import org.apache.camel.CamelContextAware;
 import org.apache.camel.component.telegram.TelegramComponent;
 import org.apache.camel.health.HealthCheckHelper;
@@ -221,6 +223,7 @@ public class CamelConfiguration implements org.apache.camel.CamelConfiguration, 
     public void configure(CamelContext context) throws Exception {
         StartingHttpGate gate = null;
         Path routesDir = routesDirectory(settings());
+        traceRoutes(context);
         HealthCheckRegistry health = HealthCheckHelper.getHealthCheckRegistry(context);
         if (health != null) {
             health.register(new DatabaseHealthCheck(dataSource()));
@@ -255,6 +258,13 @@ public class CamelConfiguration implements org.apache.camel.CamelConfiguration, 
         context.getCamelContextExtension().addContextPlugin(RoutesLoader.class, new RouteFilesLoader(context));
         RunnerLifecycle lifecycle = new RunnerLifecycle(workDispatcher(), dataSource(), routesDir, database, gate);
         context.addLifecycleStrategy(lifecycle);
+    }
+
+    /** camel-opentelemetry2 traces the routes when the OTEL_* environment turns tracing on ({@link Tracing}). */
+    private void traceRoutes(CamelContext context) {
+        if (Tracing.start(System.getenv(), settings().getBoolean(Tracing.INCLUDE_CHAT_IDS)).on()) {
+            new OpenTelemetryTracer().init(context);
+        }
     }
 
     /** The effective configuration: each key Camel knows, resolved (placeholders, system and environment overrides). */

@@ -5,6 +5,7 @@ import io.chatintake.attachment.AttachmentStore.Outcome;
 import io.chatintake.config.Secret;
 import io.chatintake.config.Settings;
 import io.chatintake.support.MeterRegistryLookup;
+import io.chatintake.work.TraceContext;
 import io.chatintake.work.WorkDispatcher;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -133,9 +134,14 @@ public final class AttachmentFetcher {
         }
         int attempt = exchange.getMessage().getHeader(WorkDispatcher.WORK_ATTEMPT, 1, Integer.class);
         Fetched fetched;
+        // The span says where from (Telegram or a URL) and how it ended: never the URL, which may be signed.
+        TraceContext.Call span = TraceContext.call("attachment download", "chat_intake.attachment.source",
+                attachment.telegram() ? "telegram" : "url");
         try {
             fetched = download(attachment);
+            span.end(fetched.outcome().status(), null);
         } catch (RetryableDownloadException e) {
+            span.end("retried", null);
             if (attempt >= options.maxAttempts()) {
                 store.record(attachment, Outcome.of("failed", e.getMessage()));
                 count(exchange, attachment, "failed");

@@ -17,11 +17,12 @@ public interface ChildMessageListener {
      * A child row of {@code channel_message}; {@code inserted} when this transaction created it,
      * {@code albumAssigned} when this transaction gave it an album id it did not have before
      * (at insert, or later: a child first seen through a reaction gets its album with its content),
-     * {@code hasAttachments} when its row lists attachments (false: nothing to look up for them).
+     * {@code hasAttachments} when its row lists attachments (false: nothing to look up for them),
+     * {@code traceContext} the traceparent of the message that brought it (null while tracing is off).
      */
-    record StoredChild(long id, boolean inserted, boolean albumAssigned, boolean hasAttachments) {
-        public static StoredChild of(ChannelMessageStore.Applied applied) {
-            return new StoredChild(applied.id(), applied.inserted(), applied.albumAssigned(), applied.hasAttachments());
+    record StoredChild(long id, boolean inserted, boolean albumAssigned, boolean hasAttachments, String traceContext) {
+        public static StoredChild of(ChannelMessageStore.Applied applied, String traceContext) {
+            return new StoredChild(applied.id(), applied.inserted(), applied.albumAssigned(), applied.hasAttachments(), traceContext);
         }
     }
 

@@ -76,8 +76,10 @@ final class ExecutePicked {
                     Exchange loaded = items.exchange(run.run, next);
                     slice.handlerStarted();
                     long start = System.nanoTime();
+                    TraceContext.Attempt attempt = TraceContext.start(item, loaded);
                     Exchange exchange = runItem(item, loaded);
                     Outcome outcome = exchange == null ? Outcome.deferred(item, Instant.now()) : outcomes.of(item, exchange);
+                    attempt.end(outcome);
                     metrics.handled(item, outcome, System.nanoTime() - start);
                     if (exchange != null) {
                         settlements.addAll(EffectGuard.unrecorded(exchange));
@@ -184,6 +186,7 @@ final class ExecutePicked {
         }
         try (Connection c = dataSource.getConnection()) {
             source.loadRun(c, items, exchanges);
+            TraceContext.load(c, items, exchanges);
         } catch (SQLException e) {
             exchanges.forEach(exchange -> exchange.setException(e));
         }

@@ -3,6 +3,7 @@ package io.chatintake.work;
 import io.chatintake.support.CrashPoint;
 import java.util.ArrayDeque;
 import java.util.Deque;
+import java.util.Locale;
 import java.util.Optional;
 import org.apache.camel.AsyncCallback;
 import org.apache.camel.Exchange;
@@ -77,10 +78,12 @@ public final class GuardedEffect implements Policy {
 
         @Override
         public boolean process(Exchange exchange, AsyncCallback callback) {
+            TraceContext.Call span = TraceContext.call("effect " + name, "chat_intake.effect.name", name);
             Optional<EffectGuard.Settlement> earlier;
             try {
                 earlier = guard.open(exchange, name);
             } catch (Exception e) {
+                span.end("not opened", null);
                 exchange.setException(e);
                 callback.done(true);
                 return true;
@@ -89,16 +92,20 @@ public final class GuardedEffect implements Policy {
                 if ("done".equals(earlier.get().state())) {
                     exchange.getMessage().setBody(earlier.get().result());
                 }
+                span.end("already " + earlier.get().state(), null);
                 callback.done(true);
                 return true;
             }
             return processor.process(exchange, doneSync -> {
-                record(exchange);
+                EffectFailure failure = record(exchange);
+                span.end(failure == null ? "done" : failure.outcome().name().toLowerCase(Locale.ROOT),
+                        exchange.getMessage().getHeader(Exchange.HTTP_RESPONSE_CODE, Integer.class));
                 callback.done(doneSync);
             });
         }
 
-        private void record(Exchange exchange) {
+        /** @return the failure recorded, null when the effect was performed */
+        private EffectFailure record(Exchange exchange) {
             CrashPoint.reach(EffectGuard.CRASH_AFTER_ACTION);
             String key = exchange.getMessage().getHeader(EffectGuard.EFFECT_KEY, String.class);
             String declared = exchange.getMessage().getHeader(EffectOutcome.HEADER, String.class);
@@ -118,6 +125,7 @@ public final class GuardedEffect implements Policy {
                 guard.settle(exchange, failure);
                 exchange.setException(failure);
             }
+            return failure;
         }
 
         /** What a step said; a word the policy does not know leaves the effect for a person, as the steps did run. */

@@ -37,18 +37,19 @@ final class WorkItemRepository {
     /**
      * A CTE, {@code items}, that inserts the rows of the relation {@code source} (kind, source_key,
      * source_id, chat_key, o) in the order of {@code o} after the CTE {@code lanes} ran to its end
-     * (the uncorrelated sub-select runs once, before the first item takes its id), returning (id,
+     * (the uncorrelated sub-select runs once, before the first item takes its id), with
+     * {@code traceContext} (a column of it, or NULL) as each item's trace context, returning (id,
      * source_id, source_key) of the items it created. The same source is scheduled once.
      */
-    static String itemsFrom(String source) {
+    static String itemsFrom(String source, String traceContext) {
         return """
                 items AS (
-                    INSERT INTO work_item (kind, source_key, source_id, chat_key)
-                    SELECT kind, source_key, source_id, chat_key FROM %s
+                    INSERT INTO work_item (kind, source_key, source_id, chat_key, trace_context)
+                    SELECT kind, source_key, source_id, chat_key, %s FROM %s
                      WHERE (SELECT count(*) FROM lanes) >= 0
                      ORDER BY o
                     ON CONFLICT ON CONSTRAINT work_item_source DO NOTHING
-                    RETURNING id, source_id, source_key)""".formatted(source);
+                    RETURNING id, source_id, source_key)""".formatted(traceContext, source);
     }
 
     /**

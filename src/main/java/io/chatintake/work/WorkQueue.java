@@ -40,7 +40,11 @@ public final class WorkQueue {
     }
 
     /** Work to schedule, keyed by its source: scheduling the same source twice schedules it once. */
-    public record NewWork(String kind, String sourceKey, long sourceId, String chatKey) {
+    public record NewWork(String kind, String sourceKey, long sourceId, String chatKey, String traceContext) {
+        /** Work outside any message's trace (operator actions, follow-up work). */
+        public NewWork(String kind, String sourceKey, long sourceId, String chatKey) {
+            this(kind, sourceKey, sourceId, chatKey, null);
+        }
     }
 
     /**
@@ -56,14 +60,22 @@ public final class WorkQueue {
      * becomes due now; a claimed one is made due when its run is finished.
      */
     public static String scheduleFrom(String source) {
-        return WorkLanes.lanesFrom(source) + ",\n" + WorkItemRepository.itemsFrom(source);
+        return WorkLanes.lanesFrom(source) + ",\n" + WorkItemRepository.itemsFrom(source, UNTRACED);
     }
+
+    /** {@link #scheduleFrom} of a relation that also has the messages' {@code trace_context} ({@link TraceContext}). */
+    public static String scheduleTracedFrom(String source) {
+        return WorkLanes.lanesFrom(source) + ",\n" + WorkItemRepository.itemsFrom(source, "trace_context");
+    }
+
+    private static final String UNTRACED = "CAST(NULL AS text)";
 
     private static final String SCHEDULE = """
             WITH new_work AS (
-                SELECT * FROM unnest(?::text[], ?::text[], ?::bigint[], ?::text[]) WITH ORDINALITY AS n(kind, source_key, source_id, chat_key, o)),
+                SELECT * FROM unnest(?::text[], ?::text[], ?::bigint[], ?::text[], ?::text[])
+                              WITH ORDINALITY AS n(kind, source_key, source_id, chat_key, trace_context, o)),
             %s
-            SELECT count(*) FROM items""".formatted(scheduleFrom("new_work"));
+            SELECT count(*) FROM items""".formatted(scheduleTracedFrom("new_work"));
 
     /**
      * A CTE, {@code staged}, that stages the rows of the relation {@code source} (kind, source_key,
@@ -72,26 +84,37 @@ public final class WorkQueue {
      * for lanes and work items. Staged work is scheduled once, however often it is staged.
      */
     public static String stageFrom(String source) {
+        return staged(source, UNTRACED);
+    }
+
+    /** {@link #stageFrom} of a relation that also has the messages' {@code trace_context} ({@link TraceContext}). */
+    public static String stageTracedFrom(String source) {
+        return staged(source, "trace_context");
+    }
+
+    private static String staged(String source, String traceContext) {
         return """
                 staged AS (
-                    INSERT INTO work_staged (kind, source_key, source_id, chat_key)
-                    SELECT kind, source_key, source_id, chat_key FROM %s ORDER BY o
-                    RETURNING 1)""".formatted(source);
+                    INSERT INTO work_staged (kind, source_key, source_id, chat_key, trace_context)
+                    SELECT kind, source_key, source_id, chat_key, %s FROM %s ORDER BY o
+                    RETURNING 1)""".formatted(traceContext, source);
     }
 
     // One scheduler at a time in the whole database: two taking turns on disjoint staged rows
     // could lock one chat's lane in the other order and give a later item the lower id.
     private static final String LOCK_STAGED = "SELECT pg_advisory_xact_lock(hashtext(current_schema() || '.work_staged'))";
 
-    // The rows to take are found through the primary key: insert/delete churn leaves the heap full
-    // of dead rows until autovacuum's next round, and a sequential scan read 600-1,000 pages of them
-    // to take 12-74 rows.
+    // The rows to take are found through the primary key, as the range of the first ids: insert/delete
+    // churn leaves the heap full of dead rows until autovacuum's next round, and a sequential scan
+    // read 600-1,000 pages of them to take 12-74 rows ("id = ANY (...)" got one from a plan cached
+    // while the table was small once its rows grew wider). Only committed rows are in the range.
     static final String SCHEDULE_STAGED = """
             WITH taken AS (
-                DELETE FROM work_staged WHERE id = ANY (ARRAY(SELECT id FROM work_staged ORDER BY id LIMIT ?))
-                RETURNING kind, source_key, source_id, chat_key, id AS o),
+                DELETE FROM work_staged WHERE id BETWEEN (SELECT min(id) FROM work_staged)
+                                                     AND (SELECT max(id) FROM (SELECT id FROM work_staged ORDER BY id LIMIT ?) first)
+                RETURNING kind, source_key, source_id, chat_key, trace_context, id AS o),
             %s
-            SELECT count(*) FROM taken""".formatted(scheduleFrom("taken"));
+            SELECT count(*) FROM taken""".formatted(scheduleTracedFrom("taken"));
 
     /**
      * Turns up to {@code limit} staged rows, oldest first, into lanes and work items in one
@@ -138,6 +161,7 @@ public final class WorkQueue {
             ps.setArray(2, transaction.createArrayOf("text", work.stream().map(NewWork::sourceKey).toArray()));
             ps.setArray(3, transaction.createArrayOf("bigint", work.stream().map(NewWork::sourceId).toArray()));
             ps.setArray(4, transaction.createArrayOf("text", work.stream().map(NewWork::chatKey).toArray()));
+            ps.setArray(5, transaction.createArrayOf("text", work.stream().map(NewWork::traceContext).toArray()));
             try (ResultSet rs = ps.executeQuery()) {
                 rs.next();
                 return rs.getInt(1);

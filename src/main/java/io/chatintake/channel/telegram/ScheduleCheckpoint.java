@@ -184,7 +184,7 @@ public final class ScheduleCheckpoint {
                         // SQL cannot read an update stored raw; Jackson can, so its chat keeps its order.
                         chat = UpdateChat.idOf(raw).orElse(null);
                     }
-                    work.add(TelegramWorkSource.workFor(botId, rs.getLong(1), rs.getLong(2), rs.getInt(3), chat));
+                    work.add(TelegramWorkSource.workFor(botId, rs.getLong(1), rs.getLong(2), rs.getInt(3), chat, null));
                 }
             }
         }

@@ -7,6 +7,7 @@ import io.chatintake.config.Settings;
 import io.chatintake.work.DeferReason;
 import io.chatintake.work.EffectFailure;
 import io.chatintake.work.EffectOutcome;
+import io.chatintake.work.TraceContext;
 import io.chatintake.work.WorkDispatcher;
 import java.io.IOException;
 import java.sql.SQLException;
@@ -70,9 +71,13 @@ final class TelegramBotProducer extends DefaultProducer {
             sleep(Duration.between(Instant.now(), slot.until()).toNanos(), target);
         }
         JsonNode result;
+        // The span names the bot and the method: never the Bot API URL, whose path holds the token.
+        TraceContext.Call span = TraceContext.call("telegram-bot " + method, "chat_intake.bot", endpoint.getBotName(),
+                "chat_intake.telegram.method", method);
         try {
             result = sender.client().call(method, params, Duration.ofSeconds(endpoint.getTimeoutSeconds()));
             sender.count(TelegramBotComponent.SendResult.SENT);
+            span.end("done", 200);
         } catch (BotApiException e) {
             if (e.kind() == BotApiException.Kind.RATE_LIMITED) {
                 sender.limiter().pause(chat, Duration.ofSeconds(Math.max(1, e.retryAfterSeconds())));
@@ -81,6 +86,7 @@ final class TelegramBotProducer extends DefaultProducer {
             sender.count(e.kind() == BotApiException.Kind.RATE_LIMITED ? TelegramBotComponent.SendResult.RATE_LIMITED
                     : failure.outcome() == EffectOutcome.UNDELIVERABLE ? TelegramBotComponent.SendResult.UNDELIVERABLE
                     : TelegramBotComponent.SendResult.FAILED);
+            span.end(failure.outcome().name().toLowerCase(Locale.ROOT), e.errorCode() > 0 ? e.errorCode() : null);
             throw failure;
         } finally {
             sender.limiter().sent(chat);

@@ -5,6 +5,7 @@ import static io.chatintake.store.Transactions.inTransaction;
 import io.chatintake.support.CrashPoint;
 import io.chatintake.message.ChildMessageListener;
 import io.chatintake.store.JsonbText;
+import io.chatintake.work.TraceContext;
 import io.chatintake.work.WorkQueue;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -54,10 +55,10 @@ public final class TelegramInbox {
      *                  stored as text, flagged, and handed on all the same)
      */
     public record StoredUpdate(long rowId, long updateId, int generation, String type, String json, String idempotencyKey,
-                               String rawReason, String chatId) {
+                               String rawReason, String chatId, String traceContext) {
         /** Its work item: per-chat order needs the chat, which storing read from the update already. */
         WorkQueue.NewWork work(long botId) {
-            return TelegramWorkSource.workFor(botId, rowId, updateId, generation, chatId);
+            return TelegramWorkSource.workFor(botId, rowId, updateId, generation, chatId, traceContext);
         }
     }
 
@@ -156,7 +157,7 @@ public final class TelegramInbox {
                    'telegram:' || bot_id || ':' || update_id, to_timestamp((m ->> 'date')::bigint)
               FROM msgs WHERE m ->> 'media_group_id' IS NOT NULL AND m -> 'chat' ->> 'id' IS NOT NULL AND m ->> 'message_id' IS NOT NULL
             ON CONFLICT (workspace, provider, account_id, conversation_id, message_id) DO NOTHING
-            RETURNING id""".formatted(WORKSPACE);
+            RETURNING id, first_event_id""".formatted(WORKSPACE);
 
     public StoredBatch store(PollLease.Held lease, Duration leaseDuration, List<BotApiClient.RawUpdate> batch)
             throws SQLException, LeaseLostException {
@@ -165,9 +166,16 @@ public final class TelegramInbox {
         }
         // The cheap scan finds what jsonb is known to refuse, with no round trip of its own.
         List<String> rawReasons = batch.stream().map(u -> JsonbText.refusal(u.json()).orElse(null)).toList();
+        TraceContext.Call span = TraceContext.batch("telegram poll batch", "chat_intake.bot_id", Long.toString(lease.botId()));
         try {
-            return store(lease, leaseDuration, batch, rawReasons);
+            StoredBatch stored = store(lease, leaseDuration, batch, rawReasons, span);
+            span.end("stored", null);
+            return stored;
+        } catch (LeaseLostException e) {
+            span.end("lease lost", null);
+            throw e;
         } catch (SQLException e) {
+            span.end("not stored", null);
             if (e.getSQLState() == null || !e.getSQLState().startsWith(DATA_EXCEPTION)) {
                 throw e;
             }
@@ -177,12 +185,12 @@ public final class TelegramInbox {
             if (asked.equals(rawReasons)) {
                 throw e;
             }
-            return store(lease, leaseDuration, batch, asked);
+            return store(lease, leaseDuration, batch, asked, span);
         }
     }
 
-    private StoredBatch store(PollLease.Held lease, Duration leaseDuration, List<BotApiClient.RawUpdate> batch, List<String> rawReasons)
-            throws SQLException, LeaseLostException {
+    private StoredBatch store(PollLease.Held lease, Duration leaseDuration, List<BotApiClient.RawUpdate> batch, List<String> rawReasons,
+                              TraceContext.Call span) throws SQLException, LeaseLostException {
         long botId = lease.botId();
         long firstUpdateId = batch.stream().mapToLong(BotApiClient.RawUpdate::updateId).min().getAsLong();
         long nextOffset = batch.stream().mapToLong(BotApiClient.RawUpdate::updateId).max().getAsLong() + 1;
@@ -209,7 +217,7 @@ public final class TelegramInbox {
                 if (!polled.advanced()) {
                     throw new SQLException("no checkpoint row for bot " + botId);
                 }
-                List<StoredUpdate> stored = stored(botId, batch, polled.inserted());
+                List<StoredUpdate> stored = stored(botId, batch, polled.inserted(), span);
                 storeChildren(c, stored);
                 CrashPoint.reach(CrashPoint.TELEGRAM_DURING_TRANSACTION);
                 c.commit();
@@ -262,7 +270,7 @@ public final class TelegramInbox {
                 }
             }
         }
-        List<StoredUpdate> stored = stored(botId, batch, inserted);
+        List<StoredUpdate> stored = stored(botId, batch, inserted, TraceContext.Call.NONE);
         WorkQueue.schedule(c, stored.stream().map(u -> u.work(botId)).toList());
         storeChildren(c, stored);
         return stored;
@@ -350,14 +358,17 @@ public final class TelegramInbox {
     }
 
     /** The inserted rows in row order, with the JSON exactly as Telegram sent it, not jsonb's normalised text. */
-    private static List<StoredUpdate> stored(long botId, List<BotApiClient.RawUpdate> batch, List<Inserted> inserted) {
+    /** Each stored update starts a trace of its own, linked to its batch's span; a pushed one continues its request's. */
+    private static List<StoredUpdate> stored(long botId, List<BotApiClient.RawUpdate> batch, List<Inserted> inserted, TraceContext.Call span) {
         inserted.sort((a, b) -> Long.compare(a.rowId(), b.rowId()));
         Map<Long, String> sent = new HashMap<>();
         batch.forEach(u -> sent.put(u.updateId(), u.json()));
         List<StoredUpdate> stored = new ArrayList<>(inserted.size());
         for (Inserted u : inserted) {
             stored.add(new StoredUpdate(u.rowId(), u.updateId(), u.generation(), u.type(), sent.get(u.updateId()),
-                    TelegramWorkSource.idempotencyKey(botId, u.updateId(), u.generation()), u.rawReason(), u.chatId()));
+                    TelegramWorkSource.idempotencyKey(botId, u.updateId(), u.generation()), u.rawReason(), u.chatId(),
+                    span == TraceContext.Call.NONE ? TraceContext.current()
+                            : span.linkedTrace("telegram update", "chat_intake.telegram.update_type", u.type())));
         }
         return stored;
     }
@@ -371,16 +382,19 @@ public final class TelegramInbox {
         if (parts.isEmpty()) {
             return;
         }
-        List<Long> children = new ArrayList<>();
+        // A child's first_event_id is telegram:<bot>:<update id>, and a batch is one bot's.
+        Map<String, String> traces = new HashMap<>();
+        parts.forEach(u -> traces.put(Long.toString(u.updateId()), u.traceContext()));
+        List<ChildMessageListener.StoredChild> children = new ArrayList<>();
         try (PreparedStatement ps = c.prepareStatement(CHILDREN)) {
             ps.setArray(1, c.createArrayOf("bigint", parts.stream().map(StoredUpdate::rowId).toArray()));
             try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {
-                    children.add(rs.getLong(1));
+                    children.add(new ChildMessageListener.StoredChild(rs.getLong(1), true, true, true, traces.get(rs.getString(2).substring(rs.getString(2).lastIndexOf(':') + 1))));
                 }
             }
         }
-        childListener.stored(c, children.stream().map(id -> new ChildMessageListener.StoredChild(id, true, true, true)).toList());
+        childListener.stored(c, children);
     }
 
     private static void rollbackQuietly(Connection c) {

@@ -24,8 +24,9 @@ public final class TelegramWorkSource extends RowWorkSource {
      * The work of one stored update, keyed by its identity across id restarts
      * ({@code <bot id>:<update id>[:<generation>]}) and ordered within its chat, if it has one.
      */
-    static WorkQueue.NewWork workFor(long botId, long rowId, long updateId, int generation, String chatId) {
-        return new WorkQueue.NewWork(KIND, idempotencyKey(botId, updateId, generation), rowId, chatId == null ? null : botId + ":" + chatId);
+    static WorkQueue.NewWork workFor(long botId, long rowId, long updateId, int generation, String chatId, String traceContext) {
+        return new WorkQueue.NewWork(KIND, idempotencyKey(botId, updateId, generation), rowId, chatId == null ? null : botId + ":" + chatId,
+                traceContext);
     }
 
     static String idempotencyKey(long botId, long updateId, int generation) {

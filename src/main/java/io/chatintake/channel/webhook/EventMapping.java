@@ -7,6 +7,7 @@ import com.fasterxml.jackson.databind.node.MissingNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.chatintake.message.ChannelMessage;
 import io.chatintake.store.JsonbText;
+import io.chatintake.work.TraceContext;
 import java.io.IOException;
 import java.math.BigDecimal;
 import java.net.URLDecoder;
@@ -190,14 +191,14 @@ public final class EventMapping {
         // A form body is stored as received; its fields as JSON are what handlers and jsonb get.
         String payload = json.startsWith("{") || json.startsWith("[") ? json : node.toString();
         return new WebhookEvent(id != null ? id : digest(bytes), deliveryId, type, providerName, accountId, occurred,
-                bytes, payload, null, message, change);
+                bytes, payload, null, message, change, TraceContext.current());
     }
 
     private WebhookEvent raw(byte[] body, Function<String, String> headers, String deliveryId, String payloadJson, String parseError) {
         String id = eventId.text(new FieldSpec.Scope(MissingNode.getInstance(), List.of(), headers));
         // An unmapped body's type says so too, for handlers that route on ChatIntakeEventType.
         return new WebhookEvent(id != null ? id : digest(body), deliveryId, UNMAPPED.equals(parseError) ? UNMAPPED : null, null, null,
-                null, body, payloadJson, parseError, null, null);
+                null, body, payloadJson, parseError, null, null, TraceContext.current());
     }
 
     /** JSON, or a form body as an object of its fields; null when neither. */

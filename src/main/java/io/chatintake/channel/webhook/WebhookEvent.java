@@ -18,10 +18,11 @@ import java.time.Instant;
  *                    or {@code unmapped}: JSON in which the mapping found no event (the whole body; its type too)
  * @param message     the child message it is about, or null
  * @param change      what it does to that child (null without one)
+ * @param traceContext the W3C traceparent of the delivery's span, stored with the event's work; null while tracing is off
  */
 public record WebhookEvent(String eventId, String deliveryId, String type, String provider, String accountId,
                            Instant occurredAt, byte[] body, String payloadJson, String parseError,
-                           ChannelMessage message, ChannelMessage.Change change) {
+                           ChannelMessage message, ChannelMessage.Change change, String traceContext) {
 
     public boolean parsed() {
         return parseError == null;

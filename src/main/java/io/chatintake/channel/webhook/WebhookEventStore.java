@@ -21,7 +21,7 @@ import javax.sql.DataSource;
 
 /**
  * Stores the verified events of one delivery and, for message events, their child messages, in
- * one transaction, each new event with its work staged ({@link WorkQueue#stageFrom}: the work
+ * one transaction, each new event with its work staged ({@link WorkQueue#stageTracedFrom}: the work
  * dispatcher's scheduler writes the work item right after the commit, so the answer does not wait
  * for lanes and work items). Returning from {@link #store} means committed: only then may the
  * caller answer 2xx. Every statement is bounded
@@ -55,11 +55,11 @@ public final class WebhookEventStore implements WebhookEventSink {
     private static final String WRITE = """
             WITH e AS (
                 SELECT e.event_id, e.delivery_id, e.event_type, e.provider, e.account_id, CAST(e.occurred_at AS timestamptz) AS occurred_at,
-                       e.body, CAST(e.payload AS jsonb) AS payload, e.parse_error, e.chat_key, e.n
+                       e.body, CAST(e.payload AS jsonb) AS payload, e.parse_error, e.chat_key, e.trace_context, e.n
                   FROM unnest(CAST(? AS text[]), CAST(? AS text[]), CAST(? AS text[]), CAST(? AS text[]), CAST(? AS text[]),
-                              CAST(? AS text[]), CAST(? AS bytea[]), CAST(? AS text[]), CAST(? AS text[]), CAST(? AS text[]))
+                              CAST(? AS text[]), CAST(? AS bytea[]), CAST(? AS text[]), CAST(? AS text[]), CAST(? AS text[]), CAST(? AS text[]))
                        WITH ORDINALITY AS e(event_id, delivery_id, event_type, provider, account_id, occurred_at, body, payload, parse_error,
-                                            chat_key, n)),
+                                            chat_key, trace_context, n)),
             child_rows AS (%s),
             ev AS (
                 INSERT INTO webhook_event (%s)
@@ -67,10 +67,11 @@ public final class WebhookEventStore implements WebhookEventSink {
                   FROM e WHERE %s ORDER BY n
                 %s
                 RETURNING event_id, id, (xmax = 0) AS inserted),
-            fresh AS (SELECT e.n, e.event_id, e.chat_key, ev.id FROM e JOIN ev ON ev.event_id = e.event_id WHERE ev.inserted),
+            fresh AS (SELECT e.n, e.event_id, e.chat_key, e.trace_context, ev.id FROM e JOIN ev ON ev.event_id = e.event_id WHERE ev.inserted),
             new_child AS (SELECT c.* FROM child_rows c JOIN fresh ON fresh.n = c.n WHERE c.message_id IS NOT NULL),
             %s,
-            new_work AS (SELECT CAST(? AS text) AS kind, CAST(? AS text) || event_id AS source_key, id AS source_id, chat_key, n AS o FROM fresh),
+            new_work AS (SELECT CAST(? AS text) AS kind, CAST(? AS text) || event_id AS source_key, id AS source_id, chat_key, trace_context,
+                                n AS o FROM fresh),
             %s
             SELECT ev.id, ev.inserted, c.id, c.inserted, c.album_assigned, c.has_attachments
               FROM e LEFT JOIN ev ON ev.event_id = e.event_id
@@ -79,7 +80,7 @@ public final class WebhookEventStore implements WebhookEventSink {
                                                     = (r.provider, r.account_id, r.conversation_id, r.message_id)
              ORDER BY e.n
             """.formatted(ChannelMessageStore.CHILD_ROWS, EVENT_COLUMNS, NOT_PURGED.formatted("e.event_id"), ON_REDELIVERY, ChannelMessageStore.upsertFrom("new_child"),
-            WorkQueue.stageFrom("new_work"));
+            WorkQueue.stageTracedFrom("new_work"));
 
     /**
      * The one event of a transaction that holds no other (every delivery of a lone sender): the
@@ -94,11 +95,12 @@ public final class WebhookEventStore implements WebhookEventSink {
                 %s
                 RETURNING id, (xmax = 0) AS inserted),
             %%s
-            new_work AS (SELECT CAST(? AS text) AS kind, CAST(? AS text) AS source_key, id AS source_id, CAST(? AS text) AS chat_key, 1 AS o
+            new_work AS (SELECT CAST(? AS text) AS kind, CAST(? AS text) AS source_key, id AS source_id, CAST(? AS text) AS chat_key,
+                              CAST(? AS text) AS trace_context, 1 AS o
                            FROM ev WHERE ev.inserted),
             %s
             SELECT ev.id, ev.inserted, %%s
-            """.formatted(EVENT_COLUMNS, NOT_PURGED.formatted("?"), ON_REDELIVERY, WorkQueue.stageFrom("new_work"));
+            """.formatted(EVENT_COLUMNS, NOT_PURGED.formatted("?"), ON_REDELIVERY, WorkQueue.stageTracedFrom("new_work"));
     /** One row even when a purged key kept the event out (ev empty). */
     private static final String LONE_ROW = " FROM (SELECT 1) one LEFT JOIN ev ON true";
     private static final String LONE_WITHOUT_CHILD = LONE.formatted("", "NULL, NULL, NULL, NULL" + LONE_ROW);
@@ -219,6 +221,7 @@ public final class WebhookEventStore implements WebhookEventSink {
             ps.setArray(++i, SqlArrays.texts(connection, these, WebhookEvent::payloadJson));
             ps.setArray(++i, SqlArrays.texts(connection, these, WebhookEvent::parseError));
             ps.setArray(++i, SqlArrays.texts(connection, these, e -> e.chatKey(workspace)));
+            ps.setArray(++i, SqlArrays.texts(connection, these, WebhookEvent::traceContext));
             i = ChannelMessageStore.bindChildRows(connection, ps, i + 1, workspace, these, WebhookEvent::message, WebhookEvent::change,
                     WebhookEvent::eventId, WebhookEvent::occurredAt);
             ps.setString(i++, workspace);
@@ -258,6 +261,7 @@ public final class WebhookEventStore implements WebhookEventSink {
             ps.setString(++i, workKind);
             ps.setString(++i, workspace + ":" + channel + ":" + event.eventId());
             ps.setString(++i, event.chatKey(workspace));
+            ps.setString(++i, event.traceContext());
             read(ps, List.of(event), List.of(0), stored, children);
         }
     }
@@ -273,7 +277,7 @@ public final class WebhookEventStore implements WebhookEventSink {
                 stored[positions.get(row)] = new Stored(rs.getLong(1), rs.getBoolean(2));
                 rs.getLong(3);
                 if (!rs.wasNull() && forListeners(these.get(row))) {
-                    children.add(ChildMessageListener.StoredChild.of(ChannelMessageStore.appliedOf(rs, 3)));
+                    children.add(ChildMessageListener.StoredChild.of(ChannelMessageStore.appliedOf(rs, 3), these.get(row).traceContext()));
                 }
             }
         }

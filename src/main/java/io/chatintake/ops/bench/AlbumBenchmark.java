@@ -211,7 +211,7 @@ public final class AlbumBenchmark {
                                 ChannelMessage.Change.CONTENT));
                     }
                 }
-                listener.stored(c, ChannelMessageStore.applyAll(c, "bench", children).stream().map(ChildMessageListener.StoredChild::of).toList());
+                listener.stored(c, ChannelMessageStore.applyAll(c, "bench", children).stream().map(applied -> ChildMessageListener.StoredChild.of(applied, null)).toList());
                 c.commit();
             }
         }
