@@ -1,5 +1,7 @@
 package io.chatintake.app;
 
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import io.chatintake.config.ConfigurationException;
 import io.chatintake.config.Settings;
 import io.chatintake.store.EmbeddedDatabase;
@@ -19,6 +21,7 @@ import org.apache.camel.model.RouteDefinition;
  * configuration errors as one line, and a SIGTERM that waits for a clean stop.
  */
 public final class Runner {
+    private static final Logger LOG = LoggerFactory.getLogger(Runner.class);
     private static final int SHUTDOWN_WAIT_SECONDS = 60;
     /** Built-in defaults: the jar carries a copy of {@code config/application.properties}. */
     static final String DEFAULTS = "classpath:application.properties";
@@ -33,6 +36,11 @@ public final class Runner {
         Main camel = new Main();
         // Camel takes a key from the first location that has it: the file before the built-in defaults.
         camel.setPropertyPlaceholderLocations(settings.source().map(file -> "file:" + file.toAbsolutePath() + ",").orElse("") + DEFAULTS);
+        // A key set by its old name is read by its new one everywhere, routes' placeholders included.
+        settings.oldNamesInUse().forEach((oldKey, newKey) -> {
+            LOG.warn("configuration: {} is now named {}; the old name still works", oldKey, newKey);
+            camel.addOverrideProperty(newKey, settings.value(newKey));
+        });
         // The file names it too; this keeps a configuration file without the key working.
         camel.addInitialProperty("camel.main.configuration-classes", CamelConfiguration.class.getName());
         // Camel masks properties by the last part of their key; its own words miss bot-token,

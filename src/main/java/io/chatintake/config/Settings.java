@@ -47,12 +47,15 @@ public final class Settings {
     private final Map<String, String> env;
     /** The keys the configuration file (or the caller) set, over the built-in defaults. */
     private final Set<String> given;
+    /** Renamed keys the configuration file sets by their old names only ({@link RenamedKeys}). */
+    private final Set<String> oldNamesInFile;
 
-    private Settings(Path source, Map<String, String> values, Map<String, String> env, Set<String> given) {
+    private Settings(Path source, Map<String, String> values, Map<String, String> env, Set<String> given, Set<String> oldNamesInFile) {
         this.source = source;
         this.values = values;
         this.env = env;
         this.given = given;
+        this.oldNamesInFile = oldNamesInFile;
     }
 
     public static Settings load(Path file, Map<String, String> env) {
@@ -75,7 +78,16 @@ public final class Settings {
     private static Settings layered(Path source, Map<String, String> over, Map<String, String> env) {
         Map<String, String> values = builtIn();
         over.forEach((key, value) -> values.put(key, value.trim()));
-        Settings settings = new Settings(source, values, Map.copyOf(env), Set.copyOf(over.keySet()));
+        Set<String> given = new TreeSet<>(over.keySet());
+        Set<String> oldNames = new TreeSet<>();
+        RenamedKeys.oldToNew().forEach((oldKey, newKey) -> {
+            if (over.containsKey(oldKey) && !over.containsKey(newKey)) {
+                values.put(newKey, over.get(oldKey).trim());
+                given.add(newKey);
+                oldNames.add(oldKey);
+            }
+        });
+        Settings settings = new Settings(source, values, Map.copyOf(env), Set.copyOf(given), Set.copyOf(oldNames));
         settings.values.replaceAll((key, value) -> settings.fromEnv(key).orElse(value));
         return settings;
     }
@@ -105,7 +117,7 @@ public final class Settings {
     public static Settings resolved(Path source, Map<String, String> values, Map<String, String> env) {
         Map<String, String> trimmed = new TreeMap<>();
         values.forEach((key, value) -> trimmed.put(key, value.trim()));
-        return new Settings(source, trimmed, Map.copyOf(env), Set.copyOf(trimmed.keySet()));
+        return new Settings(source, trimmed, Map.copyOf(env), Set.copyOf(trimmed.keySet()), Set.of());
     }
 
     /** The environment variable that overrides a key. */
@@ -242,7 +254,23 @@ public final class Settings {
     }
 
     private Optional<String> fromEnv(String key) {
-        return Optional.ofNullable(env.get(envName(key)));
+        return Optional.ofNullable(env.get(envName(key))).or(() -> RenamedKeys.oldNameOf(key).map(old -> env.get(envName(old))));
+    }
+
+    /**
+     * The renamed keys this configuration still sets by their old names (file or environment), old
+     * to new, each one unset by its new name: their values are the new keys' ({@link RenamedKeys}).
+     */
+    public Map<String, String> oldNamesInUse() {
+        Map<String, String> inUse = new TreeMap<>();
+        RenamedKeys.oldToNew().forEach((oldKey, newKey) -> {
+            boolean inFile = oldNamesInFile.contains(oldKey);
+            boolean inEnv = env.containsKey(envName(oldKey)) && !env.containsKey(envName(newKey));
+            if (inFile || inEnv) {
+                inUse.put(oldKey, newKey);
+            }
+        });
+        return inUse;
     }
 
     private interface Parser<T> {

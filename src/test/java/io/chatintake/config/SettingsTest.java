@@ -29,6 +29,27 @@ class SettingsTest {
     }
 
     @Test
+    void aKeyRenamedForItsUnitStillWorksByItsOldNameInTheFileOrTheEnvironment() throws Exception {
+        Settings fromFile = Settings.load(write("unifyport.statement-timeout-ms=1500\n"), Map.of());
+        assertThat(fromFile.getLong("unifyport.statement-timeout-millis")).isEqualTo(1500);
+        assertThat(fromFile.sourceOf("unifyport.statement-timeout-millis")).contains(ValueSource.FILE);
+        assertThat(fromFile.oldNamesInUse()).containsExactly(Map.entry("unifyport.statement-timeout-ms", "unifyport.statement-timeout-millis"));
+
+        Settings fromEnv = Settings.load(write(""), Map.of("UNIFYPORT_STATEMENT_TIMEOUT_MS", "2500"));
+        assertThat(fromEnv.getLong("unifyport.statement-timeout-millis")).isEqualTo(2500);
+        assertThat(fromEnv.oldNamesInUse()).containsKey("unifyport.statement-timeout-ms");
+
+        Settings both = Settings.load(write("unifyport.statement-timeout-ms=1500\nunifyport.statement-timeout-millis=700\n"),
+                Map.of());
+        assertThat(both.getLong("unifyport.statement-timeout-millis")).as("the new name wins").isEqualTo(700);
+        assertThat(both.oldNamesInUse()).isEmpty();
+
+        Settings newName = Settings.load(write(""), Map.of());
+        assertThat(newName.getLong("unifyport.statement-timeout-millis")).as("the built-in default").isEqualTo(5000);
+        assertThat(newName.oldNamesInUse()).isEmpty();
+    }
+
+    @Test
     void keysAbsentFromTheFileCanStillComeFromTheEnvironment() throws Exception {
         Settings settings = Settings.load(write(""), Map.of("UNIFYPORT_WORKSPACE", "acme"));
 

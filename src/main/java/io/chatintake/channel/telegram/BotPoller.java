@@ -108,7 +108,7 @@ final class BotPoller {
         // Renewing costs a commit; the batch transaction renews too. A renewal this recent still
         // covers a whole long poll (timeout + the answer's grace) with room to spare.
         this.renewEvery = Duration.ofMillis(Math.max(0, Math.min(leaseDuration.toMillis() / 4,
-                leaseDuration.minusSeconds(endpoint.getTimeout() + 20L).toMillis())));
+                leaseDuration.minusSeconds(endpoint.getTimeoutSeconds() + 20L).toMillis())));
     }
 
     /** Starts the steps on the shared pool; {@link #stopped()} completes once they have ended. */
@@ -209,7 +209,7 @@ final class BotPoller {
         synchronized (phase) {
             if (running) {
                 long started = System.nanoTime();
-                inFlight = parts.client().getUpdatesAsync(offset, endpoint.getLimit(), endpoint.getTimeout(), endpoint.allowedUpdateList());
+                inFlight = parts.client().getUpdatesAsync(offset, endpoint.getLimit(), endpoint.getTimeoutSeconds(), endpoint.allowedUpdateList());
                 // The answer arrives on the HTTP client's selector thread, which must never wait for a commit.
                 inFlight.whenComplete((batch, failure) -> {
                     long answered = System.nanoTime();
@@ -232,7 +232,7 @@ final class BotPoller {
             if (failure != null) {
                 if (!running) {
                     // Abandoned here, the request may still wait at Telegram until its timeout.
-                    abandonedPollUntil = started + Duration.ofSeconds(endpoint.getTimeout() + 1L).toNanos();
+                    abandonedPollUntil = started + Duration.ofSeconds(endpoint.getTimeoutSeconds() + 1L).toNanos();
                     finish();
                     return;
                 }

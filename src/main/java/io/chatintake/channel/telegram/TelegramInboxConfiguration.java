@@ -1,5 +1,6 @@
 package io.chatintake.channel.telegram;
 
+import org.apache.camel.spi.Metadata;
 import org.apache.camel.spi.UriParam;
 import org.apache.camel.spi.UriParams;
 
@@ -9,7 +10,11 @@ public class TelegramInboxConfiguration {
     @UriParam(label = "consumer", defaultValue = "100", description = "Updates per getUpdates call (1..100)")
     private int limit = 100;
     @UriParam(label = "consumer", defaultValue = "25", description = "Long-poll timeout in seconds (0..50)")
-    private int timeout = 25;
+    private int timeoutSeconds = 25;
+    @Deprecated
+    @UriParam(label = "consumer,advanced", description = "The earlier name of timeoutSeconds, still accepted")
+    @Metadata(deprecationNote = "use timeoutSeconds")
+    private Integer timeout;
     @UriParam(label = "consumer", description = "Comma-separated update types to ask for (default: configuration key"
             + " telegram.allowed-updates, else every type, since Telegram keeps an earlier setting when none is sent)")
     private String allowedUpdates;
@@ -28,12 +33,23 @@ public class TelegramInboxConfiguration {
         this.limit = limit;
     }
 
-    public int getTimeout() {
+    public int getTimeoutSeconds() {
+        return timeoutSeconds;
+    }
+
+    public void setTimeoutSeconds(int timeoutSeconds) {
+        this.timeoutSeconds = timeoutSeconds;
+    }
+
+    @Deprecated
+    public Integer getTimeout() {
         return timeout;
     }
 
-    public void setTimeout(int timeout) {
+    @Deprecated
+    public void setTimeout(Integer timeout) {
         this.timeout = timeout;
+        this.timeoutSeconds = timeout;
     }
 
     public String getAllowedUpdates() {

@@ -34,13 +34,13 @@ public class TelegramInboxEndpoint extends ConfiguredBotEndpoint {
     @Override
     public Consumer createConsumer(Processor processor) throws Exception {
         int limit = getLimit();
-        int timeout = getTimeout();
+        int timeout = getTimeoutSeconds();
         int leaseSeconds = configuration.getLeaseSeconds();
         if (limit < 1 || limit > 100) {
             throw new IllegalArgumentException("telegram-inbox:" + getBotName() + " limit must be 1..100, got " + limit);
         }
         if (timeout < 0 || timeout > 50) {
-            throw new IllegalArgumentException("telegram-inbox:" + getBotName() + " timeout must be 0..50 seconds, got " + timeout);
+            throw new IllegalArgumentException("telegram-inbox:" + getBotName() + " timeoutSeconds must be 0..50, got " + timeout);
         }
         if (leaseSeconds <= timeout + 5) {
             throw new IllegalArgumentException("telegram-inbox:" + getBotName() + " leaseSeconds (" + leaseSeconds
@@ -68,8 +68,8 @@ public class TelegramInboxEndpoint extends ConfiguredBotEndpoint {
         return configuration.getLimit();
     }
 
-    int getTimeout() {
-        return configuration.getTimeout();
+    int getTimeoutSeconds() {
+        return configuration.getTimeoutSeconds();
     }
 
     long getBackoffBaseMillis() {

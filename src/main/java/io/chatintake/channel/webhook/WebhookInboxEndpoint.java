@@ -57,7 +57,11 @@ public class WebhookInboxEndpoint extends DefaultEndpoint {
     @UriParam(defaultValue = "1048576", description = "Larger bodies are answered 413 before anything else")
     private long maxBodyBytes = 1024 * 1024;
     @UriParam(defaultValue = "5000", description = "Longest a store statement runs before the delivery is answered 503")
-    private long statementTimeoutMs = 5000;
+    private long statementTimeoutMillis = 5000;
+    @Deprecated
+    @UriParam(label = "advanced", description = "The earlier name of statementTimeoutMillis, still accepted")
+    @Metadata(deprecationNote = "use statementTimeoutMillis")
+    private Long statementTimeoutMs;
     @UriParam(description = "The kind of work each stored event is queued as, in the same transaction; its handler is the"
             + " route from work:<kind>. Default <channel>-event")
     private String workKind;
@@ -162,7 +166,7 @@ public class WebhookInboxEndpoint extends DefaultEndpoint {
         }
         // Bound before any route starts when the runner's configuration is in use; absent when the component is used alone.
         dispatcher = WorkDispatcher.of(getCamelContext());
-        sink = eventSink != null ? eventSink : new WebhookEventStore(dataSource(), Duration.ofMillis(statementTimeoutMs),
+        sink = eventSink != null ? eventSink : new WebhookEventStore(dataSource(), Duration.ofMillis(statementTimeoutMillis),
                 workspace, channel, getWorkKind(), childMessageListener(), this::intakeBehind);
         if (eventSink == null) {
             // The dispatcher finds every WorkSource in the registry: this channel's events reach its handler.
@@ -313,12 +317,23 @@ public class WebhookInboxEndpoint extends DefaultEndpoint {
         this.maxBodyBytes = maxBodyBytes;
     }
 
-    public long getStatementTimeoutMs() {
+    public long getStatementTimeoutMillis() {
+        return statementTimeoutMillis;
+    }
+
+    public void setStatementTimeoutMillis(long statementTimeoutMillis) {
+        this.statementTimeoutMillis = statementTimeoutMillis;
+    }
+
+    @Deprecated
+    public Long getStatementTimeoutMs() {
         return statementTimeoutMs;
     }
 
-    public void setStatementTimeoutMs(long statementTimeoutMs) {
+    @Deprecated
+    public void setStatementTimeoutMs(Long statementTimeoutMs) {
         this.statementTimeoutMs = statementTimeoutMs;
+        this.statementTimeoutMillis = statementTimeoutMs;
     }
 
     public String getDeliveryIdHeader() {

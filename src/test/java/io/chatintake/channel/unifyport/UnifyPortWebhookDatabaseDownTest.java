@@ -45,7 +45,7 @@ class UnifyPortWebhookDatabaseDownTest {
         config.setConnectionTimeout(2000);
         try (HikariDataSource pool = new HikariDataSource(config);
              WebhookServer server = WebhookServer.start(pool, Map.of(
-                     "unifyport.signing-secrets", "secret_1", "unifyport.statement-timeout-ms", "2000"))) {
+                     "unifyport.signing-secrets", "secret_1", "unifyport.statement-timeout-millis", "2000"))) {
             Migrations.apply(pool);
             SignedDeliverySender sender = new SignedDeliverySender(server.uri("/webhooks/unifyport"), Secret.of("secret_1"));
             byte[] body = UnifyPortWebhookTest.message("evt_outage", "m1", "during the outage");

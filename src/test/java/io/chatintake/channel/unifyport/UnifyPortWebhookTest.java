@@ -63,7 +63,7 @@ class UnifyPortWebhookTest {
         Map<String, String> settings = new HashMap<>();
         settings.put("unifyport.signing-secrets", secrets);
         settings.put("unifyport.workspace", "ws-test");
-        settings.put("unifyport.statement-timeout-ms", "1000");
+        settings.put("unifyport.statement-timeout-millis", "1000");
         return settings;
     }
 
