@@ -18,15 +18,12 @@ final class StatusForms {
                     .raw("</p>");
             return;
         }
-        page.raw("<form id=\"operator\" method=\"post\" action=\"status/" + StatusPage.Action.OPERATOR.path + "\">")
-                .raw("<input type=\"hidden\" name=\"csrf\" value=\"").text(viewer.csrf()).raw("\">")
+        form(page, "id=\"operator\"", StatusPage.Action.OPERATOR, viewer)
                 .raw("<label>").text(viewer.operator() == null || viewer.operator().isEmpty() ? "Your name (recorded with every action): "
                         : "Actions are recorded as done by: ")
                 .raw("<input id=\"operator-name\" name=\"name\" maxlength=\"80\" value=\"").text(viewer.operator()).raw("\"></label> ")
-                .raw("<button id=\"operator-save\">save</button></form>")
-                .raw("<form id=\"logout\" method=\"post\" action=\"status/" + StatusPage.Action.LOGOUT.path + "\">")
-                .raw("<input type=\"hidden\" name=\"csrf\" value=\"").text(viewer.csrf()).raw("\">")
-                .raw("<button id=\"logout-button\">sign out</button></form>");
+                .raw("<button id=\"operator-save\">save</button></form>");
+        form(page, "id=\"logout\"", StatusPage.Action.LOGOUT, viewer).raw("<button id=\"logout-button\">sign out</button></form>");
     }
 
     /** One action's form: a button posting the given fields. */
@@ -34,10 +31,9 @@ final class StatusForms {
         if (!viewer.mayAct()) {
             return;
         }
-        html.raw("<form class=\"act\" method=\"post\" action=\"status/" + action.path + "\">")
-                .raw("<input type=\"hidden\" name=\"csrf\" value=\"").text(viewer.csrf()).raw("\">");
+        form(html, "class=\"act\"", action, viewer);
         for (int i = 0; i + 1 < fields.length; i += 2) {
-            html.raw("<input type=\"hidden\" name=\"").text(fields[i]).raw("\" value=\"").text(fields[i + 1]).raw("\">");
+            html.hidden(fields[i], fields[i + 1]);
         }
         html.raw("<button id=\"").text(id).raw("\">").text(label).raw("</button></form>");
     }
@@ -47,8 +43,7 @@ final class StatusForms {
         if (!viewer.mayAct()) {
             return;
         }
-        html.raw("<form id=\"erase-form\" method=\"post\" action=\"status/" + StatusPage.Action.ERASE.path + "\">")
-                .raw("<input type=\"hidden\" name=\"csrf\" value=\"").text(viewer.csrf()).raw("\">")
+        form(html, "id=\"erase-form\"", StatusPage.Action.ERASE, viewer)
                 .raw("<select id=\"erase-subject\" name=\"subject\"><option value=\"telegram\">Telegram chat BOT:CHAT_ID</option>")
                 .raw("<option value=\"conversation\">conversation CHANNEL:WORKSPACE:ACCOUNT:CONVERSATION</option>")
                 .raw("<option value=\"sender\">sender CHANNEL:WORKSPACE:ACCOUNT:SENDER</option></select> ")
@@ -61,8 +56,7 @@ final class StatusForms {
         if (!viewer.mayAct()) {
             return;
         }
-        html.raw("<form id=\"act-on-many\" method=\"post\" action=\"status/" + StatusPage.Action.ACT_ON_MANY.path + "\">")
-                .raw("<input type=\"hidden\" name=\"csrf\" value=\"").text(viewer.csrf()).raw("\">")
+        form(html, "id=\"act-on-many\"", StatusPage.Action.ACT_ON_MANY, viewer)
                 .raw("Act on many: <select id=\"act-do\" name=\"do\"><option value=\"retry\">retry (parked or failed)</option>")
                 .raw("<option value=\"settle-performed\">settle effects: performed</option>")
                 .raw("<option value=\"settle-not-performed\">settle effects: not performed</option></select> ")
@@ -72,6 +66,11 @@ final class StatusForms {
                 .raw("<label>since <input id=\"act-since\" name=\"since\" size=\"20\" placeholder=\"2026-11-30T00:00:00Z\"></label> ")
                 .raw("<label>until <input id=\"act-until\" name=\"until\" size=\"20\"></label> ")
                 .raw("<button id=\"act-on-many-count\">count first</button></form>");
+    }
+
+    /** A form's opening, posting {@code action} with the session's CSRF token; {@code attributes} name it (id or class). */
+    private static Html form(Html html, String attributes, StatusPage.Action action, Viewer viewer) {
+        return html.raw("<form " + attributes + " method=\"post\" action=\"status/" + action.path + "\">").hidden("csrf", viewer.csrf());
     }
 
     /** The confirm step of act on many, a page of its own: the count, and the button that runs it on what the filter then matches. */
@@ -85,7 +84,7 @@ final class StatusForms {
             {"until", filter.until() == null ? null : filter.until().toString()}};
         for (String[] field : fields) {
             if (field[1] != null) {
-                page.raw("<input type=\"hidden\" name=\"").text(field[0]).raw("\" value=\"").text(field[1]).raw("\">");
+                page.hidden(field[0], field[1]);
             }
         }
         return page.raw("<button id=\"act-confirm-button\">").text(action + " " + count + " item(s)").raw("</button></form>")

@@ -67,6 +67,11 @@ final class StatusReport {
             return this;
         }
 
+        /** A form's hidden field. */
+        Html hidden(String name, String value) {
+            return raw("<input type=\"hidden\" name=\"").text(name).raw("\" value=\"").text(value).raw("\">");
+        }
+
         void section(String id, String title) {
             if (inSection) {
                 out.append("</section>");
