@@ -135,7 +135,7 @@ final class MessagesView {
     /** The page's body: {@link #end} wraps it in the page. */
     private static Html start(String title, String statusLink) {
         Html page = new Html().raw("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>").text("chat-intake " + title)
-                .raw("</title><style>" + StatusReport.STYLE + "pre{white-space:pre-wrap;max-width:100em}</style></head><body>")
+                .raw("</title><style>" + StatusView.STYLE + "pre{white-space:pre-wrap;max-width:100em}</style></head><body>")
                 .raw("<h1>").text(title).raw("</h1><p class=\"meta\"><a id=\"status-link\" href=\"" + statusLink + "/status\">status</a></p>");
         return new Html().raw(page.toString());
     }

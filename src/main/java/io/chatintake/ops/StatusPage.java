@@ -426,7 +426,7 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
         long count = bulk.count(kind, filter);
         if (action == Action.ACT_ON_MANY) {
             message.setHeader("Content-Security-Policy", "default-src 'none'; form-action 'self'; frame-ancestors 'none'");
-            answer(message, 200, "text/html; charset=utf-8", StatusReport.confirmActOnMany(form.get("csrf"), form.get("do"), filter, count));
+            answer(message, 200, "text/html; charset=utf-8", StatusForms.confirmActOnMany(form.get("csrf"), form.get("do"), filter, count));
             return;
         }
         if (actingOnMany == null) {

@@ -161,7 +161,7 @@ public final class WorkCommands {
             query(c, """
                     SELECT process_id, host, pid, held_back_since, now() FROM runner_heartbeat
                      WHERE beat_at >= now() - make_interval(secs => ?) ORDER BY process_id""", rs -> {
-                String heldBack = StatusReport.heldBack(StatusReport.instant(rs, 4), rs.getTimestamp(5).toInstant());
+                String heldBack = StatusView.heldBack(StatusQueries.instant(rs, 4), rs.getTimestamp(5).toInstant());
                 out.printf("  %s on %s, pid %d%s%n", rs.getString(1), rs.getString(2), rs.getLong(3), heldBack == null ? "" : ": " + heldBack);
             }, StatusHistory.deadAfter(settings).toMillis() / 1000.0);
             out.println("paused kinds (no item of them is claimed; work resume --kind K):");

@@ -2,6 +2,7 @@ package io.chatintake.work;
 
 import java.sql.SQLException;
 import java.time.Duration;
+import java.util.concurrent.ExecutorService;
 import org.apache.camel.CamelContext;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -15,25 +16,36 @@ import org.slf4j.LoggerFactory;
  * also looks every {@link #LOOK_EVERY} by itself, for work staged by a process that died before
  * its own scheduler got to it. When the database fails it tries again with backoff; the staged
  * rows wait in storage meanwhile, and a stop leaves them there for the next scheduler.
+ * <p>
+ * The thread comes from Camel's ExecutorServiceManager (named, listed by Camel, shut down with the
+ * context at the latest). It waits on this object's monitor, which also guards {@link #running}
+ * and {@link #staged}.
  */
-final class StagedWorkScheduler extends SchedulingThread {
+final class StagedWorkScheduler {
     private static final Logger LOG = LoggerFactory.getLogger(StagedWorkScheduler.class);
     static final int CHUNK = 1000;
     static final Duration LOOK_EVERY = Duration.ofSeconds(1);
+    private static final Duration STOP_WAIT = Duration.ofSeconds(30);
 
     private final WorkQueue queue;
     private final Duration gather;
     private final Runnable afterScheduling;
     private final Backoff backoff = new Backoff(Duration.ofMillis(100), Duration.ofSeconds(5));
+    private final CamelContext camel;
+    private final ExecutorService thread;
+    /** Guarded by this object's monitor. */
+    private boolean running = true;
+    /** Guarded by this object's monitor. */
     private boolean staged = true;
 
     /** @param afterScheduling told after each transaction that scheduled something (wakes the handlers) */
     StagedWorkScheduler(CamelContext camel, WorkQueue queue, Duration gather, Runnable afterScheduling) {
-        super(camel, "work-staged-scheduler");
+        this.camel = camel;
         this.queue = queue;
         this.gather = gather;
         this.afterScheduling = afterScheduling;
-        start();
+        this.thread = camel.getExecutorServiceManager().newSingleThreadExecutor(this, "work-staged-scheduler");
+        thread.execute(this::loop);
     }
 
     /**
@@ -48,8 +60,16 @@ final class StagedWorkScheduler extends SchedulingThread {
         }
     }
 
-    @Override
-    protected void loop() {
+    /** Stops after the transaction in progress, if any, waiting for it at most 30 s (then it is interrupted). */
+    void stop() {
+        synchronized (this) {
+            running = false;
+            notifyAll();
+        }
+        camel.getExecutorServiceManager().shutdownGraceful(thread, STOP_WAIT.toMillis());
+    }
+
+    private void loop() {
         while (true) {
             boolean told;
             synchronized (this) {
@@ -93,6 +113,15 @@ final class StagedWorkScheduler extends SchedulingThread {
         long until = System.nanoTime() + gather.toNanos();
         for (long left = gather.toMillis(); running && left > 0; left = (until - System.nanoTime()) / 1_000_000) {
             waitQuietly(left);
+        }
+    }
+
+    /** Waits on this object's monitor, which the caller holds; an interrupt stops the thread. */
+    private void waitQuietly(long millis) {
+        try {
+            wait(millis);
+        } catch (InterruptedException e) {
+            running = false;
         }
     }
 }
