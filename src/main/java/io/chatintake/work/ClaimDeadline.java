@@ -16,13 +16,18 @@ import org.slf4j.LoggerFactory;
  */
 final class ClaimDeadline {
     private static final Logger LOG = LoggerFactory.getLogger(ClaimDeadline.class);
-    /** Kept short of the deadline: room between the check and a handler's start. */
-    static final Duration MARGIN = Duration.ofSeconds(1);
+    /** Kept short of the deadline: room between the check and a handler's start (less for claims this short). */
+    private static final Duration MARGIN = Duration.ofSeconds(1);
 
     /** False until a keeper watches the claims: without one (a part used on its own) nothing releases them. */
     private volatile boolean kept;
     private volatile long until;
     private final AtomicBoolean stopped = new AtomicBoolean();
+
+    /** How far short of a deadline counted from these times runs stop starting. */
+    static long marginNanos(Duration claim, Duration silence) {
+        return Math.min(MARGIN.toNanos(), Math.min(claim.toNanos(), silence.toNanos()) / 10);
+    }
 
     /** The keeper's word: no claim held here can be released before {@code until} (System.nanoTime()). */
     void safeUntil(long until) {

@@ -131,6 +131,8 @@ final class ClaimKeeper implements Runnable {
                 }
                 failing = false;
             } catch (SQLException e) {
+                // Said when it happens, not only once a worker looks (its own calls may hang as long as the socket timeout).
+                runs.mayStart();
                 if (!failing) {
                     LOG.warn("work: heartbeat failed ({}); after {} s without one, other processes take this one's claims"
                             + " and its outcomes are dropped", e.getMessage(), silence.toSeconds());
@@ -148,7 +150,7 @@ final class ClaimKeeper implements Runnable {
         beatSentAt = beatSent;
         long beatHolds = beatSent + silence.toNanos();
         long claimsHold = extensionSent + claim.toNanos();
-        runs.deadline.safeUntil((beatHolds - claimsHold < 0 ? beatHolds : claimsHold) - ClaimDeadline.MARGIN.toNanos());
+        runs.deadline.safeUntil((beatHolds - claimsHold < 0 ? beatHolds : claimsHold) - ClaimDeadline.marginNanos(claim, silence));
     }
 
     void extendClaims() throws SQLException {
