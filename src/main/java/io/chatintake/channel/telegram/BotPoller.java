@@ -106,6 +106,8 @@ final class BotPoller {
     private long leaseRenewedAt;
     /** Holding a lease that no renewal could keep: polling stopped until the database answers again. */
     private boolean cutOff;
+    /** How long the lease still held, by this process's clock, when the last getUpdates started. */
+    private long lastPollLeaseLeft;
     private boolean standbyLogged;
     private boolean idRestartLogged;
     /** nanoTime until which Telegram may still hold a getUpdates this poller gave up on when stopped. */
@@ -231,6 +233,7 @@ final class BotPoller {
         synchronized (phase) {
             if (running) {
                 long started = System.nanoTime();
+                lastPollLeaseLeft = leaseRenewedAt + leaseDuration.toNanos() - started;
                 inFlight = parts.client().getUpdatesAsync(offset, endpoint.getLimit(), endpoint.getTimeout(), endpoint.allowedUpdateList());
                 // The answer arrives on the HTTP client's selector thread, which must never wait for a commit.
                 inFlight.whenComplete((batch, failure) -> {
@@ -313,9 +316,9 @@ final class BotPoller {
     private void stopPollingCutOff() {
         if (!cutOff) {
             cutOff = true;
-            LOG.warn("cut off from the database: stopped polling bot '{}' before its lease could expire (its last renewal was sent"
-                            + " {} ms ago, the lease lasts {} s); polling again once a renewal goes through", parts.bot(),
-                    TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - leaseRenewedAt), leaseDuration.toSeconds());
+            LOG.warn("cut off from the database: stopped polling bot '{}' before its lease could expire (no renewal went through;"
+                            + " the last getUpdates started with {} ms of the lease left, for a {} s long poll); polling again once a"
+                            + " renewal goes through", parts.bot(), TimeUnit.NANOSECONDS.toMillis(lastPollLeaseLeft), endpoint.getTimeout());
         }
     }
 
