@@ -18,7 +18,7 @@ import org.junit.jupiter.api.io.TempDir;
  * PostgreSQL through its own {@link FreezingProxy}, and the link of the one polling the bot frozen
  * (packets held, no reset) for 60 s. It stops polling before its lease can expire, by its own
  * clock, so the other takes the bot over within the lease plus 10 s and the two never poll at
- * once; nothing confirmed at Telegram is unstored, nothing is lost or doubled, no text is answered
+ * once, and its claimed work within the claim time plus 10 s; nothing confirmed at Telegram is unstored, nothing is lost or doubled, no text is answered
  * twice; after the thaw the cut-off runner handles work again without a restart.
  */
 class FrozenLinkIT {
@@ -26,6 +26,8 @@ class FrozenLinkIT {
     /** {@link RunnerProcess#pollingEnv}'s lease: short, so that the test is. */
     private static final Duration LEASE = Duration.ofSeconds(8);
     private static final String TAKEN = "polling as ";
+    /** RunnersUnderLoad's claim time; claims of a silent runner go much sooner, after 4 heartbeats of 2 s. */
+    private static final Duration CLAIM = Duration.ofSeconds(45);
 
     @TempDir
     Path work;
@@ -59,11 +61,16 @@ class FrozenLinkIT {
             RunnerProcess other = firstPolls ? load.second : load.first;
             FreezingProxy link = firstPolls ? linkA : linkB;
             long takenBefore = times(other.output(), TAKEN);
+            String cutProcess = Sql.string(db, "SELECT process_id FROM runner_heartbeat WHERE pid = " + cut.pid());
 
             link.freeze();
             long frozenAt = System.nanoTime();
+            String claimedByCut = "SELECT count(*) FROM work_item WHERE state = 'running' AND claimed_by = '" + cutProcess + "'";
+            long heldAtFreeze = Sql.count(db, claimedByCut);
             Await.until("the other runner polls the bot", LEASE.plusSeconds(10), () -> times(other.output(), TAKEN) > takenBefore);
             Duration takenOver = Duration.ofNanos(System.nanoTime() - frozenAt);
+            Await.until("the cut-off runner's claimed work taken over", CLAIM.plusSeconds(10).minusNanos(System.nanoTime() - frozenAt),
+                    () -> Sql.count(db, claimedByCut) == 0);
             cut.awaitOutput("cut off from the database: stopped polling bot", FREEZE);
             cut.awaitOutput("cut off from the database: stopped starting handler runs", FREEZE);
             // The freeze lasts its full length: the runner cut off must neither exit nor act meanwhile.
@@ -80,8 +87,8 @@ class FrozenLinkIT {
             String brought = load.assertNothingLostOrDoubledButAmbiguous(db);
             assertThat(load.polls()).as("never two pollers of the bot at once").startsWith("1 at once, 0 displaced");
             assertThat(cut.output()).as("expected failures are one line each").doesNotContain("\tat ");
-            System.out.printf("frozen link: taken over in %d ms (lease %d s); %s; polls: %s%n", takenOver.toMillis(), LEASE.toSeconds(),
-                    brought, load.polls());
+            System.out.printf("frozen link: bot taken over in %d ms (lease %d s), %d claimed item(s) taken over; %s; polls: %s%n",
+                    takenOver.toMillis(), LEASE.toSeconds(), heldAtFreeze, brought, load.polls());
         }
     }
 }
