@@ -316,7 +316,7 @@ final class BotPoller {
     private void stopPollingCutOff() {
         if (!cutOff) {
             cutOff = true;
-            LOG.warn("cut off from the database: stopped polling bot '{}' before its lease could expire (no renewal went through;"
+            LOG.warn("cut off from the database: stopped polling bot '{}' before its lease could expire (no renewal went through in time;"
                             + " the last getUpdates started with {} ms of the lease left, for a {} s long poll); polling again once a"
                             + " renewal goes through", parts.bot(), TimeUnit.NANOSECONDS.toMillis(lastPollLeaseLeft), endpoint.getTimeout());
         }
