@@ -175,7 +175,8 @@ public final class Database implements AutoCloseable {
 
     /**
      * The one place where connections get their bounds ({@link Timeouts}): the driver's socket
-     * timeout, and the server's {@code statement_timeout} as a startup option (no round trip).
+     * timeout, and the server's {@code statement_timeout} and {@code idle_in_transaction_session_timeout}
+     * as startup options (no round trip).
      *
      * @param borrowTimeoutMillis how long a caller waits for a pooled connection: short, so a webhook whose
      *                            database is away answers 503 while its sender still listens
@@ -203,7 +204,10 @@ public final class Database implements AutoCloseable {
         }
         config.addDataSourceProperty("connectTimeout", Integer.toString(target.connectTimeoutSeconds()));
         config.addDataSourceProperty("socketTimeout", Long.toString(timeouts.socket().toSeconds()));
-        config.addDataSourceProperty("options", "-c statement_timeout=" + timeouts.statement().toMillis());
+        // A transaction of ours left idle that long has lost its process's link (half-open): the server ends it,
+        // so the row locks it holds (a poll lease, a chat's lane) do not keep other processes from taking over.
+        config.addDataSourceProperty("options", "-c statement_timeout=" + timeouts.statement().toMillis()
+                + " -c idle_in_transaction_session_timeout=" + timeouts.statement().toMillis());
         // Which process a backend serves, in pg_stat_activity: the one holding a transaction open, the one to look at.
         config.addDataSourceProperty("ApplicationName", "chat-intake " + ProcessIdentity.name());
         config.addDataSourceProperty("currentSchema", target.schema());

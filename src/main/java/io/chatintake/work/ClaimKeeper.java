@@ -12,6 +12,9 @@ import org.slf4j.LoggerFactory;
  * running here every third of the claim time (a slow handler keeps its claim), releases the claims
  * of processes silent for {@code work.dead-after-heartbeats} intervals (a killed process's chats
  * move on within seconds), and hands runs waiting behind a stalled handler to other workers.
+ * It tells the {@link ClaimDeadline} until when runs may start here: a process cut off from the
+ * database stops starting them before its claims can be released, and after a lapse extends its
+ * claims at once, so that the runs another process took over meanwhile never start here.
  * Runs from the dispatcher's start until its last worker has stopped.
  */
 final class ClaimKeeper implements Runnable {
@@ -27,6 +30,8 @@ final class ClaimKeeper implements Runnable {
     private final Duration silence;
     private final Object pause = new Object();
     private volatile boolean beating;
+    /** System.nanoTime() when the last beat that went through was sent. */
+    private long beatSentAt;
 
     ClaimKeeper(WorkQueue queue, RunnerHeartbeat heartbeat, String worker, ClaimedRuns runs, WorkerWakeups wakeups, Duration claim,
                 Duration beatEvery, Duration silence) {
@@ -38,13 +43,19 @@ final class ClaimKeeper implements Runnable {
         this.claim = claim;
         this.beatEvery = beatEvery;
         this.silence = silence;
+        // No run starts before the first beat went through: a claim without its heartbeat is a dead process's.
+        long now = System.nanoTime();
+        beatSentAt = now - silence.toNanos();
+        runs.deadline.safeUntil(now);
     }
 
     /** The first beat, before the first claim, so no claim of this process is ever without its heartbeat. */
     void firstBeat() {
         beating = true;
         try {
+            long sent = System.nanoTime();
             heartbeat.beat();
+            beaten(sent, sent);
         } catch (SQLException e) {
             LOG.warn("work: first heartbeat not recorded ({}); retried every {} s", e.getMessage(), beatEvery.toSeconds());
         }
@@ -95,8 +106,15 @@ final class ClaimKeeper implements Runnable {
             runs.handBackStalled();
             try {
                 if (System.nanoTime() - lastBeat >= beatEvery.toNanos() - tick.toNanos() / 2) {
+                    long sent = System.nanoTime();
                     heartbeat.beat();
                     lastBeat = System.nanoTime();
+                    if (runs.deadline.passed(lastBeat)) {
+                        // Silent long enough for its claims to be released: which were is known before a run starts again.
+                        extendClaims();
+                        lastExtension = sent;
+                    }
+                    beaten(sent, lastExtension);
                     linkUpSince = failing ? lastBeat : linkUpSince;
                     int released = lastBeat - linkUpSince < silence.toNanos() ? 0 : queue.releaseClaimsOfDeadProcesses(worker, silence);
                     if (released > 0) {
@@ -106,11 +124,15 @@ final class ClaimKeeper implements Runnable {
                     }
                 }
                 if (System.nanoTime() - lastExtension >= extendEvery.toNanos() - tick.toNanos() / 2) {
+                    long sent = System.nanoTime();
                     extendClaims();
-                    lastExtension = System.nanoTime();
+                    lastExtension = sent;
+                    beaten(beatSentAt, sent);
                 }
                 failing = false;
             } catch (SQLException e) {
+                // Said when it happens, not only once a worker looks (its own calls may hang as long as the socket timeout).
+                runs.mayStart();
                 if (!failing) {
                     LOG.warn("work: heartbeat failed ({}); after {} s without one, other processes take this one's claims"
                             + " and its outcomes are dropped", e.getMessage(), silence.toSeconds());
@@ -118,6 +140,17 @@ final class ClaimKeeper implements Runnable {
                 failing = true;
             }
         }
+    }
+
+    /**
+     * A beat and an extension went through, sent at these times: the claims held here cannot be
+     * released before the silence has passed since the one, nor the claim time since the other.
+     */
+    private void beaten(long beatSent, long extensionSent) {
+        beatSentAt = beatSent;
+        long beatHolds = beatSent + silence.toNanos();
+        long claimsHold = extensionSent + claim.toNanos();
+        runs.deadline.safeUntil((beatHolds - claimsHold < 0 ? beatHolds : claimsHold) - ClaimDeadline.marginNanos(claim, silence));
     }
 
     void extendClaims() throws SQLException {

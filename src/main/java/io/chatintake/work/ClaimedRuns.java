@@ -22,6 +22,8 @@ final class ClaimedRuns {
     /** Runs claimed by this process that no worker has taken yet. */
     private final Deque<ActiveRun> queued = new ConcurrentLinkedDeque<>();
     private final Set<Slice> slices = ConcurrentHashMap.newKeySet();
+    /** Until when runs may start on these claims, as {@link ClaimKeeper} says. */
+    final ClaimDeadline deadline = new ClaimDeadline();
     private final WorkerWakeups wakeups;
     private final WorkMetrics metrics;
 
@@ -40,6 +42,11 @@ final class ClaimedRuns {
         if (runs.size() > 1) {
             wakeups.wakeAll();
         }
+    }
+
+    /** Whether a handler run may start now: these claims cannot have been released yet ({@link ClaimDeadline}). */
+    boolean mayStart() {
+        return deadline.mayStart();
     }
 
     boolean noneQueued() {

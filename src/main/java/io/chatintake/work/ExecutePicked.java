@@ -71,7 +71,8 @@ final class ExecutePicked {
                 List<WorkItem> runItems = run.run.items();
                 List<Outcome> done = new ArrayList<>();
                 int next = 0;
-                while (next < runItems.size() && running.get() && !run.lost.get()) {
+                // Not once its claims can have been released (the database out of reach): its items may be another's.
+                while (next < runItems.size() && running.get() && !run.lost.get() && runs.mayStart()) {
                     WorkItem item = runItems.get(next);
                     Exchange loaded = items.exchange(run.run, next);
                     slice.handlerStarted();

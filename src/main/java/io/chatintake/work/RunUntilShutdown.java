@@ -55,6 +55,11 @@ final class RunUntilShutdown implements Runnable {
         boolean lanesFirst = Thread.currentThread().getName().hashCode() % 2 == 0;
         while (running.get()) {
             wakeups.looking();
+            if (!runs.mayStart()) {
+                // Cut off from the database: runs claimed here wait, lost or not, until the keeper knows.
+                wakeups.await(pollInterval.toMillis(), running::get);
+                continue;
+            }
             if (pacing.waitedForIntake()) {
                 continue;
             }

@@ -37,11 +37,21 @@ import org.slf4j.LoggerFactory;
  * no getUpdates, so nothing more is confirmed, and polling goes on from the same offset on resume.
  * A last success older than 24 h is recorded as a possible {@link LossWindow} even while the
  * lease is held.
+ * <p>
+ * A poller cut off from the database stops on its own clock: a getUpdates starts only while the
+ * lease, counted by System.nanoTime() from when the statement that last renewed it was sent (the
+ * database's expiry is no earlier), still holds for the whole long poll and {@link #LEASE_MARGIN};
+ * otherwise the lease is renewed first, and while that fails nothing is polled, so another process
+ * that takes the lease once it expired never polls beside this one. Back in reach, it polls again
+ * if its lease was not taken over meanwhile, else stands by (its late writes are refused by the
+ * fencing token).
  */
 final class BotPoller {
     private static final Logger LOG = LoggerFactory.getLogger(BotPoller.class);
     /** An answer that waited this long for a thread of the shared pool: the process is short of cores for intake. */
     static final Duration ANSWER_QUEUED = Duration.ofMillis(50);
+    /** A poll starts only while the lease holds this long past its long-poll timeout: the answer's way back, scheduling. */
+    static final Duration LEASE_MARGIN = Duration.ofSeconds(2);
 
     /** Where stored updates go on from: told after each commit, and when a lease is taken. */
     interface StoredUpdatesListener {
@@ -76,6 +86,8 @@ final class BotPoller {
     private final Backoff backoff;
     private final Duration leaseDuration;
     private final Duration renewEvery;
+    /** How long the lease must still hold when a getUpdates starts. */
+    private final Duration pollSpan;
     private final ScheduledExecutorService pool;
     private final CompletableFuture<Void> stopped = new CompletableFuture<>();
     private final Object phase = new Object();
@@ -90,7 +102,12 @@ final class BotPoller {
     private PollLease.Held lease;
     private long offset;
     private Instant lastSuccess;
+    /** System.nanoTime() when the statement that took or last renewed the lease was sent. */
     private long leaseRenewedAt;
+    /** Holding a lease that no renewal could keep: polling stopped until the database answers again. */
+    private boolean cutOff;
+    /** How long the lease still held, by this process's clock, when the last getUpdates started. */
+    private long lastPollLeaseLeft;
     private boolean standbyLogged;
     private boolean idRestartLogged;
     /** nanoTime until which Telegram may still hold a getUpdates this poller gave up on when stopped. */
@@ -109,6 +126,7 @@ final class BotPoller {
         // covers a whole long poll (timeout + the answer's grace) with room to spare.
         this.renewEvery = Duration.ofMillis(Math.max(0, Math.min(leaseDuration.toMillis() / 4,
                 leaseDuration.minusSeconds(endpoint.getTimeoutSeconds() + 20L).toMillis())));
+        this.pollSpan = Duration.ofSeconds(endpoint.getTimeoutSeconds()).plus(LEASE_MARGIN);
     }
 
     /** Starts the steps on the shared pool; {@link #stopped()} completes once they have ended. */
@@ -181,9 +199,8 @@ final class BotPoller {
         }
         Optional<OperatorPause.Paused> paused = Optional.ofNullable(parts.pauses().paused().get(parts.bot()));
         if (paused.isPresent()) {
-            if (lease != null) {
-                // Kept, with the candidacy, so that the shares stay as they were and polling goes on at once on resume.
-                renewLeaseIfDue();
+            // Kept, with the candidacy, so that the shares stay as they were and polling goes on at once on resume.
+            if (lease != null && renewLeaseIfDue()) {
                 parts.share().candidate(lease.botId());
             }
             parts.health().enter(Phase.PAUSED, "by " + paused.get().by() + " since " + paused.get().since());
@@ -196,7 +213,14 @@ final class BotPoller {
         if (lease == null && !takeLease()) {
             return standbyInterval();
         }
-        renewLeaseIfDue();
+        if (!renewLeaseIfDue()) {
+            return standbyInterval();
+        }
+        if (!leaseCoversPoll()) {
+            // The renewal answered too late for a whole poll within the lease: a database this slow is as good as away.
+            stopPollingCutOff();
+            return backoff();
+        }
         parts.share().candidate(lease.botId());
         if (offset < 0) {
             // A negative offset makes Telegram forget queued updates: never send one.
@@ -209,6 +233,7 @@ final class BotPoller {
         synchronized (phase) {
             if (running) {
                 long started = System.nanoTime();
+                lastPollLeaseLeft = leaseRenewedAt + leaseDuration.toNanos() - started;
                 inFlight = parts.client().getUpdatesAsync(offset, endpoint.getLimit(), endpoint.getTimeoutSeconds(), endpoint.allowedUpdateList());
                 // The answer arrives on the HTTP client's selector thread, which must never wait for a commit.
                 inFlight.whenComplete((batch, failure) -> {
@@ -276,7 +301,25 @@ final class BotPoller {
     }
 
     private Duration failed(Exception e) {
+        if (running && e instanceof SQLException && lease != null && !leaseCoversPoll()) {
+            stopPollingCutOff();
+        }
         return running ? failures.forFailure(e).handle(e, this) : Duration.ZERO;
+    }
+
+    /** Whether the lease, by this process's clock, still holds for a whole poll started now. */
+    private boolean leaseCoversPoll() {
+        return System.nanoTime() + pollSpan.toNanos() - (leaseRenewedAt + leaseDuration.toNanos()) < 0;
+    }
+
+    /** Told once per cut-off: no getUpdates until a renewal goes through. */
+    private void stopPollingCutOff() {
+        if (!cutOff) {
+            cutOff = true;
+            LOG.warn("cut off from the database: stopped polling bot '{}' before its lease could expire (no renewal went through in time;"
+                            + " the last getUpdates started with {} ms of the lease left, for a {} s long poll); polling again once a"
+                            + " renewal goes through", parts.bot(), TimeUnit.NANOSECONDS.toMillis(lastPollLeaseLeft), endpoint.getTimeoutSeconds());
+        }
     }
 
     /** Once, after the last step: the lease released, the candidacy withdrawn. */
@@ -303,6 +346,7 @@ final class BotPoller {
     private boolean takeLease() throws SQLException, BotApiException {
         LeaseShare share = parts.share();
         share.candidate(identity.id());
+        long sent = System.nanoTime();
         Optional<PollLease.Held> acquired = parts.leases().tryAcquire(identity.id(), parts.holder(), leaseDuration,
                 share.belowShare() ? Duration.ZERO : share.overflowAfter());
         if (acquired.isEmpty()) {
@@ -316,7 +360,7 @@ final class BotPoller {
         standbyLogged = false;
         lease = acquired.get();
         share.held(1);
-        leaseRenewedAt = System.nanoTime();
+        leaseRenewedAt = sent;
         OffsetCheckpoint.Saved saved = parts.checkpoints().load(identity.id(), parts.bot());
         offset = saved.nextOffset();
         lastSuccess = saved.lastPollAt();
@@ -336,25 +380,49 @@ final class BotPoller {
         return true;
     }
 
-    private void renewLeaseIfDue() throws SQLException, TelegramInbox.LeaseLostException {
-        if (System.nanoTime() - leaseRenewedAt >= renewEvery.toNanos()) {
-            if (!parts.leases().renew(lease, leaseDuration)) {
-                throw new TelegramInbox.LeaseLostException(lease.botId());
-            }
-            leaseRenewedAt = System.nanoTime();
+    /**
+     * Renews the lease when due, counting it from when the renewal was sent.
+     * @return false when a renewal after a cut-off found the lease taken over: told here, and the
+     *         next step stands by for it; otherwise a lease taken over throws
+     */
+    private boolean renewLeaseIfDue() throws SQLException, TelegramInbox.LeaseLostException {
+        if (System.nanoTime() - leaseRenewedAt < renewEvery.toNanos()) {
+            return true;
         }
+        long sent = System.nanoTime();
+        boolean held = parts.leases().renew(lease, leaseDuration);
+        if (held) {
+            leaseRenewedAt = sent;
+        }
+        if (cutOff) {
+            cutOff = false;
+            if (!held) {
+                LOG.info("database reachable again: telegram bot '{}': another process took its poll lease over meanwhile"
+                        + " (fencing token {} refused); standing by for it", parts.bot(), lease.fencingToken());
+                leaseLost();
+                parts.health().enter(Phase.STANDBY, "the poll lease was taken over by another process");
+                return false;
+            }
+            LOG.info("database reachable again: telegram bot '{}': its poll lease was not taken over; polling again from offset {}",
+                    parts.bot(), offset);
+        }
+        if (!held) {
+            throw new TelegramInbox.LeaseLostException(lease.botId());
+        }
+        return true;
     }
 
     /** The batch and the next offset in one transaction; only then is the offset this poller's. */
     private void store(List<BotApiClient.RawUpdate> batch, boolean answerQueued) throws SQLException, TelegramInbox.LeaseLostException {
         TelegramInbox.StoredBatch result;
+        long sent = System.nanoTime();
         try {
             result = parts.inbox().store(lease, leaseDuration, batch);
         } catch (SQLException e) {
             sink.storeUncertain(lease);
             throw e;
         }
-        leaseRenewedAt = System.nanoTime();
+        leaseRenewedAt = sent;
         CrashPoint.reach(CrashPoint.TELEGRAM_AFTER_COMMIT);
         long lowest = batch.stream().mapToLong(BotApiClient.RawUpdate::updateId).min().getAsLong();
         if (lowest < offset && !idRestartLogged) {
@@ -465,6 +533,11 @@ final class BotPoller {
         return backoff.next();
     }
 
+    /** Polling stopped for want of a renewal ({@link #stopPollingCutOff}): said once, not at every failure. */
+    boolean cutOff() {
+        return cutOff;
+    }
+
     /** The offset polled from: unchanged by any failure. */
     long offset() {
         return offset;
@@ -486,6 +559,7 @@ final class BotPoller {
 
     /** The lease was taken over: nothing to release, the next step stands by for it. */
     void leaseLost() {
+        cutOff = false;
         if (lease != null) {
             parts.share().held(-1);
             lease = null;

@@ -15,8 +15,14 @@ final class OnStorageFailure implements PollFailurePolicy {
         poller.metrics().error(TelegramMetrics.PollError.STORAGE);
         poller.health().enter(Phase.BACKING_OFF, "storage failed (SQLState " + ((SQLException) failure).getSQLState() + ")");
         Duration wait = poller.backoff();
-        LOG.warn("telegram bot '{}': storage failed, checkpoint not advanced; polling again from offset {} in {} ms: {}",
-                poller.bot(), poller.offset(), wait.toMillis(), failure.getMessage());
+        if (poller.cutOff()) {
+            // The poller said it is cut off, once; each failed renewal meanwhile is no news.
+            LOG.debug("telegram bot '{}': still cut off from the database; trying again in {} ms: {}", poller.bot(), wait.toMillis(),
+                    failure.getMessage());
+        } else {
+            LOG.warn("telegram bot '{}': storage failed, checkpoint not advanced; polling again from offset {} in {} ms: {}",
+                    poller.bot(), poller.offset(), wait.toMillis(), failure.getMessage());
+        }
         return wait;
     }
 }
