@@ -1,5 +1,6 @@
 package io.chatintake.work;
 
+import io.chatintake.support.FormerHeaderNames;
 import io.chatintake.support.CrashPoint;
 import io.chatintake.support.Redactor;
 import java.sql.Connection;
@@ -21,7 +22,7 @@ import org.slf4j.LoggerFactory;
  * something twice never performs it twice: a crash after the action and before its record
  * leaves something only an idempotency key or a person can reconcile. Routes use it as one step,
  * the {@link GuardedEffect} policy; routes written earlier call {@code begin} and {@code complete}
- * as bean steps around the action. The effect key is the exchange's {@code IdempotencyKey} plus
+ * as bean steps around the action. The effect key is the exchange's {@code ChatIntakeWorkIdempotencyKey} plus
  * the effect's name (the policy's id; for the bean steps the {@code EffectName} header, default
  * {@code effect}). The ledger ({@code outbound_effect}) holds one row per effect:
  * <ul>
@@ -252,9 +253,10 @@ public final class EffectGuard {
     }
 
     private static String effectKey(Message message, String name) {
-        String idempotencyKey = message.getHeader(WorkDispatcher.IDEMPOTENCY_KEY, String.class);
+        String idempotencyKey = FormerHeaderNames.read(message, WorkConstants.IDEMPOTENCY_KEY,
+                WorkConstants.FORMER_NAMES.get(WorkConstants.IDEMPOTENCY_KEY), String.class);
         if (idempotencyKey == null || idempotencyKey.isBlank()) {
-            throw new IllegalStateException("a guarded effect needs the IdempotencyKey header that stored work carries");
+            throw new IllegalStateException("a guarded effect needs the " + WorkConstants.IDEMPOTENCY_KEY + " header that stored work carries");
         }
         return idempotencyKey + ":" + name;
     }

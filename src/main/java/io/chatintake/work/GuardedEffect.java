@@ -18,7 +18,7 @@ import org.apache.camel.support.processor.DelegateAsyncProcessor;
  * A guarded effect as one step of a route, Camel's Policy EIP over the {@link EffectGuard}:
  * <pre>
  * - policy:
- *     id: crm-update              # names the effect: its key is IdempotencyKey:crm-update
+ *     id: crm-update              # names the effect: its key is ChatIntakeWorkIdempotencyKey:crm-update
  *     ref: guardedEffect
  *     steps:
  *       - to: "https://crm.example/api/contacts"
