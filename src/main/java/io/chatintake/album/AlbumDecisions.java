@@ -296,8 +296,8 @@ public final class AlbumDecisions {
     }
 
     /**
-     * A batch of albums is planned at each execution: the plan kept while few albums were decided
-     * read every decision to find the last ones of 100 albums. One album keeps the driver's plan.
+     * A batch of albums is planned at each execution: a plan kept from while few albums were decided
+     * would read every decision to find the last ones of a batch. One album keeps the driver's plan.
      */
     private static void query(Connection c, String sql, List<String> albumKeys, RowReader reader) throws SQLException {
         try (PreparedStatement ps = albumKeys.size() > 1 ? PlannedEachTime.prepare(c, sql) : c.prepareStatement(sql)) {

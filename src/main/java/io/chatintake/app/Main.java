@@ -52,8 +52,8 @@ public final class Main {
     public static void main(String[] args) {
         // Both are read once, so they are set before any HTTP client or CompletableFuture exists.
         // Every connection of the JDK's HTTP client keeps its read buffer while it waits, and every
-        // bot's long poll is such a connection: 4 KB instead of the default 16 KB makes that 4x
-        // lighter per bot; an answer of 100 updates is read in more, smaller reads.
+        // bot's long poll is such a connection: a smaller buffer than the default keeps each waiting
+        // bot light; a large answer is read in more, smaller reads.
         if (System.getProperty("jdk.httpclient.bufsize") == null) {
             System.setProperty("jdk.httpclient.bufsize", HTTP_READ_BUFFER_BYTES);
         }

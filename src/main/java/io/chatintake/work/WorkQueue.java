@@ -84,8 +84,7 @@ public final class WorkQueue {
     private static final String LOCK_STAGED = "SELECT pg_advisory_xact_lock(hashtext(current_schema() || '.work_staged'))";
 
     // The rows to take are found through the primary key: insert/delete churn leaves the heap full
-    // of dead rows until autovacuum's next round, and a sequential scan read 600-1,000 pages of them
-    // to take 12-74 rows.
+    // of dead rows until the next vacuum, and a sequential scan would read them all to take a few.
     static final String SCHEDULE_STAGED = """
             WITH taken AS (
                 DELETE FROM work_staged WHERE id = ANY (ARRAY(SELECT id FROM work_staged ORDER BY id LIMIT ?))
