@@ -5,6 +5,7 @@ import static io.chatintake.store.Transactions.inTransaction;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.chatintake.store.PlannedEachTime;
 import io.chatintake.support.CrashPoint;
+import io.chatintake.support.FormerHeaderNames;
 import io.chatintake.support.MeterRegistryLookup;
 import io.chatintake.work.WorkDispatcher;
 import io.chatintake.work.WorkQueue;
@@ -51,8 +52,8 @@ import org.slf4j.LoggerFactory;
 public final class AlbumDecisions {
     private static final Logger LOG = LoggerFactory.getLogger(AlbumDecisions.class);
     private static final ObjectMapper JSON = new ObjectMapper();
-    public static final String DECISION_KIND = "AlbumDecisionKind";
-    public static final String DECISION_VERSION = "AlbumDecisionVersion";
+    public static final String DECISION_KIND = AlbumConstants.DECISION_KIND;
+    public static final String DECISION_VERSION = AlbumConstants.DECISION_VERSION;
     /** How the decision came about, as recorded in {@code album_decision.completed_by}. */
     static final String BY_COUNT = "predicate";
     static final String BY_DEADLINE = "timeout";
@@ -102,6 +103,7 @@ public final class AlbumDecisions {
             made.ifPresent(d -> {
                 group.getMessage().setHeader(DECISION_KIND, d.kind());
                 group.getMessage().setHeader(DECISION_VERSION, d.version());
+                FormerHeaderNames.copy(group.getMessage(), AlbumConstants.FORMER_NAMES);
                 group.getMessage().setBody(json(d.childIds()));
             });
             announce(group.getContext(), made.stream().toList());

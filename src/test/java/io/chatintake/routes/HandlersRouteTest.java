@@ -60,8 +60,8 @@ class HandlersRouteTest extends RouteTestSupport {
         context.start();
 
         try (LogCapture log = new LogCapture()) {
-            template.sendBodyAndHeaders("direct:album-decision", "{}", Map.of("AlbumKey", "k1", "AlbumDecisionVersion", 1,
-                    "AlbumDecisionKind", "complete", "AlbumChildCount", 3));
+            template.sendBodyAndHeaders("direct:album-decision", "{}", Map.of("ChatIntakeAlbumKey", "k1", "ChatIntakeAlbumDecisionVersion", 1,
+                    "ChatIntakeAlbumDecisionKind", "complete", "ChatIntakeAlbumChildCount", 3));
             assertThat(log.lines()).contains("album k1 version 1: complete with 3 child(ren)");
         }
     }
