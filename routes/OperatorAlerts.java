@@ -135,7 +135,7 @@ public class OperatorAlerts extends RouteBuilder {
         // can quote the token in its URL).
         onException(Exception.class).handled(true)
                 .log(LoggingLevel.WARN, "io.chatintake.operator-alerts",
-                        "operator alert ${header.IdempotencyKey} not confirmed sent (${exception.class.simpleName}): see outbound_effect");
+                        "operator alert ${header.ChatIntakeWorkIdempotencyKey} not confirmed sent (${exception.class.simpleName}): see outbound_effect");
 
         // The first check a few seconds after the start (sooner when checks are more frequent than that).
         from("timer:operator-alerts?delay=" + Math.min(5000, checkMillis) + "&period=" + checkMillis).routeId("operator-alerts")
@@ -151,7 +151,7 @@ public class OperatorAlerts extends RouteBuilder {
                 .process(exchange -> {
                     Optional<OperatorAlertLedger.Message> due = ledger.next(DESTINATION, gap);
                     exchange.getMessage().setBody(due.map(OperatorAlertLedger.Message::text).orElse(null));
-                    exchange.getMessage().setHeader("IdempotencyKey", due.map(OperatorAlertLedger.Message::key).orElse(null));
+                    exchange.getMessage().setHeader("ChatIntakeWorkIdempotencyKey", due.map(OperatorAlertLedger.Message::key).orElse(null));
                     exchange.getMessage().setHeader("OperatorAlertMessageId", due.map(OperatorAlertLedger.Message::id).orElse(null));
                 })
                 .filter(header("OperatorAlertMessageId").isNotNull())

@@ -1,5 +1,6 @@
 package io.chatintake.album;
 
+import io.chatintake.support.FormerHeaderNames;
 import io.chatintake.work.RowWorkSource;
 import io.chatintake.work.WorkItem;
 import java.sql.ResultSet;
@@ -20,20 +21,20 @@ import org.apache.camel.Message;
  */
 public final class AlbumChildSource extends RowWorkSource {
     public static final String KIND = "album-child";
-    public static final String ALBUM_KEY = "AlbumKey";
-    public static final String CHILD_ID = "AlbumChildId";
-    public static final String INDEX = "AlbumIndex";
-    public static final String TOTAL = "AlbumTotal";
+    public static final String ALBUM_KEY = AlbumConstants.KEY;
+    public static final String CHILD_ID = AlbumConstants.CHILD_ID;
+    public static final String INDEX = AlbumConstants.INDEX;
+    public static final String TOTAL = AlbumConstants.TOTAL;
     /** The channel that stored the child ({@link #TELEGRAM_PROVIDER} albums have their own quiet period). */
-    public static final String PROVIDER = "AlbumProvider";
+    public static final String PROVIDER = AlbumConstants.PROVIDER;
     /** Whether the album's children stored when this child was loaded agree on a total they reach. */
-    public static final String COMPLETE = "AlbumComplete";
+    public static final String COMPLETE = AlbumConstants.COMPLETE;
     /** The album's children stored when this child was loaded (a list of {@link AlbumState.Child}), this one among them. */
-    public static final String STORED_CHILDREN = "AlbumStoredChildren";
+    public static final String STORED_CHILDREN = AlbumConstants.STORED_CHILDREN;
     /** Whether the album was an open group when this child was loaded (not decided, no completion of it in flight). */
-    public static final String GROUP_OPEN = "AlbumGroupOpen";
+    public static final String GROUP_OPEN = AlbumConstants.GROUP_OPEN;
     /** The quiet period the album's deadline was set with (deadline - last child), in milliseconds. */
-    public static final String STORED_QUIET_MILLIS = "AlbumStoredQuietMillis";
+    public static final String STORED_QUIET_MILLIS = AlbumConstants.STORED_QUIET_MILLIS;
     public static final String TELEGRAM_PROVIDER = "telegram-bot";
 
     // With the child, its album's group as stored (AlbumAggregationRepository): one statement for a run of
@@ -64,5 +65,6 @@ public final class AlbumChildSource extends RowWorkSource {
         message.setHeader(STORED_CHILDREN, stored);
         message.setHeader(GROUP_OPEN, row.getBoolean(9));
         message.setHeader(STORED_QUIET_MILLIS, row.getLong(10));
+        FormerHeaderNames.copy(message, AlbumConstants.FORMER_NAMES);
     }
 }

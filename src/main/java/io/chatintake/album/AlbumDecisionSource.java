@@ -1,5 +1,6 @@
 package io.chatintake.album;
 
+import io.chatintake.support.FormerHeaderNames;
 import io.chatintake.work.WorkItem;
 import io.chatintake.work.WorkSource;
 import java.sql.Connection;
@@ -30,7 +31,8 @@ public final class AlbumDecisionSource extends WorkSource {
             message.setHeader(AlbumChildSource.ALBUM_KEY, rs.getString(1));
             message.setHeader(AlbumDecisions.DECISION_VERSION, rs.getInt(2));
             message.setHeader(AlbumDecisions.DECISION_KIND, rs.getString(3));
-            message.setHeader("AlbumChildCount", rs.getInt(4));
+            message.setHeader(AlbumConstants.CHILD_COUNT, rs.getInt(4));
+            FormerHeaderNames.copy(message, AlbumConstants.FORMER_NAMES);
             message.setBody(rs.getString(5));
         });
     }

@@ -5,6 +5,7 @@ import static io.chatintake.store.Transactions.inTransaction;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.chatintake.store.PlannedEachTime;
 import io.chatintake.support.CrashPoint;
+import io.chatintake.support.FormerHeaderNames;
 import io.chatintake.support.MeterRegistryLookup;
 import io.chatintake.support.trace.Tracing;
 import io.chatintake.work.TraceContext;
@@ -54,8 +55,8 @@ import org.slf4j.LoggerFactory;
 public final class AlbumDecisions {
     private static final Logger LOG = LoggerFactory.getLogger(AlbumDecisions.class);
     private static final ObjectMapper JSON = new ObjectMapper();
-    public static final String DECISION_KIND = "AlbumDecisionKind";
-    public static final String DECISION_VERSION = "AlbumDecisionVersion";
+    public static final String DECISION_KIND = AlbumConstants.DECISION_KIND;
+    public static final String DECISION_VERSION = AlbumConstants.DECISION_VERSION;
     /** How the decision came about, as recorded in {@code album_decision.completed_by}. */
     static final String BY_COUNT = "predicate";
     static final String BY_DEADLINE = "timeout";
@@ -105,6 +106,7 @@ public final class AlbumDecisions {
             made.ifPresent(d -> {
                 group.getMessage().setHeader(DECISION_KIND, d.kind());
                 group.getMessage().setHeader(DECISION_VERSION, d.version());
+                FormerHeaderNames.copy(group.getMessage(), AlbumConstants.FORMER_NAMES);
                 group.getMessage().setBody(json(d.childIds()));
             });
             announce(group.getContext(), made.stream().toList());
@@ -322,8 +324,8 @@ public final class AlbumDecisions {
     }
 
     /**
-     * A batch of albums is planned at each execution: the plan kept while few albums were decided
-     * read every decision to find the last ones of 100 albums. One album keeps the driver's plan.
+     * A batch of albums is planned at each execution: a plan kept from while few albums were decided
+     * would read every decision to find the last ones of a batch. One album keeps the driver's plan.
      */
     private static void query(Connection c, String sql, List<String> albumKeys, RowReader reader) throws SQLException {
         try (PreparedStatement ps = albumKeys.size() > 1 ? PlannedEachTime.prepare(c, sql) : c.prepareStatement(sql)) {

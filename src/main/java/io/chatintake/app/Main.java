@@ -17,6 +17,7 @@ import io.chatintake.ops.AlbumCommands;
 import io.chatintake.ops.MessagesCommand;
 import io.chatintake.ops.KubernetesConfigMap;
 import io.chatintake.ops.Chaos;
+import io.chatintake.ops.ComponentDocs;
 import io.chatintake.ops.Demo;
 import io.chatintake.ops.EraseCommand;
 import io.chatintake.ops.PurgeCommand;
@@ -51,8 +52,8 @@ public final class Main {
     public static void main(String[] args) {
         // Both are read once, so they are set before any HTTP client or CompletableFuture exists.
         // Every connection of the JDK's HTTP client keeps its read buffer while it waits, and every
-        // bot's long poll is such a connection: 4 KB instead of the default 16 KB makes that 4x
-        // lighter per bot; an answer of 100 updates is read in more, smaller reads.
+        // bot's long poll is such a connection: a smaller buffer than the default keeps each waiting
+        // bot light; a large answer is read in more, smaller reads.
         if (System.getProperty("jdk.httpclient.bufsize") == null) {
             System.setProperty("jdk.httpclient.bufsize", HTTP_READ_BUFFER_BYTES);
         }
@@ -132,6 +133,9 @@ public final class Main {
                     }
                     out.print(KubernetesConfigMap.render(Path.of("config/application.properties"), Path.of("routes")));
                     return 0;
+                }
+                case "docs" -> {
+                    return ComponentDocs.run(args.subList(1, args.size()), out);
                 }
                 case "send" -> {
                     Settings settings = loadSettings();
@@ -241,6 +245,8 @@ public final class Main {
                 "  send CHANNEL --file BODY [--url URL]     BODY signed as CHANNEL's route verifies it (its scheme and secret), posted",
                 "                                           to the route (this configuration's port, or URL); prints status and body",
                 "  k8s configmap                            k8s/configmap.yaml from config/ and routes/ (run in the repository root)",
+                "  docs components [--check] [ROOT]         src/main/docs/*-component.adoc tables and the README's header list,",
+                "                                           from the component metadata (--check: exit 1 when one differs)",
                 "  purge [--dry-run]                        one retention pass now (retention.*), or what it would remove",
                 "  erase --telegram BOT:CHAT_ID | --conversation CHANNEL:WORKSPACE:ACCOUNT:CONVERSATION",
                 "        | --sender CHANNEL:WORKSPACE:ACCOUNT:SENDER [--dry-run] [--by NAME]",

@@ -196,8 +196,8 @@ public final class BotApiSimulator implements AutoCloseable {
     }
 
     public static BotApiSimulator start(int port) {
-        // Without TCP_NODELAY each answer waited for the client's delayed ACK: 45 ms a sendMessage instead of 2, which
-        // capped a worker's echo replies near 22 a second. The JDK server reads this once, when its first server starts.
+        // Without TCP_NODELAY each answer waits for the client's delayed ACK, which would cap how fast a worker's
+        // replies go. The JDK server reads this once, when its first server starts.
         if (System.getProperty("sun.net.httpserver.nodelay") == null) {
             System.setProperty("sun.net.httpserver.nodelay", "true");
         }

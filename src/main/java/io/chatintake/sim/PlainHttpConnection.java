@@ -18,8 +18,8 @@ import java.util.Map;
  * One kept-alive HTTP/1.1 connection, requests written and answers read by hand: a load
  * generator's client. A provider's sender runs on its own machines; on a benchmark's one machine
  * the JDK client's own work per request (a selector thread per client, futures, header
- * validation) took as much CPU as the receiver, so it measured itself. Not thread-safe: one
- * request at a time.
+ * validation) would take CPU from the receiver it measures. Not thread-safe: one request at a
+ * time.
  */
 public final class PlainHttpConnection implements AutoCloseable {
     /** The status and body of an answer. */

@@ -9,10 +9,10 @@ import org.postgresql.PGStatement;
  * Statements whose best plan depends on how many rows a table holds right now. The driver makes a
  * statement it runs often a server-side prepared one, and PostgreSQL then keeps one plan for it: a
  * statement without parameters always, one with parameters once that plan looked no worse than
- * the first few. A sweep first run while its table was empty (a fresh database) kept scanning the
- * whole table after it grew until autovacuum happened to analyze it, at every sweep. Prepared here, the statement is
- * planned at each execution against the table as it is then (tens of microseconds for a small
- * query).
+ * the first few. A plan kept from while the table was small (a fresh database) stays in use after
+ * the table grows, scanning all of it until the table is analyzed again. Prepared here, the
+ * statement is planned at each execution against the table as it is then; planning a small query
+ * costs far less than scanning a grown table.
  * <p>
  * The text is marked: the driver shares one server-side statement among all statements of the
  * same text on a connection, so the plan one of them kept would serve this one too.

@@ -1,5 +1,6 @@
 package io.chatintake.work;
 
+import io.chatintake.support.FormerHeaderNames;
 import io.chatintake.support.CrashPoint;
 import io.chatintake.support.Redactor;
 import java.sql.Connection;
@@ -21,7 +22,7 @@ import org.slf4j.LoggerFactory;
  * something twice never performs it twice: a crash after the action and before its record
  * leaves something only an idempotency key or a person can reconcile. Routes use it as one step,
  * the {@link GuardedEffect} policy; routes written earlier call {@code begin} and {@code complete}
- * as bean steps around the action. The effect key is the exchange's {@code IdempotencyKey} plus
+ * as bean steps around the action. The effect key is the exchange's {@code ChatIntakeWorkIdempotencyKey} plus
  * the effect's name (the policy's id; for the bean steps the {@code EffectName} header, default
  * {@code effect}). The ledger ({@code outbound_effect}) holds one row per effect:
  * <ul>
@@ -38,9 +39,9 @@ import org.slf4j.LoggerFactory;
  */
 public final class EffectGuard {
     private static final Logger LOG = LoggerFactory.getLogger(EffectGuard.class);
-    public static final String EFFECT_NAME = "EffectName";
-    public static final String IDEMPOTENT_DOWNSTREAM = "EffectIdempotentDownstream";
-    public static final String EFFECT_KEY = "EffectKey";
+    public static final String EFFECT_NAME = EffectConstants.NAME;
+    public static final String IDEMPOTENT_DOWNSTREAM = EffectConstants.IDEMPOTENT_DOWNSTREAM;
+    public static final String EFFECT_KEY = EffectConstants.KEY;
     /** Acceptance tests halt the JVM here: the action happened, its record did not. */
     public static final String CRASH_AFTER_ACTION = "effect.after-action";
     private static final int MAX_TEXT = 1000;
@@ -73,7 +74,8 @@ public final class EffectGuard {
 
     /** The old way, a bean step: an effect settled earlier stops the rest of the route. */
     public void begin(Exchange exchange) throws SQLException, UnconfirmedEffectException {
-        if (open(exchange, exchange.getMessage().getHeader(EFFECT_NAME, "effect", String.class)).isPresent()) {
+        String name = EffectConstants.read(exchange.getMessage(), EFFECT_NAME, String.class);
+        if (open(exchange, name != null ? name : "effect").isPresent()) {
             exchange.setRouteStop(true);
         }
     }
@@ -88,6 +90,7 @@ public final class EffectGuard {
         Message message = exchange.getMessage();
         String key = effectKey(message, name);
         message.setHeader(EFFECT_KEY, key);
+        message.setHeader(EffectConstants.FORMER_NAMES.get(EFFECT_KEY), key);
         try {
             return start(exchange, key);
         } catch (SQLException e) {
@@ -118,7 +121,7 @@ public final class EffectGuard {
                 LOG.info("effect {} already settled ({}); not repeating it", key, state);
                 return earlier;
             }
-            if (!message.getHeader(IDEMPOTENT_DOWNSTREAM, false, Boolean.class)) {
+            if (!Boolean.TRUE.equals(EffectConstants.read(message, IDEMPOTENT_DOWNSTREAM, Boolean.class))) {
                 throw new UnconfirmedEffectException(key);
             }
             return Optional.empty();
@@ -137,7 +140,7 @@ public final class EffectGuard {
             throw new IllegalStateException("effectGuard.complete without effectGuard.begin earlier in the route");
         }
         CrashPoint.reach(CRASH_AFTER_ACTION);
-        String declared = message.getHeader(EffectOutcome.HEADER, String.class);
+        String declared = EffectConstants.read(message, EffectOutcome.HEADER, String.class);
         EffectOutcome outcome = declared == null || declared.isBlank() ? EffectOutcome.PERFORMED : EffectOutcome.parse(declared);
         if (outcome != EffectOutcome.PERFORMED) {
             throw declaredFailure(message, key, outcome);
@@ -147,7 +150,7 @@ public final class EffectGuard {
 
     /** The failure a route declared with {@value EffectOutcome#HEADER} (and {@value EffectOutcome#RETRY_AFTER_HEADER}). */
     static EffectFailure declaredFailure(Message message, String key, EffectOutcome outcome) {
-        Long retryAfter = message.getHeader(EffectOutcome.RETRY_AFTER_HEADER, Long.class);
+        Long retryAfter = EffectConstants.read(message, EffectOutcome.RETRY_AFTER_HEADER, Long.class);
         return new EffectFailure(outcome, "the route declared effect " + key + " " + outcome.label(),
                 retryAfter == null ? null : Instant.now().plusSeconds(retryAfter));
     }
@@ -252,9 +255,10 @@ public final class EffectGuard {
     }
 
     private static String effectKey(Message message, String name) {
-        String idempotencyKey = message.getHeader(WorkDispatcher.IDEMPOTENCY_KEY, String.class);
+        String idempotencyKey = FormerHeaderNames.read(message, WorkConstants.IDEMPOTENCY_KEY,
+                WorkConstants.FORMER_NAMES.get(WorkConstants.IDEMPOTENCY_KEY), String.class);
         if (idempotencyKey == null || idempotencyKey.isBlank()) {
-            throw new IllegalStateException("a guarded effect needs the IdempotencyKey header that stored work carries");
+            throw new IllegalStateException("a guarded effect needs the " + WorkConstants.IDEMPOTENCY_KEY + " header that stored work carries");
         }
         return idempotencyKey + ":" + name;
     }

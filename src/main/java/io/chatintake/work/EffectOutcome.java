@@ -18,9 +18,9 @@ public enum EffectOutcome {
     AMBIGUOUS;
 
     /** A step inside a guardedEffect policy (or before {@code effectGuard.complete}) sets this header: performed, failed, undeliverable, ambiguous. */
-    public static final String HEADER = "EffectOutcome";
+    public static final String HEADER = EffectConstants.OUTCOME;
     /** With {@code failed}: seconds before the next attempt may run (e.g. the other side's Retry-After). */
-    public static final String RETRY_AFTER_HEADER = "EffectRetryAfterSeconds";
+    public static final String RETRY_AFTER_HEADER = EffectConstants.RETRY_AFTER_SECONDS;
 
     public String label() {
         return name().toLowerCase(Locale.ROOT);

@@ -1,5 +1,6 @@
 package io.chatintake.work;
 
+import io.chatintake.support.FormerHeaderNames;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
@@ -199,5 +200,6 @@ final class ExecutePicked {
         message.setHeader(WORK_ITEM_ID, item.id());
         message.setHeader(WORK_KIND, item.kind());
         message.setHeader(WORK_ATTEMPT, item.attempts());
+        FormerHeaderNames.copy(message, WorkConstants.FORMER_NAMES);
     }
 }

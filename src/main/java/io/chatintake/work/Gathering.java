@@ -6,16 +6,15 @@ import java.time.Duration;
  * How long a process's next lane claim lets work gather after the previous one took some.
  * <p>
  * After a thin claim the next one lets more arrive first: deliveries come one at a time, and one
- * claim and one commit for what came in the meantime cost far less than one each (claiming one
- * item takes about eight round trips). After a claim that took plenty (a backlog, batches) the
+ * claim and one commit for what came in the meantime cost far less than one each (claiming
+ * takes several round trips whatever it finds). After a claim that took plenty (a backlog, batches) the
  * next one goes at once: a wait would only idle the workers.
  * <p>
  * The wait can adapt to the load between {@code work.gather-millis} and {@code work.gather-max-millis}
  * (equal as shipped: a fixed wait): a busy stream over many chats (a claim of several chats' short
  * runs) doubles it, so each chat's run grows instead of each visit paying its lane writes for two
  * or three items; work arriving one item at a time halves it back. That buys throughput only when
- * the machine is saturated and costs latency whenever it is not ({@code bench latency} shows
- * both), hence off by default.
+ * the machine is saturated and costs latency whenever it is not, hence off by default.
  * <p>
  * A claim that took as many lanes as one claim may leaves others due now: the next goes at once,
  * whatever it took. Without that, a steady stream over many chats falls behind: each claim of the

@@ -3,6 +3,7 @@ package io.chatintake.work;
 import io.chatintake.support.CrashPoint;
 import java.util.ArrayDeque;
 import java.util.Deque;
+import java.util.List;
 import java.util.Locale;
 import java.util.Optional;
 import org.apache.camel.AsyncCallback;
@@ -19,7 +20,7 @@ import org.apache.camel.support.processor.DelegateAsyncProcessor;
  * A guarded effect as one step of a route, Camel's Policy EIP over the {@link EffectGuard}:
  * <pre>
  * - policy:
- *     id: crm-update              # names the effect: its key is IdempotencyKey:crm-update
+ *     id: crm-update              # names the effect: its key is ChatIntakeWorkIdempotencyKey:crm-update
  *     ref: guardedEffect
  *     steps:
  *       - to: "https://crm.example/api/contacts"
@@ -108,7 +109,7 @@ public final class GuardedEffect implements Policy {
         private EffectFailure record(Exchange exchange) {
             CrashPoint.reach(EffectGuard.CRASH_AFTER_ACTION);
             String key = exchange.getMessage().getHeader(EffectGuard.EFFECT_KEY, String.class);
-            String declared = exchange.getMessage().getHeader(EffectOutcome.HEADER, String.class);
+            String declared = EffectConstants.read(exchange.getMessage(), EffectOutcome.HEADER, String.class);
             EffectFailure failure;
             if (declared != null && !declared.isBlank()) {
                 failure = declared(exchange, key, declared);
@@ -116,8 +117,10 @@ public final class GuardedEffect implements Policy {
                 failure = exchange.getException() == null ? null : ThrownOutcome.of(key, exchange.getException());
             }
             // Told once: a later effect of the same route starts without this one's outcome.
-            exchange.getMessage().removeHeader(EffectOutcome.HEADER);
-            exchange.getMessage().removeHeader(EffectOutcome.RETRY_AFTER_HEADER);
+            for (String header : List.of(EffectOutcome.HEADER, EffectOutcome.RETRY_AFTER_HEADER)) {
+                exchange.getMessage().removeHeader(header);
+                exchange.getMessage().removeHeader(EffectConstants.FORMER_NAMES.get(header));
+            }
             if (failure == null) {
                 exchange.setException(null);
                 guard.performed(exchange);

@@ -195,9 +195,9 @@ final class WorkItemRepository {
     // A deferred item (state pending) gives its attempt back and keeps the last error it had.
     // RECORD and UNCLAIM find a run's items by id alone. The token fences them by itself: a claim's
     // token is new, and every way out of 'running' clears it. With a "state = 'running'" condition
-    // the planner read the partial index work_item_running instead, whose entries left by earlier
-    // claims only vacuum removes (28,000-60,000 read for 163-312 items). They are planned at each
-    // execution: a plan kept from a small work_item scans the whole table (67,000 rows for 24 items).
+    // the planner reads the partial index work_item_running instead, whose entries left by earlier
+    // claims only vacuum removes, many per live item. They are planned at each execution: a plan
+    // kept from a small work_item would scan the whole table once it has grown.
     private static final String RECORD = """
             UPDATE work_item w SET state = o.state, next_attempt_at = COALESCE(now() + make_interval(secs => o.next_in), w.next_attempt_at),
                    attempts = CASE WHEN o.state = 'pending' THEN w.attempts - 1 ELSE w.attempts END,

@@ -105,9 +105,8 @@ public final class WorkQueue {
     private static final String LOCK_STAGED = "SELECT pg_advisory_xact_lock(hashtext(current_schema() || '.work_staged'))";
 
     // The rows to take are found through the primary key, as the range of the first ids: insert/delete
-    // churn leaves the heap full of dead rows until autovacuum's next round, and a sequential scan
-    // read 600-1,000 pages of them to take 12-74 rows ("id = ANY (...)" got one from a plan cached
-    // while the table was small once its rows grew wider). Only committed rows are in the range.
+    // churn leaves the heap full of dead rows until the next vacuum, and a sequential scan would read
+    // them all to take a few. Only committed rows are in the range.
     static final String SCHEDULE_STAGED = """
             WITH taken AS (
                 DELETE FROM work_staged WHERE id BETWEEN (SELECT min(id) FROM work_staged)

@@ -22,17 +22,20 @@ import org.snakeyaml.engine.v2.api.Load;
 import org.snakeyaml.engine.v2.api.LoadSettings;
 
 /**
- * The Camel metadata the build generates for telegram-inbox, telegram-bot and webhook-inbox (the
+ * The Camel metadata the build generates for telegram-inbox, telegram-bot, webhook-inbox and work (the
  * component JSON Camel's tooling reads) lists every option and header the shipped routes use.
  */
 class ComponentMetadataTest {
     private static final Map<String, String> COMPONENTS = Map.of(
             "telegram-inbox", "META-INF/io/chatintake/channel/telegram/telegram-inbox.json",
             "telegram-bot", "META-INF/io/chatintake/channel/telegram/telegram-bot.json",
-            "webhook-inbox", "META-INF/io/chatintake/channel/webhook/webhook-inbox.json");
-    /** The header families of these three components; work, album and effect headers are the work dispatcher's. */
+            "webhook-inbox", "META-INF/io/chatintake/channel/webhook/webhook-inbox.json",
+            "work", "META-INF/io/chatintake/work/component/work.json");
+    /** Each component's headers start with one prefix; album and effect headers are not a component's. */
+    private static final Map<String, String> PREFIXES = Map.of("telegram-inbox", "ChatIntakeTelegram", "telegram-bot",
+            "ChatIntakeTelegram", "webhook-inbox", "ChatIntakeWebhook", "work", "ChatIntakeWork");
     private static final Pattern OUR_HEADER = Pattern.compile(
-            "(?:\\$\\{header\\.|header:|name:\\s*|[hH]eader\\(\")((?:Telegram|ChatIntake)[A-Z]\\w*)");
+            "(?:\\$\\{header\\.|header:|name:\\s*|[hH]eader\\(\")(ChatIntake(?:Telegram|Webhook|Work)[A-Z]\\w*)");
 
     @Test
     void everyOptionTheShippedRoutesUseIsInItsComponentsJson() throws Exception {
@@ -70,8 +73,16 @@ class ComponentMetadataTest {
                 used.add(header.group(1));
             }
         }
-        assertThat(used).as("headers the routes use").contains("TelegramChatId", "TelegramText", "ChatIntakeEventId");
+        assertThat(used).as("headers the routes use")
+                .contains("ChatIntakeTelegramChatId", "ChatIntakeTelegramText", "ChatIntakeWebhookEventId", "ChatIntakeWorkItemId");
         assertThat(documented).containsAll(used);
+    }
+
+    @Test
+    void eachComponentsHeadersShareOnePrefix() {
+        PREFIXES.forEach((scheme, prefix) -> assertThat(json(scheme).path("headers").properties())
+                .as(scheme + " headers").isNotEmpty()
+                .allSatisfy(header -> assertThat(header.getKey()).startsWith(prefix)));
     }
 
     @Test

@@ -95,7 +95,7 @@ class AlbumsRouteTest extends RouteTestSupport {
 
     /** The child as the work dispatcher hands it to the album-child route. */
     private void sendChild(long childId, int index) {
-        template.sendBodyAndHeaders("direct:album-child", null, Map.of("AlbumKey", Sql.string(db, "SELECT album_key FROM album"),
-                "AlbumChildId", childId, "AlbumIndex", index, "AlbumTotal", 2, "AlbumProvider", "whatsapp"));
+        template.sendBodyAndHeaders("direct:album-child", null, Map.of("ChatIntakeAlbumKey", Sql.string(db, "SELECT album_key FROM album"),
+                "ChatIntakeAlbumChildId", childId, "ChatIntakeAlbumIndex", index, "ChatIntakeAlbumTotal", 2, "ChatIntakeAlbumProvider", "whatsapp"));
     }
 }

@@ -38,15 +38,15 @@ class HandlersRouteTest extends RouteTestSupport {
         MockEndpoint bot = getMockEndpoint("mock:telegram-bot:main");
         bot.whenAnyExchangeReceived(exchange -> exchange.getMessage().setBody(501)); // the Bot API's message id
         bot.expectedBodiesReceived("Received: hello");
-        bot.expectedHeaderReceived("TelegramChatId", 42);
+        bot.expectedHeaderReceived("ChatIntakeTelegramChatId", 42);
         context.start();
 
-        Map<String, Object> update = Map.of("TelegramUpdateType", "message", "TelegramText", "hello", "TelegramChatId", 42,
-                "TelegramUpdateId", 9001, "IdempotencyKey", "7001:9001");
+        Map<String, Object> update = Map.of("ChatIntakeTelegramUpdateType", "message", "ChatIntakeTelegramText", "hello", "ChatIntakeTelegramChatId", 42,
+                "ChatIntakeTelegramUpdateId", 9001, "ChatIntakeWorkIdempotencyKey", "7001:9001");
         template.sendBodyAndHeaders("direct:telegram-update", "{}", update);
         template.sendBodyAndHeaders("direct:telegram-update", "{}", update);
-        template.sendBodyAndHeaders("direct:telegram-update", "{}", Map.of("TelegramUpdateType", "edited_message",
-                "TelegramText", "hello again", "TelegramChatId", 42, "IdempotencyKey", "7001:9002"));
+        template.sendBodyAndHeaders("direct:telegram-update", "{}", Map.of("ChatIntakeTelegramUpdateType", "edited_message",
+                "ChatIntakeTelegramText", "hello again", "ChatIntakeTelegramChatId", 42, "ChatIntakeWorkIdempotencyKey", "7001:9002"));
 
         bot.assertIsSatisfied();
         assertThat(Sql.string(db, "SELECT effect_key || ' ' || state || ' ' || result FROM outbound_effect"))
@@ -60,8 +60,8 @@ class HandlersRouteTest extends RouteTestSupport {
         context.start();
 
         try (LogCapture log = new LogCapture()) {
-            template.sendBodyAndHeaders("direct:album-decision", "{}", Map.of("AlbumKey", "k1", "AlbumDecisionVersion", 1,
-                    "AlbumDecisionKind", "complete", "AlbumChildCount", 3));
+            template.sendBodyAndHeaders("direct:album-decision", "{}", Map.of("ChatIntakeAlbumKey", "k1", "ChatIntakeAlbumDecisionVersion", 1,
+                    "ChatIntakeAlbumDecisionKind", "complete", "ChatIntakeAlbumChildCount", 3));
             assertThat(log.lines()).contains("album k1 version 1: complete with 3 child(ren)");
         }
     }

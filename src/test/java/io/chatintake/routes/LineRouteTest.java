@@ -34,7 +34,7 @@ class LineRouteTest extends RouteTestSupport {
         assertThat(Sql.string(db, "SELECT account_id || ' ' || conversation_id || ' ' || text FROM channel_message")).isEqualTo("U-bot U1 hi");
 
         try (LogCapture log = new LogCapture()) {
-            template.sendBodyAndHeaders("direct:line-event", body, Map.of("ChatIntakeEventId", "01HL1", "ChatIntakeEventType", "message", "ChatIntakeAccount", "U-bot", "ChatIntakeStoredId", 1));
+            template.sendBodyAndHeaders("direct:line-event", body, Map.of("ChatIntakeWebhookEventId", "01HL1", "ChatIntakeWebhookEventType", "message", "ChatIntakeWebhookAccount", "U-bot", "ChatIntakeWebhookStoredId", 1));
             assertThat(log.lines()).anyMatch(line -> line.contains("line event 01HL1 type message for U-bot stored (row 1)")).noneMatch(line -> line.contains("reply-token-1"));
         }
     }

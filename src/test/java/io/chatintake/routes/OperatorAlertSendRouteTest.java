@@ -47,11 +47,11 @@ class OperatorAlertSendRouteTest extends RouteTestSupport {
         AdviceWith.adviceWith(context, "operator-alert-send", r -> r.mockEndpointsAndSkip("telegram-bot:*"));
         MockEndpoint bot = getMockEndpoint("mock:telegram-bot:main");
         bot.expectedBodiesReceived("work item 5 parked");
-        bot.expectedHeaderReceived("TelegramChatId", "-100555");
+        bot.expectedHeaderReceived("ChatIntakeTelegramChatId", "-100555");
         context.start();
 
-        template.sendBodyAndHeader("direct:operator-alert-send", "work item 5 parked", "IdempotencyKey", "work-parked:5:1");
-        template.sendBodyAndHeader("direct:operator-alert-send", "work item 5 parked", "IdempotencyKey", "work-parked:5:1");
+        template.sendBodyAndHeader("direct:operator-alert-send", "work item 5 parked", "ChatIntakeWorkIdempotencyKey", "work-parked:5:1");
+        template.sendBodyAndHeader("direct:operator-alert-send", "work item 5 parked", "ChatIntakeWorkIdempotencyKey", "work-parked:5:1");
 
         bot.assertIsSatisfied();
         assertThat(Sql.string(db, "SELECT effect_key || ' ' || state FROM outbound_effect")).isEqualTo("work-parked:5:1:operator-alert done");
@@ -83,8 +83,8 @@ class OperatorAlertSendRouteTest extends RouteTestSupport {
             loadRoutes(file.toString());
             context.start();
 
-            template.sendBodyAndHeader("direct:operator-alert-send", "STARTED: bot 'main' said \"no\"", "IdempotencyKey", "operator-alert-message:7");
-            template.sendBodyAndHeader("direct:operator-alert-send", "STARTED: bot 'main' said \"no\"", "IdempotencyKey", "operator-alert-message:7");
+            template.sendBodyAndHeader("direct:operator-alert-send", "STARTED: bot 'main' said \"no\"", "ChatIntakeWorkIdempotencyKey", "operator-alert-message:7");
+            template.sendBodyAndHeader("direct:operator-alert-send", "STARTED: bot 'main' said \"no\"", "ChatIntakeWorkIdempotencyKey", "operator-alert-message:7");
 
             assertThat(received).containsExactly("/services/T1/B2/SECRET application/json {\"text\": \"STARTED: bot 'main' said \\\"no\\\"\"}");
             assertThat(Sql.string(db, "SELECT effect_key || ' ' || state FROM outbound_effect")).isEqualTo("operator-alert-message:7:operator-alert done");

@@ -49,7 +49,7 @@ class OperatorAlertsRouteTest extends RouteTestSupport {
         assertThat(sent).extracting(e -> e.getMessage().getBody(String.class)).satisfiesExactly(
                 start -> assertThat(start).matches("STARTED: chat-intake: telegram bot 'main' \\(1\\) has not polled since .*telegram status"),
                 end -> assertThat(end).startsWith("OVER after 0 min: chat-intake: telegram bot 'main' (1) has not polled since"));
-        assertThat(sent).extracting(e -> e.getMessage().getHeader("IdempotencyKey", String.class))
+        assertThat(sent).extracting(e -> e.getMessage().getHeader("ChatIntakeWorkIdempotencyKey", String.class))
                 .allMatch(key -> key.matches("operator-alert-message:\\d+")).doesNotHaveDuplicates();
         assertThat(Sql.rows(db, "SELECT finding, cleared_at IS NOT NULL, start_message_id IS NOT NULL, end_message_id IS NOT NULL"
                 + " FROM operator_finding")).containsExactly(List.of("bot-not-polling:1", true, true, true));

@@ -34,7 +34,7 @@ class SlackRouteTest extends RouteTestSupport {
         assertThat(Sql.string(db, "SELECT conversation_id || ' ' || text FROM channel_message")).isEqualTo("C1 quarterly numbers");
 
         try (LogCapture log = new LogCapture()) {
-            template.sendBodyAndHeaders("direct:slack-event", body, Map.of("ChatIntakeEventId", "Ev1", "ChatIntakeEventType", "message", "ChatIntakeAccount", "T1", "ChatIntakeStoredId", 1));
+            template.sendBodyAndHeaders("direct:slack-event", body, Map.of("ChatIntakeWebhookEventId", "Ev1", "ChatIntakeWebhookEventType", "message", "ChatIntakeWebhookAccount", "T1", "ChatIntakeWebhookStoredId", 1));
             assertThat(log.lines()).anyMatch(line -> line.contains("slack event Ev1 type message team T1 stored (row 1)")).noneMatch(line -> line.contains("quarterly numbers"));
         }
     }

@@ -17,8 +17,8 @@ class UnifyPortHandlersRouteTest extends RouteTestSupport {
 
         try (LogCapture log = new LogCapture()) {
             template.sendBodyAndHeaders("direct:unifyport-event", "{\"data\":{\"message\":{\"text\":\"card 4111\"}}}", Map.of(
-                    "ChatIntakeEventId", "evt_9", "ChatIntakeEventType", "message.received", "ChatIntakeProvider", "whatsapp",
-                    "ChatIntakeWorkspace", "default", "ChatIntakeStoredId", 12, "WorkItemId", 34));
+                    "ChatIntakeWebhookEventId", "evt_9", "ChatIntakeWebhookEventType", "message.received", "ChatIntakeWebhookProvider", "whatsapp",
+                    "ChatIntakeWebhookWorkspace", "default", "ChatIntakeWebhookStoredId", 12, "ChatIntakeWorkItemId", 34));
             assertThat(log.lines())
                     .anyMatch(line -> line.equals("unifyport event evt_9 type message.received provider whatsapp workspace default"
                             + " stored (row 12), work item 34"))

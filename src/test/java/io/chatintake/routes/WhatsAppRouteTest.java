@@ -34,7 +34,7 @@ class WhatsAppRouteTest extends RouteTestSupport {
         assertThat(Sql.string(db, "SELECT account_id || ' ' || conversation_id || ' ' || text FROM channel_message")).isEqualTo("PN1 4912345 need help");
 
         try (LogCapture log = new LogCapture()) {
-            template.sendBodyAndHeaders("direct:whatsapp-event", body, Map.of("ChatIntakeEventId", "wamid.1", "ChatIntakeEventType", "message", "ChatIntakeAccount", "PN1", "ChatIntakeStoredId", 1));
+            template.sendBodyAndHeaders("direct:whatsapp-event", body, Map.of("ChatIntakeWebhookEventId", "wamid.1", "ChatIntakeWebhookEventType", "message", "ChatIntakeWebhookAccount", "PN1", "ChatIntakeWebhookStoredId", 1));
             assertThat(log.lines()).anyMatch(line -> line.contains("whatsapp event wamid.1 type message for number PN1 stored (row 1)")).noneMatch(line -> line.contains("need help"));
         }
     }

@@ -12,7 +12,7 @@ public class BotAccess {
     @UriParam(label = "security", secret = true, description = "Bot token; prefer the configuration key so it stays out of URIs")
     private String token;
     @UriParam(label = "security", description = "Configuration key holding the token (default telegram.bot-token for 'main',"
-            + " telegram.bots.<name>.token otherwise)")
+            + " telegram.bots.NAME.token otherwise)")
     private String tokenProperty;
     @UriParam(label = "advanced", description = "Bot API base URL (default: configuration key telegram.api-url, else https://api.telegram.org)")
     private String apiUrl;

@@ -9,7 +9,7 @@ public class TelegramBotConfiguration {
     @UriParam(label = "producer", defaultValue = TelegramBotEndpoint.SEND_MESSAGE,
             description = "Bot API method; other than sendMessage, the body is its JSON parameters")
     private String method = TelegramBotEndpoint.SEND_MESSAGE;
-    @UriParam(label = "producer", description = "Chat to send to (default: the TelegramChatId header)")
+    @UriParam(label = "producer", description = "Chat to send to (default: the ChatIntakeTelegramChatId header, or the former TelegramChatId)")
     private String chatId;
     @UriParam(label = "producer", defaultValue = "30", description = "Longest wait for the Bot API's answer, in seconds")
     private int timeoutSeconds = 30;

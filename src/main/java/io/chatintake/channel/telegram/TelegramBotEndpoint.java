@@ -10,7 +10,7 @@ import org.apache.camel.spi.UriParam;
 
 /**
  * One bot's Bot API calls. {@code method=sendMessage} (the default) sends the body as text to
- * the chat in the {@code TelegramChatId} header (or {@code chatId}); any other method takes its
+ * the chat in the {@code ChatIntakeTelegramChatId} header (or {@code chatId}); any other method takes its
  * parameters as a JSON body. The body afterwards is the Bot API result: the message id for
  * sendMessage, the result JSON otherwise.
  */

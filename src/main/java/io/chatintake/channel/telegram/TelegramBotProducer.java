@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.chatintake.config.Settings;
+import io.chatintake.support.FormerHeaderNames;
 import io.chatintake.work.DeferReason;
 import io.chatintake.work.EffectFailure;
 import io.chatintake.work.EffectOutcome;
@@ -94,6 +95,7 @@ final class TelegramBotProducer extends DefaultProducer {
         if (TelegramBotEndpoint.SEND_MESSAGE.equals(method)) {
             long messageId = result.path("message_id").asLong();
             message.setHeader(TelegramBotConstants.MESSAGE_ID, messageId);
+            FormerHeaderNames.copy(message, TelegramBotConstants.FORMER_NAMES);
             message.setBody(messageId);
         } else {
             message.setBody(result.toString());
@@ -153,7 +155,8 @@ final class TelegramBotProducer extends DefaultProducer {
             params = parseObject(message.getBody(String.class), call);
         }
         if (!params.hasNonNull("chat_id")) {
-            String chat = endpoint.getChatId() != null ? endpoint.getChatId() : message.getHeader(TelegramBotConstants.CHAT_ID, String.class);
+            String chat = endpoint.getChatId() != null ? endpoint.getChatId() : FormerHeaderNames.read(message, TelegramBotConstants.CHAT_ID,
+                    TelegramBotConstants.FORMER_NAMES.get(TelegramBotConstants.CHAT_ID), String.class);
             if (chat != null && !chat.isBlank()) {
                 params.set("chat_id", chatIdNode(chat.trim()));
             } else if (TelegramBotEndpoint.SEND_MESSAGE.equals(method)) {

@@ -3,8 +3,10 @@ package io.chatintake.channel.telegram;
 import io.chatintake.channel.telegram.TelegramInboxConsumerHealthCheck.Phase;
 import io.chatintake.config.Secret;
 import io.chatintake.config.Settings;
+import io.chatintake.support.FormerHeaderNames;
 import io.chatintake.support.MeterRegistryLookup;
 import io.chatintake.support.ProcessIdentity;
+import io.chatintake.work.WorkConstants;
 import io.chatintake.work.WorkDispatcher;
 import java.time.Duration;
 import java.util.List;
@@ -166,6 +168,8 @@ public class TelegramInboxConsumer extends DefaultConsumer implements BotPoller.
         exchange.getMessage().setBody(stored);
         exchange.getMessage().setHeader(TelegramInboxConstants.BOT_NAME, bot);
         exchange.getMessage().setHeader(WorkDispatcher.WORK_KIND, TelegramWorkSource.KIND);
+        FormerHeaderNames.copy(exchange.getMessage(), TelegramInboxConstants.FORMER_NAMES);
+        FormerHeaderNames.copy(exchange.getMessage(), WorkConstants.FORMER_NAMES);
         try {
             getProcessor().process(exchange);
         } catch (Exception e) {
@@ -192,6 +196,7 @@ public class TelegramInboxConsumer extends DefaultConsumer implements BotPoller.
                     update.json(), update.rawReason());
             exchange.getMessage().setHeader(WorkDispatcher.IDEMPOTENCY_KEY, update.idempotencyKey());
             exchange.getMessage().setHeader(WorkDispatcher.WORK_KIND, TelegramWorkSource.KIND);
+            FormerHeaderNames.copy(exchange.getMessage(), WorkConstants.FORMER_NAMES);
             try {
                 runRoute(exchange);
             } catch (Exception e) {
@@ -206,7 +211,7 @@ public class TelegramInboxConsumer extends DefaultConsumer implements BotPoller.
         if (exchange.getException() != null) {
             LOG.warn("telegram bot '{}': route failed for update {} ({}); it stays stored as inbox row {} and is retried from there",
                     bot, exchange.getMessage().getHeader(TelegramInboxConstants.UPDATE_ID), exchange.getException().getMessage(),
-                    exchange.getMessage().getHeader(TelegramInboxConstants.INBOX_ROW_ID));
+                    exchange.getMessage().getHeader(TelegramInboxConstants.STORED_ID));
         }
     }
 }

@@ -2,6 +2,7 @@ package io.chatintake.channel.telegram;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import io.chatintake.support.FormerHeaderNames;
 import java.util.Optional;
 import org.apache.camel.Message;
 
@@ -25,10 +26,11 @@ final class TelegramUpdateMessage {
         message.setHeader(TelegramInboxConstants.BOT_ID, botId);
         message.setHeader(TelegramInboxConstants.UPDATE_ID, updateId);
         message.setHeader(TelegramInboxConstants.UPDATE_TYPE, type);
-        message.setHeader(TelegramInboxConstants.INBOX_ROW_ID, rowId);
+        message.setHeader(TelegramInboxConstants.STORED_ID, rowId);
         JsonNode update = parse(json);
         UpdateChat.idOf(update).ifPresent(chat -> message.setHeader(TelegramInboxConstants.CHAT_ID, chat));
         first(update, TEXT_PATHS).ifPresent(text -> message.setHeader(TelegramInboxConstants.TEXT, text));
+        FormerHeaderNames.copy(message, TelegramInboxConstants.FORMER_NAMES);
     }
 
     private static JsonNode parse(String json) {

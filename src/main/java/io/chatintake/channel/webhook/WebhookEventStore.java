@@ -84,7 +84,7 @@ public final class WebhookEventStore implements WebhookEventSink {
 
     /**
      * The one event of a transaction that holds no other (every delivery of a lone sender): the
-     * rows {@link #WRITE} gives a run of one, from plain parameters, in half its server time (no
+     * rows {@link #WRITE} gives a run of one, from plain parameters, with less server work (no
      * arrays, joins or sorts to set up). The child's CTE only for an event about a message, with
      * the one kind of upsert its change needs.
      */
@@ -116,7 +116,7 @@ public final class WebhookEventStore implements WebhookEventSink {
     /**
      * Transactions in flight at once, each holding the deliveries that arrived while the others ran.
      * Two: one still goes on while the other waits (a lock, a slow fsync), and bigger groups cost
-     * fewer commits; more committers only split the groups (bench webhook measured it).
+     * fewer commits; more committers would only split the groups.
      */
     private static final int COMMITTERS = 2;
     private static final int MAX_GROUP = 32;

@@ -35,7 +35,7 @@ public class WebhookInboxEndpoint extends DefaultEndpoint {
     private static final Logger LOG = LoggerFactory.getLogger(WebhookInboxEndpoint.class);
     private WebhookIntakeHealthCheck health;
 
-    @UriPath(description = "Channel name: webhook_event.channel, the work kind <channel>-event, metrics and logs")
+    @UriPath(description = "Channel name: webhook_event.channel, the work kind CHANNEL-event, metrics and logs")
     @Metadata(required = true)
     private final String channel;
     @UriParam
@@ -47,7 +47,7 @@ public class WebhookInboxEndpoint extends DefaultEndpoint {
             + "stripe-style, telegram-secret-token, ed25519, ecdsa-p256-sha256) or custom, with ;key=value overrides")
     @Metadata(required = true)
     private String scheme;
-    @UriParam(description = "Configuration key holding the signing secrets, comma-separated (rotation); default <channel>.signing-secrets. "
+    @UriParam(description = "Configuration key holding the signing secrets, comma-separated (rotation); default CHANNEL.signing-secrets. "
             + "For a public-key scheme (ed25519, ecdsa-p256-sha256) it holds the sender's public keys")
     private String secretsKey;
     @UriParam(description = "Accept unsigned deliveries when no secret is set (insecure; local trials only)")
@@ -63,7 +63,7 @@ public class WebhookInboxEndpoint extends DefaultEndpoint {
     @Metadata(deprecationNote = "use statementTimeoutMillis")
     private Long statementTimeoutMs;
     @UriParam(description = "The kind of work each stored event is queued as, in the same transaction; its handler is the"
-            + " route from work:<kind>. Default <channel>-event")
+            + " route from work:KIND. Default CHANNEL-event")
     private String workKind;
     @UriParam(description = "Request header naming the delivery attempt (logs, webhook_event.last_delivery_id)")
     private String deliveryIdHeader;

@@ -14,7 +14,7 @@ import org.apache.camel.spi.UriParams;
  */
 @UriParams
 public class WebhookInboxMapping {
-    @UriParam(label = "mapping", description = "Where the events are in a delivery: / or nothing for the whole body, else a JSON Pointer with * for every array element; several separated by |")
+    @UriParam(label = "mapping", description = "Where the events are in a delivery: / or nothing for the whole body, else a JSON Pointer with an asterisk for every array element; several separated by a vertical bar")
     private String events;
     @UriParam(label = "mapping", description = "The event's id, its key for deduplication; none found: a digest of the event's bytes (a field spec)")
     private String eventId;
@@ -46,11 +46,11 @@ public class WebhookInboxMapping {
     private String albumIndex;
     @UriParam(label = "mapping", description = "How many messages its album has (a field spec)")
     private String albumTotal;
-    @UriParam(label = "mapping", description = "Event types that are about a message (a child message is stored): a comma list, message.* a prefix, * any")
+    @UriParam(label = "mapping", description = "Event types that are about a message (a child message is stored): a comma list; an entry ending in an asterisk is a prefix, an asterisk alone is any")
     private String messageEvents;
-    @UriParam(label = "mapping", description = "Event types that change a message's content: a comma list, message.* a prefix, * any")
+    @UriParam(label = "mapping", description = "Event types that change a message's content: a comma list; an entry ending in an asterisk is a prefix, an asterisk alone is any")
     private String contentEvents;
-    @UriParam(label = "mapping", description = "Event types that delete a message: a comma list, message.* a prefix, * any")
+    @UriParam(label = "mapping", description = "Event types that delete a message: a comma list; an entry ending in an asterisk is a prefix, an asterisk alone is any")
     private String deleteEvents;
 
     /** The options set, by name, as {@link EventMapping} takes them. */

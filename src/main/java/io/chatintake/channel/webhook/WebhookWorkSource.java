@@ -2,10 +2,11 @@ package io.chatintake.channel.webhook;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import io.chatintake.support.FormerHeaderNames;
 import io.chatintake.support.Redactor;
 import io.chatintake.work.RowWorkSource;
-import java.io.IOException;
 import io.chatintake.work.WorkItem;
+import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.sql.ResultSet;
 import java.sql.SQLException;
@@ -49,6 +50,7 @@ public final class WebhookWorkSource extends RowWorkSource {
         message.setHeader(WebhookInboxConstants.PROVIDER, rs.getString(6));
         message.setHeader(WebhookInboxConstants.ACCOUNT, rs.getString(7));
         message.setHeader(WebhookInboxConstants.STORED_ID, item.sourceId());
+        FormerHeaderNames.copy(message, WebhookInboxConstants.FORMER_NAMES);
         String body = new String(rs.getBytes(8), StandardCharsets.UTF_8);
         // The event as JSON: a form body (a Slack slash command) has its fields there.
         String payload = rs.getString(9);
