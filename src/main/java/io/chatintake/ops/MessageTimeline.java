@@ -5,7 +5,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.fasterxml.jackson.databind.node.TextNode;
-import io.chatintake.channel.telegram.TelegramInbox;
+import io.chatintake.channel.telegram.TelegramUpdateStore;
 import io.chatintake.support.Redactor;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -95,7 +95,7 @@ public final class MessageTimeline {
                 Instant at = rs.getTimestamp(8).toInstant();
                 return Optional.of(new Stored(new MessageSearch.Found("telegram-" + id, "telegram", rs.getString(2), rs.getString(3),
                         rs.getString(4), rs.getString(5), rs.getString(6), rs.getString(7), at), rs.getString(9), at, 1, rs.getString(10),
-                        TelegramInbox.WORKSPACE, rs.getString(11), null));
+                        TelegramUpdateStore.WORKSPACE, rs.getString(11), null));
             }
         }
     }

@@ -7,7 +7,7 @@ import io.chatintake.channel.telegram.BotApiClient;
 import io.chatintake.channel.telegram.OffsetCheckpoint;
 import io.chatintake.channel.telegram.PollLease;
 import io.chatintake.channel.telegram.ScheduleCheckpoint;
-import io.chatintake.channel.telegram.TelegramInbox;
+import io.chatintake.channel.telegram.TelegramUpdateStore;
 import io.chatintake.testkit.Await;
 import io.chatintake.testkit.LogCapture;
 import io.chatintake.testkit.Sql;
@@ -174,19 +174,19 @@ class WorkDispatcherTest {
         };
     }
 
-    private TelegramInbox.StoredBatch store(long chatId, long... updateIds) throws Exception {
-        TelegramInbox.StoredBatch stored = storeUnscheduled(chatId, updateIds);
+    private TelegramUpdateStore.StoredBatch store(long chatId, long... updateIds) throws Exception {
+        TelegramUpdateStore.StoredBatch stored = storeUnscheduled(chatId, updateIds);
         new ScheduleCheckpoint(dataSource).scheduleThrough(lease.botId(), stored.lastRowId());
         return stored;
     }
 
-    private TelegramInbox.StoredBatch storeUnscheduled(long chatId, long... updateIds) throws Exception {
+    private TelegramUpdateStore.StoredBatch storeUnscheduled(long chatId, long... updateIds) throws Exception {
         List<BotApiClient.RawUpdate> batch = new ArrayList<>();
         for (long id : updateIds) {
             batch.add(new BotApiClient.RawUpdate(id, "message",
                     "{\"update_id\":" + id + ",\"message\":{\"chat\":{\"id\":" + chatId + "},\"text\":\"u" + id + "\"}}"));
         }
-        return new TelegramInbox(dataSource, ChildMessages.listener()).store(lease, Duration.ofMinutes(5), batch);
+        return new TelegramUpdateStore(dataSource, ChildMessages.listener()).store(lease, Duration.ofMinutes(5), batch);
     }
 
     /** Stores updates without their work items and stages their work instead, as a webhook delivery does. */
@@ -338,7 +338,7 @@ class WorkDispatcherTest {
         startDispatcher(3);
         Await.until("condition", WAIT, () -> handled.size() == 2);
 
-        TelegramInbox.StoredBatch again = store(5, 10, 11);
+        TelegramUpdateStore.StoredBatch again = store(5, 10, 11);
 
         assertThat(again.stored()).isEmpty();
         Thread.sleep(500);

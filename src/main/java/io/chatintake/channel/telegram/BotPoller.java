@@ -29,7 +29,7 @@ import org.slf4j.LoggerFactory;
  *     {@link PollLease}, reads its {@link OffsetCheckpoint}, refuses to poll while a webhook is set
  *     (an advisory {@link WebhookCheck}: a server that cannot tell does not stop polling);</li>
  * <li>getUpdates with the saved offset; an empty batch changes nothing;</li>
- * <li>stores a non-empty batch with the next offset in one transaction ({@link TelegramInbox});</li>
+ * <li>stores a non-empty batch with the next offset in one transaction ({@link TelegramUpdateStore});</li>
  * <li>only after the commit hands the stored rows on and returns, so the next poll confirms them.</li>
  * </ol>
  * A failed transaction never advances the offset: Telegram sends the unconfirmed batch again.
@@ -69,12 +69,12 @@ final class BotPoller {
          * @param fullBatch Telegram answered with a full batch, so it likely holds more
          * @param answerQueued the answer waited at least {@link #ANSWER_QUEUED} for a thread to store it
          */
-        void stored(BotApiClient.BotIdentity identity, TelegramInbox.StoredBatch batch, boolean fullBatch, boolean answerQueued);
+        void stored(BotApiClient.BotIdentity identity, TelegramUpdateStore.StoredBatch batch, boolean fullBatch, boolean answerQueued);
     }
 
     /** What a poller is built from; one per bot. */
     record Parts(String bot, String tokenVariable, BotApiClient client, PollLease leases, LeaseShare share,
-            OffsetCheckpoint checkpoints, TelegramInbox inbox, LossWindow lossWindows, TelegramMetrics metrics,
+            OffsetCheckpoint checkpoints, TelegramUpdateStore updates, LossWindow lossWindows, TelegramMetrics metrics,
             TelegramInboxConsumerHealthCheck health, Clock clock, String holder, OperatorPause.Watch pauses) {
     }
 
@@ -385,7 +385,7 @@ final class BotPoller {
      * @return false when a renewal after a cut-off found the lease taken over: told here, and the
      *         next step stands by for it; otherwise a lease taken over throws
      */
-    private boolean renewLeaseIfDue() throws SQLException, TelegramInbox.LeaseLostException {
+    private boolean renewLeaseIfDue() throws SQLException, TelegramUpdateStore.LeaseLostException {
         if (System.nanoTime() - leaseRenewedAt < renewEvery.toNanos()) {
             return true;
         }
@@ -407,17 +407,17 @@ final class BotPoller {
                     parts.bot(), offset);
         }
         if (!held) {
-            throw new TelegramInbox.LeaseLostException(lease.botId());
+            throw new TelegramUpdateStore.LeaseLostException(lease.botId());
         }
         return true;
     }
 
     /** The batch and the next offset in one transaction; only then is the offset this poller's. */
-    private void store(List<BotApiClient.RawUpdate> batch, boolean answerQueued) throws SQLException, TelegramInbox.LeaseLostException {
-        TelegramInbox.StoredBatch result;
+    private void store(List<BotApiClient.RawUpdate> batch, boolean answerQueued) throws SQLException, TelegramUpdateStore.LeaseLostException {
+        TelegramUpdateStore.StoredBatch result;
         long sent = System.nanoTime();
         try {
-            result = parts.inbox().store(lease, leaseDuration, batch);
+            result = parts.updates().store(lease, leaseDuration, batch);
         } catch (SQLException e) {
             sink.storeUncertain(lease);
             throw e;
@@ -442,8 +442,8 @@ final class BotPoller {
     }
 
     /** Updates stored raw are confirmed and handed on like the others; a person may want to know they came. */
-    private void reportRaw(List<TelegramInbox.StoredUpdate> stored) {
-        for (TelegramInbox.StoredUpdate update : stored) {
+    private void reportRaw(List<TelegramUpdateStore.StoredUpdate> stored) {
+        for (TelegramUpdateStore.StoredUpdate update : stored) {
             if (update.rawReason() != null) {
                 parts.metrics().raw();
                 LOG.warn("telegram bot '{}': update {} cannot be stored as jsonb ({}); stored raw as inbox row {}, confirmed and"

@@ -10,7 +10,7 @@ import java.util.Optional;
 import javax.sql.DataSource;
 
 /**
- * The bot's saved next offset. It is read here and only ever advanced by {@link TelegramInbox}, in the transaction that stored the batch.
+ * The bot's saved next offset. It is read here and only ever advanced by {@link TelegramUpdateStore}, in the transaction that stored the batch.
  */
 public final class OffsetCheckpoint {
     private final DataSource dataSource;

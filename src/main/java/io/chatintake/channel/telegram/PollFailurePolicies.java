@@ -14,7 +14,7 @@ final class PollFailurePolicies {
     private final PollFailurePolicy unexpected = new OnUnexpectedFailure();
 
     PollFailurePolicy forFailure(Exception failure) {
-        if (failure instanceof TelegramInbox.LeaseLostException) {
+        if (failure instanceof TelegramUpdateStore.LeaseLostException) {
             return leaseLost;
         }
         if (failure instanceof SQLException) {

@@ -13,7 +13,7 @@ import javax.sql.DataSource;
  * unconfirmed batch without one, so ownership comes from this lease.
  * <p>
  * Taking the lease from another holder (only once it expired) increments the fencing token;
- * {@link TelegramInbox} checks the token in the transaction that advances the checkpoint, so a
+ * {@link TelegramUpdateStore} checks the token in the transaction that advances the checkpoint, so a
  * poller that paused past its lease cannot confirm anything. Expiry uses the database clock, so
  * processes on machines with different clocks agree.
  */

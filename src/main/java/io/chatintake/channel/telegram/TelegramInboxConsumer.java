@@ -80,7 +80,7 @@ public class TelegramInboxConsumer extends DefaultConsumer implements BotPoller.
         handoff = new HandoffQueue(bot, component.handoff());
         poller = new BotPoller(new BotPoller.Parts(bot, tokenVariable, client, new PollLease(dataSource),
                 component.leaseShare(holder, endpoint.leaseDuration()), new OffsetCheckpoint(dataSource),
-                new TelegramInbox(dataSource, component.getChildMessageListener()), new LossWindow(dataSource), metrics, health,
+                new TelegramUpdateStore(dataSource, component.getChildMessageListener()), new LossWindow(dataSource), metrics, health,
                 component.getClock(), holder, component.pausedBots()), endpoint, this, component.polling());
         poller.start();
     }
@@ -135,7 +135,7 @@ public class TelegramInboxConsumer extends DefaultConsumer implements BotPoller.
     }
 
     @Override
-    public void stored(BotApiClient.BotIdentity identity, TelegramInbox.StoredBatch batch, boolean fullBatch, boolean answerQueued) {
+    public void stored(BotApiClient.BotIdentity identity, TelegramUpdateStore.StoredBatch batch, boolean fullBatch, boolean answerQueued) {
         if (batch.lastRowId() > 0) {
             scheduler.follow(batch);
         }
@@ -189,8 +189,8 @@ public class TelegramInboxConsumer extends DefaultConsumer implements BotPoller.
         }
     }
 
-    private void emit(BotApiClient.BotIdentity identity, List<TelegramInbox.StoredUpdate> stored) {
-        for (TelegramInbox.StoredUpdate update : stored) {
+    private void emit(BotApiClient.BotIdentity identity, List<TelegramUpdateStore.StoredUpdate> stored) {
+        for (TelegramUpdateStore.StoredUpdate update : stored) {
             Exchange exchange = createExchange(false);
             TelegramUpdateMessage.fill(exchange.getMessage(), bot, identity.id(), update.updateId(), update.type(), update.rowId(),
                     update.json(), update.rawReason());

@@ -15,7 +15,7 @@ import javax.sql.DataSource;
 
 /**
  * A bot in webhook mode ({@code POST /webhooks/telegram/<bot name>}, routes/telegram-webhook.yaml):
- * each verified update goes into {@code telegram_update} through {@link TelegramInbox#storePushed},
+ * each verified update goes into {@code telegram_update} through {@link TelegramUpdateStore#storePushed},
  * with the same keys, work and media-group children as a polled one. The bot is known by name from
  * {@code telegram_checkpoint}, which {@code telegram set-webhook} (or polling) created.
  */
@@ -25,7 +25,7 @@ public final class TelegramWebhookSink implements WebhookEventSink {
 
     private DataSource dataSource;
     private ChildMessageListener childMessageListener;
-    private volatile TelegramInbox inbox;
+    private volatile TelegramUpdateStore updates;
 
     @Override
     public List<Stored> store(Delivery delivery, List<WebhookEvent> events) throws SQLException {
@@ -34,7 +34,7 @@ public final class TelegramWebhookSink implements WebhookEventSink {
         List<Stored> result = new ArrayList<>(events.size());
         for (WebhookEvent event : events) {
             BotApiClient.RawUpdate update = update(event);
-            List<TelegramInbox.StoredUpdate> stored = inbox().storePushed(botId, update);
+            List<TelegramUpdateStore.StoredUpdate> stored = updates().storePushed(botId, update);
             result.add(stored.isEmpty() ? new Stored(0, false) : new Stored(stored.get(0).rowId(), true));
         }
         return result;
@@ -66,14 +66,14 @@ public final class TelegramWebhookSink implements WebhookEventSink {
         }
     }
 
-    private TelegramInbox inbox() {
-        if (inbox == null) {
+    private TelegramUpdateStore updates() {
+        if (updates == null) {
             if (dataSource == null || childMessageListener == null) {
                 throw new IllegalStateException("telegram webhook: dataSource and childMessageListener must be set");
             }
-            inbox = new TelegramInbox(dataSource, childMessageListener);
+            updates = new TelegramUpdateStore(dataSource, childMessageListener);
         }
-        return inbox;
+        return updates;
     }
 
     public void setDataSource(DataSource dataSource) {

@@ -75,7 +75,7 @@ final class UpdateScheduler {
     }
 
     /** The poller committed this batch, and every earlier row of the bot is committed: schedule up to it. */
-    synchronized void follow(TelegramInbox.StoredBatch batch) {
+    synchronized void follow(TelegramUpdateStore.StoredBatch batch) {
         stored.addAll(batch.work(botId));
         if (batch.lastRowId() > through) {
             through = batch.lastRowId();

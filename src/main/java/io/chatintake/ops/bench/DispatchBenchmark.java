@@ -5,7 +5,7 @@ import io.chatintake.channel.telegram.BotApiClient;
 import io.chatintake.channel.telegram.OffsetCheckpoint;
 import io.chatintake.channel.telegram.PollLease;
 import io.chatintake.channel.telegram.ScheduleCheckpoint;
-import io.chatintake.channel.telegram.TelegramInbox;
+import io.chatintake.channel.telegram.TelegramUpdateStore;
 import io.chatintake.channel.telegram.TelegramInboxConstants;
 import io.chatintake.channel.telegram.TelegramWorkSource;
 import io.chatintake.config.Secret;
@@ -175,10 +175,10 @@ public final class DispatchBenchmark {
     }
 
     /** A bot's inbox as intake uses it, under the bot's poll lease: each batch stored, then scheduled as work. */
-    private record BotInbox(TelegramInbox inbox, ScheduleCheckpoint schedule, PollLease.Held lease) {
+    private record BotInbox(TelegramUpdateStore inbox, ScheduleCheckpoint schedule, PollLease.Held lease) {
         static BotInbox open(DataSource dataSource, long bot) throws SQLException {
             new OffsetCheckpoint(dataSource).load(bot, "bench-" + bot);
-            return new BotInbox(new TelegramInbox(dataSource, ChildMessages.listener()),
+            return new BotInbox(new TelegramUpdateStore(dataSource, ChildMessages.listener()),
                     new ScheduleCheckpoint(dataSource), new PollLease(dataSource).tryAcquire(bot, "bench", LEASE).orElseThrow());
         }
 

@@ -4,7 +4,7 @@ import io.chatintake.channel.telegram.BotApiClient;
 import io.chatintake.channel.telegram.OffsetCheckpoint;
 import io.chatintake.channel.telegram.PollLease;
 import io.chatintake.channel.telegram.ScheduleCheckpoint;
-import io.chatintake.channel.telegram.TelegramInbox;
+import io.chatintake.channel.telegram.TelegramUpdateStore;
 import io.chatintake.message.ChildMessageListener;
 import io.chatintake.sim.BotApiSimulator;
 import java.io.PrintStream;
@@ -75,13 +75,13 @@ public final class MemoryBenchmark {
         }
     }
 
-    /** Stores the backlog the way intake does (TelegramInbox, then ScheduleCheckpoint: updates, then their work items), in big batches. */
+    /** Stores the backlog the way intake does (TelegramUpdateStore, then ScheduleCheckpoint: updates, then their work items), in big batches. */
     private static void fill(BenchDatabase database, int backlog) throws Exception {
         PollLease leases = new PollLease(database.dataSource());
         new OffsetCheckpoint(database.dataSource()).load(BACKLOG_BOT, "backlog");
         Duration leaseDuration = Duration.ofHours(1);
         PollLease.Held lease = leases.tryAcquire(BACKLOG_BOT, "bench", leaseDuration).orElseThrow();
-        TelegramInbox inbox = new TelegramInbox(database.dataSource(), ChildMessageListener.all(List.of()));
+        TelegramUpdateStore inbox = new TelegramUpdateStore(database.dataSource(), ChildMessageListener.all(List.of()));
         ScheduleCheckpoint schedule = new ScheduleCheckpoint(database.dataSource());
         for (int from = 1; from <= backlog; from += FILL_BATCH) {
             List<BotApiClient.RawUpdate> batch = new ArrayList<>(FILL_BATCH);

@@ -11,7 +11,7 @@ class PollFailurePoliciesTest {
 
     @Test
     void eachKindOfFailureHasItsPolicy() {
-        assertThat(policies.forFailure(new TelegramInbox.LeaseLostException(42))).isInstanceOf(OnLeaseLost.class);
+        assertThat(policies.forFailure(new TelegramUpdateStore.LeaseLostException(42))).isInstanceOf(OnLeaseLost.class);
         assertThat(policies.forFailure(new SQLException("connection refused", "08001"))).isInstanceOf(OnStorageFailure.class);
         assertThat(policies.forFailure(BotApiException.fromAnswer(401, "Unauthorized", 0))).isInstanceOf(OnTokenRejected.class);
         assertThat(policies.forFailure(BotApiException.fromAnswer(409, "Conflict: can't use getUpdates method while webhook is active", 0)))

@@ -23,10 +23,10 @@ class ScheduleCheckpointTest {
 
     @Test
     void storedUpdatesBecomeWorkOnlyWhenScheduledAndInTheirOrderPerChat(DataSource dataSource) throws Exception {
-        PollLease.Held lease = TelegramInboxTest.leaseAndCheckpoint(dataSource, 21);
-        TelegramInbox inbox = new TelegramInbox(dataSource, ChildMessages.listener());
-        TelegramInbox.StoredBatch first = inbox.store(lease, LEASE, List.of(message(1, 7), message(2, 8), message(3, 7)));
-        TelegramInbox.StoredBatch second = inbox.store(lease, LEASE, List.of(message(4, 7)));
+        PollLease.Held lease = TelegramUpdateStoreTest.leaseAndCheckpoint(dataSource, 21);
+        TelegramUpdateStore inbox = new TelegramUpdateStore(dataSource, ChildMessages.listener());
+        TelegramUpdateStore.StoredBatch first = inbox.store(lease, LEASE, List.of(message(1, 7), message(2, 8), message(3, 7)));
+        TelegramUpdateStore.StoredBatch second = inbox.store(lease, LEASE, List.of(message(4, 7)));
         assertThat(count("SELECT count(*) FROM work_item WHERE kind = 'telegram-update'")).as("storing confirms, it does not schedule").isZero();
 
         ScheduleCheckpoint schedule = new ScheduleCheckpoint(dataSource);
@@ -48,8 +48,8 @@ class ScheduleCheckpointTest {
 
     @Test
     void aBacklogLeftByACrashIsScheduledInChunksUpToTheInboxsLastRow(DataSource dataSource) throws Exception {
-        PollLease.Held lease = TelegramInboxTest.leaseAndCheckpoint(dataSource, 22);
-        TelegramInbox inbox = new TelegramInbox(dataSource, ChildMessages.listener());
+        PollLease.Held lease = TelegramUpdateStoreTest.leaseAndCheckpoint(dataSource, 22);
+        TelegramUpdateStore inbox = new TelegramUpdateStore(dataSource, ChildMessages.listener());
         int updates = ScheduleCheckpoint.CHUNK * 2 + 10;
         for (int from = 1; from <= updates; from += 100) {
             List<BotApiClient.RawUpdate> batch = new ArrayList<>();
@@ -59,7 +59,7 @@ class ScheduleCheckpointTest {
             inbox.store(lease, LEASE, batch);
         }
         // Another bot's rows among them are not this bot's work.
-        inbox.store(TelegramInboxTest.leaseAndCheckpoint(dataSource, 23), LEASE, List.of(message(1, 1)));
+        inbox.store(TelegramUpdateStoreTest.leaseAndCheckpoint(dataSource, 23), LEASE, List.of(message(1, 1)));
 
         ScheduleCheckpoint schedule = new ScheduleCheckpoint(dataSource);
         long last = schedule.lastStoredRow(lease).orElseThrow();
@@ -75,15 +75,15 @@ class ScheduleCheckpointTest {
 
     @Test
     void whatThePollerHandsOverIsScheduledAsHandedOverAndOnlyEarlierRowsAreRead(DataSource dataSource) throws Exception {
-        PollLease.Held lease = TelegramInboxTest.leaseAndCheckpoint(dataSource, 26);
-        TelegramInbox inbox = new TelegramInbox(dataSource, ChildMessages.listener());
+        PollLease.Held lease = TelegramUpdateStoreTest.leaseAndCheckpoint(dataSource, 26);
+        TelegramUpdateStore inbox = new TelegramUpdateStore(dataSource, ChildMessages.listener());
         // An earlier holder stored these and stopped before scheduling them.
         inbox.store(lease, LEASE, List.of(message(1, 7), message(2, 8)));
         ScheduleCheckpoint schedule = new ScheduleCheckpoint(dataSource);
         long above = schedule.lastStoredRow(lease).orElseThrow();
-        TelegramInbox.StoredBatch first = inbox.store(lease, LEASE, List.of(message(3, 7)));
-        inbox.store(TelegramInboxTest.leaseAndCheckpoint(dataSource, 27), LEASE, List.of(message(1, 1)));
-        TelegramInbox.StoredBatch second = inbox.store(lease, LEASE, List.of(message(4, 8), message(5, 7)));
+        TelegramUpdateStore.StoredBatch first = inbox.store(lease, LEASE, List.of(message(3, 7)));
+        inbox.store(TelegramUpdateStoreTest.leaseAndCheckpoint(dataSource, 27), LEASE, List.of(message(1, 1)));
+        TelegramUpdateStore.StoredBatch second = inbox.store(lease, LEASE, List.of(message(4, 8), message(5, 7)));
         // Read back from storage now, update 5 would be in chat 9: the handed-over rows are not read back.
         Sql.execute(dataSource, """
                 UPDATE telegram_update SET payload = jsonb_set(payload, '{message,chat,id}', '9') WHERE bot_id = 26 AND update_id = 5""");
@@ -102,7 +102,7 @@ class ScheduleCheckpointTest {
     @Test
     void aLeaseThatChangedHandsGivesNoBound(DataSource dataSource) throws Exception {
         PollLease leases = new PollLease(dataSource);
-        PollLease.Held stale = TelegramInboxTest.leaseAndCheckpoint(dataSource, 25);
+        PollLease.Held stale = TelegramUpdateStoreTest.leaseAndCheckpoint(dataSource, 25);
         leases.release(stale);
         PollLease.Held current = leases.tryAcquire(25, "newcomer", LEASE).orElseThrow();
 
@@ -114,10 +114,10 @@ class ScheduleCheckpointTest {
 
     @Test
     void anUpdateStoredRawKeepsItsChat(DataSource dataSource) throws Exception {
-        PollLease.Held lease = TelegramInboxTest.leaseAndCheckpoint(dataSource, 24);
-        TelegramInbox.StoredBatch stored = new TelegramInbox(dataSource, ChildMessages.listener()).store(lease, LEASE,
+        PollLease.Held lease = TelegramUpdateStoreTest.leaseAndCheckpoint(dataSource, 24);
+        TelegramUpdateStore.StoredBatch stored = new TelegramUpdateStore(dataSource, ChildMessages.listener()).store(lease, LEASE,
                 List.of(new BotApiClient.RawUpdate(1, "message", "{\"update_id\":1,\"message\":{\"chat\":{\"id\":9},\"text\":\"nul \\u0000 here\"}}")));
-        assertThat(stored.stored()).singleElement().extracting(TelegramInbox.StoredUpdate::rawReason).isNotNull();
+        assertThat(stored.stored()).singleElement().extracting(TelegramUpdateStore.StoredUpdate::rawReason).isNotNull();
 
         new ScheduleCheckpoint(dataSource).scheduleThrough(24, stored.lastRowId());
 

@@ -33,7 +33,7 @@ import javax.sql.DataSource;
  * update PostgreSQL's jsonb refuses ({@link JsonbText}) goes in with the others, as text, flagged
  * with the reason: it must not hold up its batch, and with it the bot, forever.
  */
-public final class TelegramInbox {
+public final class TelegramUpdateStore {
     /** Telegram children belong to the default workspace; a bot is its own account within it. */
     public static final String WORKSPACE = "default";
 
@@ -43,7 +43,7 @@ public final class TelegramInbox {
     private final DataSource dataSource;
     private final ChildMessageListener childListener;
 
-    public TelegramInbox(DataSource dataSource, ChildMessageListener childListener) {
+    public TelegramUpdateStore(DataSource dataSource, ChildMessageListener childListener) {
         this.dataSource = dataSource;
         this.childListener = childListener;
     }

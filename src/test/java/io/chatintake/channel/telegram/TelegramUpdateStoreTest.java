@@ -19,17 +19,17 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
 @ExtendWith(TestDatabase.class)
-class TelegramInboxTest {
+class TelegramUpdateStoreTest {
     private static final Duration LEASE = Duration.ofSeconds(30);
 
     @Test
     void aRedeliveredBatchStoresNothingTwice(DataSource dataSource) throws Exception {
         PollLease.Held lease = leaseAndCheckpoint(dataSource, 7);
-        TelegramInbox inbox = new TelegramInbox(dataSource, ChildMessages.listener());
+        TelegramUpdateStore inbox = new TelegramUpdateStore(dataSource, ChildMessages.listener());
         List<BotApiClient.RawUpdate> batch = List.of(update(10, "a"), update(11, "b"));
 
-        TelegramInbox.StoredBatch first = inbox.store(lease, LEASE, batch);
-        TelegramInbox.StoredBatch again = inbox.store(lease, LEASE, batch);
+        TelegramUpdateStore.StoredBatch first = inbox.store(lease, LEASE, batch);
+        TelegramUpdateStore.StoredBatch again = inbox.store(lease, LEASE, batch);
 
         assertThat(first.stored()).hasSize(2);
         assertThat(first.nextOffset()).isEqualTo(12);
@@ -42,12 +42,12 @@ class TelegramInboxTest {
     @Test
     void aSameIdWithAnotherPayloadIsANewUpdateInTheNextGeneration(DataSource dataSource) throws Exception {
         PollLease.Held lease = leaseAndCheckpoint(dataSource, 7);
-        TelegramInbox inbox = new TelegramInbox(dataSource, ChildMessages.listener());
+        TelegramUpdateStore inbox = new TelegramUpdateStore(dataSource, ChildMessages.listener());
         inbox.store(lease, LEASE, List.of(update(5, "old")));
 
-        TelegramInbox.StoredBatch later = inbox.store(lease, LEASE, List.of(update(5, "new after ids restarted")));
+        TelegramUpdateStore.StoredBatch later = inbox.store(lease, LEASE, List.of(update(5, "new after ids restarted")));
 
-        assertThat(later.stored()).singleElement().extracting(TelegramInbox.StoredUpdate::generation).isEqualTo(1);
+        assertThat(later.stored()).singleElement().extracting(TelegramUpdateStore.StoredUpdate::generation).isEqualTo(1);
         assertThat(count("SELECT count(*) FROM telegram_update WHERE update_id = 5")).isEqualTo(2);
     }
 
@@ -59,8 +59,8 @@ class TelegramInboxTest {
         PollLease.Held current = leases.tryAcquire(7, "newcomer", LEASE).orElseThrow();
         assertThat(current.fencingToken()).isGreaterThan(stale.fencingToken());
 
-        assertThatThrownBy(() -> new TelegramInbox(dataSource, ChildMessages.listener()).store(stale, LEASE, List.of(update(1, "x"))))
-                .isInstanceOf(TelegramInbox.LeaseLostException.class)
+        assertThatThrownBy(() -> new TelegramUpdateStore(dataSource, ChildMessages.listener()).store(stale, LEASE, List.of(update(1, "x"))))
+                .isInstanceOf(TelegramUpdateStore.LeaseLostException.class)
                 .hasMessageContaining("checkpoint not advanced");
         assertThat(count("SELECT count(*) FROM telegram_update")).isZero();
         assertThat(count("SELECT next_offset FROM telegram_checkpoint WHERE bot_id = 7")).isZero();
@@ -74,9 +74,9 @@ class TelegramInboxTest {
             try (Statement s = takeover.createStatement()) {
                 s.executeUpdate("UPDATE telegram_poll_lease SET holder = 'newcomer', fencing_token = fencing_token + 1 WHERE bot_id = 7");
             }
-            CompletableFuture<TelegramInbox.StoredBatch> storing = CompletableFuture.supplyAsync(() -> {
+            CompletableFuture<TelegramUpdateStore.StoredBatch> storing = CompletableFuture.supplyAsync(() -> {
                 try {
-                    return new TelegramInbox(dataSource, ChildMessages.listener()).store(lease, LEASE, List.of(update(1, "x")));
+                    return new TelegramUpdateStore(dataSource, ChildMessages.listener()).store(lease, LEASE, List.of(update(1, "x")));
                 } catch (Exception e) {
                     throw new CompletionException(e);
                 }
@@ -86,7 +86,7 @@ class TelegramInboxTest {
             assertThat(storing).isNotDone();
             takeover.commit();
 
-            assertThatThrownBy(storing::join).hasCauseInstanceOf(TelegramInbox.LeaseLostException.class);
+            assertThatThrownBy(storing::join).hasCauseInstanceOf(TelegramUpdateStore.LeaseLostException.class);
         }
         assertThat(count("SELECT count(*) FROM telegram_update")).isZero();
         assertThat(count("SELECT count(*) FROM telegram_gap")).isZero();
@@ -122,7 +122,7 @@ class TelegramInboxTest {
             CachedPlan.Explained insert = CachedPlan.afterGrowth(c, List.of("telegram_update"),
                     "INSERT INTO telegram_update (bot_id, update_id, update_type, payload)"
                             + " SELECT 1, g, 'message', (" + update + ")::jsonb FROM generate_series(1, 10) g",
-                    TelegramInbox.INSERT_BATCH, List.of("bigint", "bigint[]", "text[]", "text[]", "text[]", "text[]", "bigint"),
+                    TelegramUpdateStore.INSERT_BATCH, List.of("bigint", "bigint[]", "text[]", "text[]", "text[]", "text[]", "bigint"),
                     args(11, 12),
                     "INSERT INTO telegram_update (bot_id, update_id, update_type, payload)"
                             + " SELECT 1, g, 'message', (" + update + ")::jsonb FROM generate_series(13, 50000) g",
