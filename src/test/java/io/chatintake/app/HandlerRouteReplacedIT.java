@@ -34,7 +34,7 @@ class HandlerRouteReplacedIT {
     private static final long BOT = 893;
     private static final String HANDLER = """
             - route:
-                id: telegram-update-handler
+                id: telegram-update
                 from:
                   uri: "work:telegram-update"
                   steps:
@@ -49,7 +49,7 @@ class HandlerRouteReplacedIT {
                                     simple: "Handled: ${header.TelegramText}"
                                 - to: "telegram-bot:main?method=sendMessage"
             - route:
-                id: album-ready-handler
+                id: album-decision
                 from:
                   uri: "work:album-decision"
                   steps:

@@ -53,7 +53,7 @@ class AttachmentsRouteTest extends RouteTestSupport {
         String url = media.publish(content, "image/jpeg", Duration.ofMinutes(5));
         long id = storeMessageWithAttachment(url);
         loadRoutes("routes/attachments.yaml");
-        handItemsTo("attachment-fetch");
+        handItemsTo("attachment");
         context.start();
 
         try (Connection c = db.getConnection()) {

@@ -33,7 +33,7 @@ class HandlersRouteTest extends RouteTestSupport {
     @Test
     void aTextMessageIsEchoedOnceThroughTelegramBot() throws Exception {
         loadRoutes("routes/handlers.yaml");
-        handItemsTo("telegram-update-handler");
+        handItemsTo("telegram-update");
         AdviceWith.adviceWith(context, "telegram-echo-reply", r -> r.mockEndpointsAndSkip("telegram-bot:*"));
         MockEndpoint bot = getMockEndpoint("mock:telegram-bot:main");
         bot.whenAnyExchangeReceived(exchange -> exchange.getMessage().setBody(501)); // the Bot API's message id
@@ -56,7 +56,7 @@ class HandlersRouteTest extends RouteTestSupport {
     @Test
     void anAlbumDecisionIsLogged() throws Exception {
         loadRoutes("routes/handlers.yaml");
-        handItemsTo("album-ready-handler");
+        handItemsTo("album-decision");
         context.start();
 
         try (LogCapture log = new LogCapture()) {

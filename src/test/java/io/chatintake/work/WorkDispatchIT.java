@@ -81,7 +81,7 @@ class WorkDispatchIT {
         Files.copy(Path.of("routes/telegram.yaml"), routes.resolve("telegram.yaml"));
         Files.writeString(routes.resolve("slow-handler.yaml"), """
                 - route:
-                    id: telegram-update-handler
+                    id: telegram-update
                     from:
                       uri: "work:telegram-update"
                       steps:
@@ -125,7 +125,7 @@ class WorkDispatchIT {
         Path routes = Files.createDirectories(work.resolve("routes"));
         Files.writeString(routes.resolve("ledger.yaml"), """
                 - route:
-                    id: telegram-update-handler
+                    id: telegram-update
                     from:
                       uri: "work:telegram-update"
                       steps:
@@ -194,7 +194,7 @@ class WorkDispatchIT {
         // The ledger counts each item's handling inside the effect guard: an item run twice would count twice.
         Files.writeString(routes.resolve("ledger.yaml"), """
                 - route:
-                    id: telegram-update-handler
+                    id: telegram-update
                     from:
                       uri: "work:telegram-update"
                       steps:

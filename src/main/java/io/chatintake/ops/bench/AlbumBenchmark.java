@@ -101,7 +101,7 @@ public final class AlbumBenchmark {
         camel.addRoutes(new RouteBuilder() {
             @Override
             public void configure() {
-                from("work:album-decision").routeId("album-ready").log(org.apache.camel.LoggingLevel.DEBUG, "decided");
+                from("work:album-decision").routeId("album-decision").log(org.apache.camel.LoggingLevel.DEBUG, "decided");
             }
         });
         WorkDispatcher dispatcher = new WorkDispatcher(camel, new WorkQueue(dataSource),

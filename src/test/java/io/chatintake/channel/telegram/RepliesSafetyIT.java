@@ -51,7 +51,7 @@ class RepliesSafetyIT {
         // the other throws an exception whose message holds every secret.
         Files.writeString(routes.resolve("leaky-handlers.yaml"), """
                 - route:
-                    id: telegram-update-handler
+                    id: telegram-update
                     from:
                       uri: "work:telegram-update"
                       steps:
