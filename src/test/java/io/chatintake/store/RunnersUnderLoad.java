@@ -13,16 +13,18 @@ import java.net.URI;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.stream.Collectors;
 import javax.sql.DataSource;
 
 /**
- * Two runners (the real jar) on one external PostgreSQL under Telegram and webhook load, for tests
+ * Two runners or more (the real jar) on one external PostgreSQL under Telegram and webhook load, for tests
  * that hurt the database meanwhile: texts to a polled bot whose shipped echo handler answers each,
  * and signed UnifyPort deliveries sent as a provider sends them (again after a 5xx or no answer,
  * to the runners in turn). Afterwards: every text answered once, every acknowledged delivery
@@ -39,6 +41,8 @@ final class RunnersUnderLoad implements AutoCloseable {
     private final String token;
     final RunnerProcess first;
     final RunnerProcess second;
+    /** Every runner, {@link #first} and {@link #second} the first two. */
+    final List<RunnerProcess> runners;
     private final AtomicBoolean loading = new AtomicBoolean(true);
     private final Set<String> acknowledged = ConcurrentHashMap.newKeySet();
     private final AtomicInteger texts = new AtomicInteger();
@@ -52,14 +56,33 @@ final class RunnersUnderLoad implements AutoCloseable {
 
     /** The same with the second runner's wall clock {@code secondAhead} of the first's (and the database's). */
     RunnersUnderLoad(Path work, EmbeddedDatabase database, Duration secondAhead) {
+        this(work, database, 2, secondAhead);
+    }
+
+    /** The same with {@code count} runners (2 or more), every clock the database's. */
+    RunnersUnderLoad(Path work, EmbeddedDatabase database, int count) {
+        this(work, database, count, Duration.ZERO);
+    }
+
+    private RunnersUnderLoad(Path work, EmbeddedDatabase database, int count, Duration secondAhead) {
         simulator = BotApiSimulator.start();
         token = simulator.addBot(707, "FAKE-db-faults-test-token", "db_faults_bot");
         first = RunnerProcess.start(work.resolve("a"), env(work.resolve("a"), database));
         Map<String, String> secondEnv = env(work.resolve("b"), database);
         second = secondAhead.isZero() ? RunnerProcess.start(work.resolve("b"), secondEnv)
                 : RunnerProcess.startWithClockAhead(work.resolve("b"), secondEnv, secondAhead);
-        first.awaitReady();
-        second.awaitReady();
+        List<RunnerProcess> all = new ArrayList<>(List.of(first, second));
+        for (int more = 2; more < count; more++) {
+            Path dir = work.resolve(Character.toString('a' + more));
+            all.add(RunnerProcess.start(dir, env(dir, database)));
+        }
+        runners = List.copyOf(all);
+        try {
+            runners.forEach(RunnerProcess::awaitReady);
+        } catch (AssertionError e) {
+            close(); // no test holds this yet: its runners would outlive it
+            throw e;
+        }
         telegram = new Thread(() -> {
             while (loading.get()) {
                 int n = texts.get();
@@ -93,6 +116,32 @@ final class RunnersUnderLoad implements AutoCloseable {
     /** The most getUpdates of the bot that were ever waiting at once, and how many a later one displaced (409). */
     String polls() {
         return simulator.maxConcurrentPolls(token) + " at once, " + simulator.conflicts(token) + " displaced";
+    }
+
+    /**
+     * Keeps the load going for {@code duration}, a length the test's scenario needs (a stretch of
+     * load, an outage): not a sleep, as every runner is watched meanwhile and the test fails at once
+     * when one exits.
+     */
+    void keepLoading(Duration duration) {
+        long end = System.nanoTime() + duration.toNanos();
+        while (System.nanoTime() < end) {
+            runners.stream().filter(r -> !r.isAlive()).findFirst().ifPresent(r -> {
+                throw new AssertionError("a runner exited under load:\n" + r.output());
+            });
+            pause(100);
+        }
+    }
+
+    /**
+     * Waits until intake goes on: a delivery acknowledged and a text answered after this call (the
+     * database may still be coming back meanwhile).
+     */
+    void awaitIntake() {
+        int deliveries = acknowledged.size();
+        int answers = simulator.sentMessages(token).size();
+        Await.until("a delivery acknowledged and a text answered", WAIT,
+                () -> acknowledged.size() > deliveries && simulator.sentMessages(token).size() > answers);
     }
 
     /** One album part (of {@code total}) delivered to {@code runner} until accepted. */
@@ -133,14 +182,16 @@ final class RunnersUnderLoad implements AutoCloseable {
                     + "; lanes: " + Sql.rows(db, "SELECT chat_key, claimed_by, claim_token, due_at - now() FROM work_lane"
                     + " WHERE claimed_by IS NOT NULL")
                     + "; beats: " + Sql.rows(db, "SELECT process_id, now() - beat_at FROM runner_heartbeat") + "\n"
-                    + first.output() + "\n----\n" + second.output(), e);
+                    + runners.stream().map(RunnerProcess::output).collect(Collectors.joining("\n----\n")), e);
         }
     }
 
     /** Nothing lost, doubled or parked, no runner exited; returns what the load brought, for the test's line. */
     String assertNothingLostDoubledOrParked(DataSource db) {
         int sent = texts.get();
-        assertThat(first.isAlive() && second.isAlive()).as("no runner exits:\n%s\n%s", first.output(), second.output()).isTrue();
+        for (RunnerProcess runner : runners) {
+            assertThat(runner.isAlive()).as("no runner exits:\n%s", runner.output()).isTrue();
+        }
         assertThat(Sql.count(db, "SELECT count(*) FROM work_item WHERE state = 'parked'")).as("none parked").isZero();
         assertThat(simulator.sentMessages(token).stream().map(m -> m.path("text").asText()).toList())
                 .as("every text answered once").doesNotHaveDuplicates().hasSize(sent);
@@ -159,7 +210,7 @@ final class RunnersUnderLoad implements AutoCloseable {
 
     /** A provider: each event sent until answered 200, to the runners in turn; 503 means retry. */
     private void deliver() {
-        List<SignedDeliverySender> senders = List.of(first, second).stream().map(r -> new SignedDeliverySender(
+        List<SignedDeliverySender> senders = runners.stream().map(r -> new SignedDeliverySender(
                 URI.create("http://127.0.0.1:" + r.httpPort() + "/webhooks/unifyport"), Secret.of(SECRET))).toList();
         for (int n = 0; loading.get(); n++) {
             String eventId = "evt_load_" + n;
@@ -194,8 +245,10 @@ final class RunnersUnderLoad implements AutoCloseable {
     @Override
     public void close() {
         loading.set(false);
-        try (simulator; first; second) {
-            // closed in reverse order
+        try (simulator) {
+            for (int i = runners.size() - 1; i >= 0; i--) {
+                runners.get(i).close();
+            }
         }
     }
 }
