@@ -32,7 +32,8 @@ import javax.sql.DataSource;
  */
 final class RunnersUnderLoad implements AutoCloseable {
     private static final String SECRET = "db_faults_it_secret_42";
-    private static final Duration WAIT = Duration.ofSeconds(60);
+    /** Long enough for a machine shared with other test runs to drain the load; only a failing run waits it out. */
+    private static final Duration WAIT = Duration.ofSeconds(120);
     private static final int CHATS = 20;
     /** How long an album waits for more parts after its last: short, so that a test sees albums decided by it. */
     static final Duration ALBUM_QUIET = Duration.ofSeconds(3);
@@ -56,19 +57,25 @@ final class RunnersUnderLoad implements AutoCloseable {
 
     /** The same with the second runner's wall clock {@code secondAhead} of the first's (and the database's). */
     RunnersUnderLoad(Path work, EmbeddedDatabase database, Duration secondAhead) {
-        this(work, database, 2, secondAhead);
+        this(work, database, secondAhead, Map.of());
+    }
+
+    /** The same, the second runner also given {@code secondSettings} (environment variables). */
+    RunnersUnderLoad(Path work, EmbeddedDatabase database, Duration secondAhead, Map<String, String> secondSettings) {
+        this(work, database, 2, secondAhead, secondSettings);
     }
 
     /** The same with {@code count} runners (2 or more), every clock the database's. */
     RunnersUnderLoad(Path work, EmbeddedDatabase database, int count) {
-        this(work, database, count, Duration.ZERO);
+        this(work, database, count, Duration.ZERO, Map.of());
     }
 
-    private RunnersUnderLoad(Path work, EmbeddedDatabase database, int count, Duration secondAhead) {
+    private RunnersUnderLoad(Path work, EmbeddedDatabase database, int count, Duration secondAhead, Map<String, String> secondSettings) {
         simulator = BotApiSimulator.start();
         token = simulator.addBot(707, "FAKE-db-faults-test-token", "db_faults_bot");
         first = RunnerProcess.start(work.resolve("a"), env(work.resolve("a"), database));
         Map<String, String> secondEnv = env(work.resolve("b"), database);
+        secondEnv.putAll(secondSettings);
         second = secondAhead.isZero() ? RunnerProcess.start(work.resolve("b"), secondEnv)
                 : RunnerProcess.startWithClockAhead(work.resolve("b"), secondEnv, secondAhead);
         List<RunnerProcess> all = new ArrayList<>(List.of(first, second));

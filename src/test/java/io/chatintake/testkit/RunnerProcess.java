@@ -117,12 +117,11 @@ public final class RunnerProcess implements AutoCloseable {
     /**
      * The jar with its wall clock {@code ahead} of this machine's (libfaketime, Debian's
      * {@code faketime} package, preloaded into the JVM itself so that closing the runner ends it;
-     * monotonic time left as it is, as a drifted NTP client leaves it); {@code args} as for {@link #start}.
+     * monotonic time left as it is, as a drifted NTP client leaves it).
      */
-    public static RunnerProcess startWithClockAhead(Path workDir, Map<String, String> env, Duration ahead, String... args) {
+    public static RunnerProcess startWithClockAhead(Path workDir, Map<String, String> env, Duration ahead) {
         List<String> command = new ArrayList<>(jvm());
         command.addAll(List.of("-jar", jar().toString()));
-        command.addAll(List.of(args));
         Map<String, String> faked = new HashMap<>(env);
         faked.put("LD_PRELOAD", LIBFAKETIME.toString());
         faked.put("FAKETIME", "+" + ahead.toSeconds() + "s");
