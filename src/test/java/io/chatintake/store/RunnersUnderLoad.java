@@ -35,6 +35,8 @@ final class RunnersUnderLoad implements AutoCloseable {
     /** Long enough for a machine shared with other test runs to drain the load; only a failing run waits it out. */
     private static final Duration WAIT = Duration.ofSeconds(120);
     private static final int CHATS = 20;
+    /** How many more deliveries and answers show that intake flows again. */
+    private static final int FLOWING = 10;
     /** How long an album waits for more parts after its last: short, so that a test sees albums decided by it. */
     static final Duration ALBUM_QUIET = Duration.ofSeconds(3);
 
@@ -141,14 +143,14 @@ final class RunnersUnderLoad implements AutoCloseable {
     }
 
     /**
-     * Waits until intake goes on: a delivery acknowledged and a text answered after this call (the
-     * database may still be coming back meanwhile).
+     * Waits until intake goes on: {@value #FLOWING} more deliveries acknowledged and as many texts
+     * answered after this call (the database may still be coming back meanwhile).
      */
     void awaitIntake() {
         int deliveries = acknowledged.size();
         int answers = simulator.sentMessages(token).size();
-        Await.until("a delivery acknowledged and a text answered", WAIT,
-                () -> acknowledged.size() > deliveries && simulator.sentMessages(token).size() > answers);
+        Await.until(FLOWING + " more deliveries acknowledged and texts answered", WAIT,
+                () -> acknowledged.size() >= deliveries + FLOWING && simulator.sentMessages(token).size() >= answers + FLOWING);
     }
 
     /** One album part (of {@code total}) delivered to {@code runner} until accepted. */
