@@ -18,6 +18,7 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -91,7 +92,8 @@ public final class AlbumDecisions {
      * from its stored children, the group's among them. Completed by the predicate, it decides only
      * if the stored children are complete too (a child the group had not seen may claim another
      * total: the deadline then decides); by timeout, by the sweep or resubmitted by recovery (whose
-     * exchange lost its properties), it decides with whatever is stored. Either way a completion
+     * exchange lost its properties), it decides with whatever is stored once the album's deadline
+     * in the database has passed (see {@link #decide}). Either way a completion
      * seen twice makes one version: nothing is decided when the children are those of the last one.
      * Albums completed at about the same time are decided in one transaction ({@link GroupCommit}),
      * which also confirms their completions (their completed rows go with it); the route goes on
@@ -167,9 +169,11 @@ public final class AlbumDecisions {
         WorkDispatcher.nudge(context);
     }
 
-    // Albums locked in key order, so transactions deciding overlapping batches never deadlock.
+    // Albums locked in key order, so transactions deciding overlapping batches never deadlock. With
+    // each, whether its deadline is still ahead by the database's clock (the clock decided_at is read from).
     private static final String LOCK_ALBUMS = """
-            SELECT album_key, decided_version FROM album WHERE album_key = ANY (?::text[]) ORDER BY album_key FOR UPDATE""";
+            SELECT album_key, decided_version, coalesce(decide_after > now(), false)
+              FROM album WHERE album_key = ANY (?::text[]) ORDER BY album_key FOR UPDATE""";
 
     private static final String CHILDREN = """
             SELECT a.album_key, m.id, m.message_id, m.album_index, m.album_total
@@ -202,7 +206,10 @@ public final class AlbumDecisions {
 
     /**
      * Under the albums' row locks: by count, decides an album only when its stored children are
-     * complete (its deadline stays otherwise); by deadline, with whatever is stored. Either way no
+     * complete (its deadline stays otherwise); by deadline, with whatever is stored, once the
+     * deadline in the database has passed. A deadline still ahead was moved by a child stored after
+     * the group was removed as overdue (its transaction began before the removal and committed
+     * after): the album stays open until then, unless its children are complete now. Either way no
      * decision is made when the children are those of the last one, and a decided album has no
      * deadline until its next child. A few statements for any number of albums: the sweep decides
      * a batch in one transaction.
@@ -213,7 +220,13 @@ public final class AlbumDecisions {
             return List.of();
         }
         Map<String, Integer> lastVersions = new TreeMap<>();
-        query(c, LOCK_ALBUMS, albumKeys, rs -> lastVersions.put(rs.getString(1), rs.getInt(2)));
+        Set<String> deadlineAhead = new HashSet<>();
+        query(c, LOCK_ALBUMS, albumKeys, rs -> {
+            lastVersions.put(rs.getString(1), rs.getInt(2));
+            if (rs.getBoolean(3)) {
+                deadlineAhead.add(rs.getString(1));
+            }
+        });
         Map<String, Stored> stored = storedChildren(c, albumKeys);
         Map<String, Set<Long>> lastChildren = new HashMap<>();
         query(c, LAST_DECISIONS, albumKeys, rs -> lastChildren.put(rs.getString(1), ids(rs.getString(2))));
@@ -230,7 +243,8 @@ public final class AlbumDecisions {
             Stored children = stored.getOrDefault(key, new Stored(List.of(), List.of()));
             List<Long> childIds = children.children().stream().map(AlbumState.Child::id).toList();
             AlbumState state = AlbumState.of(children.children());
-            if (BY_COUNT.equals(completedBy.get(key)) && !state.complete()) {
+            boolean due = BY_DEADLINE.equals(completedBy.get(key)) && !deadlineAhead.contains(key);
+            if (!due && !state.complete()) {
                 continue;
             }
             if (lastVersion > 0 && new TreeSet<>(childIds).equals(lastChildren.getOrDefault(key, Set.of()))) {

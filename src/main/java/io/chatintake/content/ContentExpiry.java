@@ -8,9 +8,6 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
-import java.sql.Timestamp;
-import java.time.Duration;
-import java.time.Instant;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -29,7 +26,8 @@ import org.slf4j.LoggerFactory;
  * <p>
  * Content that unfinished work still reads (pending, running, retrying) is kept until that work
  * ends. Batches as retention's: one statement and commit each, rows claimed with
- * {@code FOR UPDATE SKIP LOCKED}, so every runner may expire at once.
+ * {@code FOR UPDATE SKIP LOCKED}, so every runner may expire at once. Ages are the database's
+ * ({@code now()}), never this process's clock.
  */
 public final class ContentExpiry {
     private static final Logger LOG = LoggerFactory.getLogger(ContentExpiry.class);
@@ -52,24 +50,29 @@ public final class ContentExpiry {
 
     private static final List<Rule> RULES = List.of(
             new Rule("telegram_update", """
-                    SELECT x.id FROM telegram_update x WHERE x.received_at < ? AND x.content_removed_at IS NULL
+                    SELECT x.id FROM telegram_update x
+                     WHERE x.received_at < now() - make_interval(days => ?) AND x.content_removed_at IS NULL
                        AND NOT EXISTS (SELECT 1 FROM work_item w WHERE w.kind = 'telegram-update' AND w.source_id = x.id
                                           AND w.state IN %s)""".formatted(UNFINISHED), (r, k) -> r.telegramUpdates(as(k))),
             new Rule("webhook_event", """
-                    SELECT x.id FROM webhook_event x WHERE x.received_at < ? AND x.content_removed_at IS NULL
+                    SELECT x.id FROM webhook_event x
+                     WHERE x.received_at < now() - make_interval(days => ?) AND x.content_removed_at IS NULL
                        AND NOT EXISTS (SELECT 1 FROM work_item w WHERE w.kind NOT IN %2$s AND w.source_id = x.id AND w.state IN %1$s)
                        AND NOT EXISTS (SELECT 1 FROM work_staged s WHERE s.kind NOT IN %2$s AND s.source_id = x.id)"""
                     .formatted(UNFINISHED, OTHER_KINDS), (r, k) -> r.webhookEvents(as(k))),
             new Rule("channel_message", """
-                    SELECT x.id FROM channel_message x WHERE x.updated_at < ? AND x.content_removed_at IS NULL
+                    SELECT x.id FROM channel_message x
+                     WHERE x.updated_at < now() - make_interval(days => ?) AND x.content_removed_at IS NULL
                        AND NOT EXISTS (SELECT 1 FROM work_item w WHERE w.kind = 'album-child' AND w.source_id = x.id
                                           AND w.state IN %s)""".formatted(UNFINISHED), (r, k) -> r.messages(as(k))),
             new Rule("message_attachment", """
-                    SELECT x.id FROM message_attachment x WHERE x.created_at < ? AND x.content_removed_at IS NULL AND x.status <> 'pending'
+                    SELECT x.id FROM message_attachment x
+                     WHERE x.created_at < now() - make_interval(days => ?) AND x.content_removed_at IS NULL AND x.status <> 'pending'
                        AND NOT EXISTS (SELECT 1 FROM work_item w WHERE w.kind = 'attachment' AND w.source_id = x.id
                                           AND w.state IN %s)""".formatted(UNFINISHED), (r, k) -> r.attachments(as(k))),
             new Rule("outbound_effect", """
-                    SELECT x.effect_key FROM outbound_effect x WHERE x.started_at < ? AND x.content_removed_at IS NULL
+                    SELECT x.effect_key FROM outbound_effect x
+                     WHERE x.started_at < now() - make_interval(days => ?) AND x.content_removed_at IS NULL
                        AND x.result IS NOT NULL AND x.state <> 'started'""", (r, k) -> r.effects(as(k))));
 
     private final DataSource dataSource;
@@ -145,7 +148,7 @@ public final class ContentExpiry {
         try {
             List<Object> keys = new ArrayList<>();
             try (PreparedStatement ps = c.prepareStatement(rule.candidates() + " ORDER BY 1 LIMIT ? FOR UPDATE OF x SKIP LOCKED")) {
-                ps.setTimestamp(1, cutoff());
+                ps.setInt(1, days);
                 ps.setInt(2, batchSize);
                 try (ResultSet rs = ps.executeQuery()) {
                     while (rs.next()) {
@@ -170,15 +173,11 @@ public final class ContentExpiry {
 
     private long count(Connection c, Rule rule) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement("SELECT count(*) FROM (" + rule.candidates() + ") doomed")) {
-            ps.setTimestamp(1, cutoff());
+            ps.setInt(1, days);
             try (ResultSet rs = ps.executeQuery()) {
                 rs.next();
                 return rs.getLong(1);
             }
         }
-    }
-
-    private Timestamp cutoff() {
-        return Timestamp.from(Instant.now().minus(Duration.ofDays(days)));
     }
 }

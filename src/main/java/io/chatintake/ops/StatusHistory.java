@@ -29,7 +29,8 @@ import org.slf4j.LoggerFactory;
 /**
  * The history behind the status page's graphs ({@code status_rollup}): every
  * {@link #SAMPLE_EVERY} this process reads its own Micrometer counters and adds what they counted
- * since the last sample to the current minute and hour, shared by every process; once a minute it
+ * since the last sample to the current minute and hour by the database's clock, shared by every
+ * process, whatever its own clock says; once a minute it
  * also records the backlog and the oldest due item's age as the database has them. The engine
  * knows nothing of this: a counter any part of the product registers under one of the names in
  * {@link #COUNTERS} is graphed.
@@ -187,13 +188,22 @@ public final class StatusHistory extends ServiceSupport implements CamelContextA
                 ps.executeBatch();
             }
             lastTotals.putAll(totals);
-            // Once a minute (of this process's clock): the gauges need no finer grain, and their query reads every unfinished item.
-            long minute = System.currentTimeMillis() / 60_000;
+            // Once a minute of the database's clock, whose minutes the buckets are: the gauges need no
+            // finer grain, and their query reads every unfinished item.
+            long minute = databaseMinute(c);
             if (minute != lastMinute) {
                 recordBacklog(c);
                 forget(c);
                 lastMinute = minute;
             }
+        }
+    }
+
+    private static long databaseMinute(Connection c) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement("SELECT floor(extract(epoch FROM now()) / 60)::bigint");
+             ResultSet rs = ps.executeQuery()) {
+            rs.next();
+            return rs.getLong(1);
         }
     }
 

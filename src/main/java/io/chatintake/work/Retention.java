@@ -5,9 +5,6 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
-import java.sql.Timestamp;
-import java.time.Duration;
-import java.time.Instant;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -27,6 +24,9 @@ import org.slf4j.LoggerFactory;
  * <p>
  * Never purged: unfinished or parked work, anything whose work item is not done, undecided (open)
  * albums, conflicts waiting for a person, effects not recorded done.
+ * <p>
+ * Ages are the database's ({@code now()} in each statement), never this process's clock: a runner
+ * whose clock is ahead deletes nothing early.
  * <p>
  * A source row and its work item go together, in one statement: the item's {@code source_key} is
  * unique per kind, so an item kept after its source (or a source kept after its item) could make a
@@ -70,12 +70,14 @@ public final class Retention {
 
     private static final List<Policy> POLICIES = List.of(
             new Policy("telegram_update", "id", "retention.telegram-update-days", """
-                    SELECT x.id AS k FROM telegram_update x WHERE x.received_at < ? AND %s"""
+                    SELECT x.id AS k FROM telegram_update x
+                     WHERE x.received_at < now() - make_interval(days => ?) AND %s"""
                     .formatted(noUnfinishedWork(OTHER_TABLES_KINDS + ", '" + WEBHOOK + "'")), 1,
                     "w.kind = '" + TELEGRAM + "' AND w.source_id = doomed.k", null),
             // The keys of deleted events stay behind (webhook_event_purged): a replay after the row is gone is a duplicate.
             new Policy("webhook_event", "id", "retention.webhook-event-days", """
-                    SELECT x.id AS k FROM webhook_event x WHERE x.received_at < ? AND %s"""
+                    SELECT x.id AS k FROM webhook_event x
+                     WHERE x.received_at < now() - make_interval(days => ?) AND %s"""
                     .formatted(noUnfinishedWork(OTHER_TABLES_KINDS + ", '" + TELEGRAM + "'")), 1,
                     "w.kind = '" + WEBHOOK + "' AND w.source_id = doomed.k", """
                     keys AS (INSERT INTO webhook_event_purged (workspace, channel, event_id)
@@ -84,22 +86,28 @@ public final class Retention {
             // Decided albums with no child since (no deadline), no person needed, every decision handled.
             new Policy("album", "album_key", "retention.album-days", """
                     SELECT x.album_key AS k FROM album x
-                     WHERE x.first_child_at < ? AND x.decided_at < ? AND x.decide_after IS NULL AND x.decided_version > 0
+                     WHERE x.first_child_at < now() - make_interval(days => ?) AND x.decided_at < now() - make_interval(days => ?)
+                       AND x.decide_after IS NULL AND x.decided_version > 0
                        AND NOT x.needs_person
                        AND NOT EXISTS (SELECT 1 FROM album_decision d JOIN work_item w ON w.kind = '%s' AND w.source_id = d.id
                                         WHERE d.album_key = x.album_key AND w.state NOT IN ('done', 'erased'))""".formatted(ALBUM_DECISION), 2,
                     "w.kind = '" + ALBUM_DECISION + "' AND w.source_id IN (SELECT d.id FROM album_decision d WHERE d.album_key = doomed.k)",
                     "decisions AS (DELETE FROM album_decision d USING doomed WHERE d.album_key = doomed.k RETURNING 1), "),
             new Policy("work_item", "id", "retention.work-item-days", """
-                    SELECT x.id AS k FROM work_item x WHERE x.created_at < ? AND x.done_at < ? AND x.state IN ('done', 'erased')
-                       AND x.kind NOT IN ('%s', '%s', '%s')""".formatted(TELEGRAM, WEBHOOK, ALBUM_DECISION), 2, null, null),
+                    SELECT x.id AS k FROM work_item x
+                     WHERE x.created_at < now() - make_interval(days => ?) AND x.done_at < now() - make_interval(days => ?)
+                       AND x.state IN ('done', 'erased') AND x.kind NOT IN ('%s', '%s', '%s')"""
+                    .formatted(TELEGRAM, WEBHOOK, ALBUM_DECISION), 2, null, null),
             new Policy("outbound_effect", "effect_key", "retention.outbound-effect-days", """
-                    SELECT x.effect_key AS k FROM outbound_effect x WHERE x.started_at < ? AND x.done_at < ? AND x.state = 'done'
+                    SELECT x.effect_key AS k FROM outbound_effect x
+                     WHERE x.started_at < now() - make_interval(days => ?) AND x.done_at < now() - make_interval(days => ?)
+                       AND x.state = 'done'
                        AND (x.work_item_id IS NULL OR NOT EXISTS (SELECT 1 FROM work_item w WHERE w.id = x.work_item_id))""",
                     2, null, null),
             // The kept keys themselves, once older than any replay worth refusing (no unique id column: by row address).
             new Policy("webhook_event_purged", "ctid", DEDUPE_KEY_DAYS, """
-                    SELECT x.ctid AS k FROM webhook_event_purged x WHERE x.purged_at < ?""", 1, null, null));
+                    SELECT x.ctid AS k FROM webhook_event_purged x
+                     WHERE x.purged_at < now() - make_interval(days => ?)""", 1, null, null));
 
     /** What one table would lose (dry run) or lost (purge): its rows, and the work items that went with them. */
     public record Outcome(String table, int days, long rows, long workItems) {
@@ -212,9 +220,8 @@ public final class Retention {
 
     private static long[] run(Connection c, String sql, Policy p, int keep, Integer limit) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(sql)) {
-            Timestamp cutoff = Timestamp.from(Instant.now().minus(Duration.ofDays(keep)));
             for (int i = 1; i <= p.cutoffs(); i++) {
-                ps.setTimestamp(i, cutoff);
+                ps.setInt(i, keep);
             }
             if (limit != null) {
                 ps.setInt(p.cutoffs() + 1, limit);

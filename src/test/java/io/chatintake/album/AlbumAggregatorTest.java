@@ -220,8 +220,9 @@ class AlbumAggregatorTest {
         child("lost", "l1", "lost", 1);
         awaitGroups(1);
         String key = key("lost", "lost");
-        // what a runner killed between the group's removal and the decision's record leaves behind
-        Sql.execute(db, "INSERT INTO album_aggregation_completed (id, album_key, version, completed_by, completed_at)"
+        // what a runner killed between the group's removal (once overdue) and the decision's record leaves behind
+        Sql.execute(db, "UPDATE album SET decide_after = now() - interval '1 minute';"
+                + " INSERT INTO album_aggregation_completed (id, album_key, version, completed_by, completed_at)"
                 + " VALUES ('lost-exchange', '" + key.replace("'", "''") + "', 0, 'timeout', now() - interval '1 minute')");
         assertThat(Sql.count(db, "SELECT count(*) FROM album_aggregation")).as("no group while its removal is in flight").isZero();
 

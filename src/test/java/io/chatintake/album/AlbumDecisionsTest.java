@@ -72,6 +72,11 @@ class AlbumDecisionsTest {
         return completed(by, albumKey, AggregateProcessor.COMPLETED_BY_FORCE);
     }
 
+    /** The quiet period ran out (the test's is an hour): every open album's deadline in the database is now. */
+    private void overdue() {
+        Sql.execute(db, "UPDATE album SET decide_after = now() WHERE decide_after IS NOT NULL");
+    }
+
     private long childWork() {
         return Sql.count(db, "SELECT count(*) FROM work_item WHERE kind = 'album-child'");
     }
@@ -154,6 +159,7 @@ class AlbumDecisionsTest {
             event("message.received", "x" + album, sent, "{\"id\":\"b" + album + "\"}");
         }
         List<String> keys = Sql.rows(db, "SELECT album_key FROM album ORDER BY album_key").stream().map(r -> (String) r.get(0)).toList();
+        overdue();
 
         // four processes completing every album at once, each with its own decisions and pool connections
         ExecutorService pool = Executors.newFixedThreadPool(16);
@@ -181,9 +187,38 @@ class AlbumDecisionsTest {
         event("message.received", "x0b", sent, "{\"id\":\"b0\"}");
         String b0 = key("b0");
         assertThat(Sql.count(db, "SELECT count(*) FROM album WHERE decide_after IS NOT NULL")).isEqualTo(1);
+        overdue();
         assertThat(byDeadline(decisions, b0)).contains("late");
         assertThat(Sql.string(db, "SELECT version || ' ' || jsonb_array_length(child_ids) FROM album_decision WHERE kind = 'late'"))
                 .isEqualTo("2 2");
+    }
+
+    @Test
+    void aChildStoredAfterItsAlbumWasFoundOverdueKeepsItOpenForItsOwnQuietPeriod() throws Exception {
+        Instant sent = Instant.parse("2026-11-30T09:00:00Z");
+        event("message.received", "m1", sent, "{\"id\":\"a1\",\"index\":1,\"total\":3}");
+        overdue();
+        // The sweep removed the group as overdue; a child whose transaction began before commits now,
+        // and its deadline (an hour on) is what the completion finds under the album's lock.
+        event("message.received", "m2", sent, "{\"id\":\"a1\",\"index\":2,\"total\":3}");
+
+        assertThat(byDeadline(decisions, ALBUM)).as("nothing decided before the moved deadline").isEmpty();
+        assertThat(Sql.count(db, "SELECT count(*) FROM album_decision")).isZero();
+        assertThat(Sql.count(db, "SELECT count(*) FROM album WHERE decide_after > now()")).as("still open, its deadline kept").isEqualTo(1);
+
+        overdue();
+        assertThat(byDeadline(decisions, ALBUM)).contains("provisional");
+        assertThat(Sql.string(db, "SELECT jsonb_array_length(child_ids) FROM album_decision")).isEqualTo("2");
+    }
+
+    @Test
+    void aChildThatCompletesAnAlbumFoundOverdueHasItDecidedAtOnce() throws Exception {
+        Instant sent = Instant.parse("2026-11-30T09:00:00Z");
+        received("m1", 1, sent);
+        overdue();
+        received("m2", 2, sent);
+
+        assertThat(byDeadline(decisions, ALBUM)).as("complete needs no quiet period").contains("complete");
     }
 
     private static String key(String albumId) {

@@ -14,16 +14,18 @@ import java.net.URI;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.stream.Collectors;
 import javax.sql.DataSource;
 
 /**
- * Two runners (the real jar) on one external PostgreSQL under Telegram and webhook load, for tests
+ * Two runners or more (the real jar) on one external PostgreSQL under Telegram and webhook load, for tests
  * that hurt the database meanwhile: texts to a polled bot whose shipped echo handler answers each,
  * and signed UnifyPort deliveries sent as a provider sends them (again after a 5xx or no answer,
  * to the runners in turn). Afterwards: every text answered once, every acknowledged delivery
@@ -31,8 +33,11 @@ import javax.sql.DataSource;
  */
 final class RunnersUnderLoad implements AutoCloseable {
     private static final String SECRET = "db_faults_it_secret_42";
-    private static final Duration WAIT = Duration.ofSeconds(60);
+    /** Long enough for a machine shared with other test runs to drain the load; only a failing run waits it out. */
+    private static final Duration WAIT = Duration.ofSeconds(120);
     private static final int CHATS = 20;
+    /** How many more deliveries and answers show that intake flows again. */
+    private static final int FLOWING = 10;
     /** How long an album waits for more parts after its last: short, so that a test sees albums decided by it. */
     static final Duration ALBUM_QUIET = Duration.ofSeconds(3);
 
@@ -40,6 +45,8 @@ final class RunnersUnderLoad implements AutoCloseable {
     private final String token;
     final RunnerProcess first;
     final RunnerProcess second;
+    /** Every runner, {@link #first} and {@link #second} the first two. */
+    final List<RunnerProcess> runners;
     private final AtomicBoolean loading = new AtomicBoolean(true);
     private final Set<String> acknowledged = ConcurrentHashMap.newKeySet();
     private final AtomicInteger texts = new AtomicInteger();
@@ -53,20 +60,30 @@ final class RunnersUnderLoad implements AutoCloseable {
 
     /** The same with the second runner's wall clock {@code secondAhead} of the first's (and the database's). */
     RunnersUnderLoad(Path work, EmbeddedDatabase database, Duration secondAhead) {
-        this(work, database.jdbcUrl(), database.user(), database.password(), secondAhead, Map.of(), Map.of());
+        this(work, database, secondAhead, Map.of());
+    }
+
+    /** The same, the second runner also given {@code secondSettings} (environment variables). */
+    RunnersUnderLoad(Path work, EmbeddedDatabase database, Duration secondAhead, Map<String, String> secondSettings) {
+        this(work, database.jdbcUrl(), database.user(), database.password(), 2, secondAhead, Map.of(), secondSettings);
+    }
+
+    /** The same with {@code count} runners (2 or more), every clock the database's. */
+    RunnersUnderLoad(Path work, EmbeddedDatabase database, int count) {
+        this(work, database.jdbcUrl(), database.user(), database.password(), count, Duration.ZERO, Map.of(), Map.of());
     }
 
     /** The same on the database at {@code jdbcUrl}, e.g. a multi-host URL naming a primary and its standby. */
     RunnersUnderLoad(Path work, String jdbcUrl, String user, Secret password, Duration secondAhead) {
-        this(work, jdbcUrl, user, password, secondAhead, Map.of(), Map.of());
+        this(work, jdbcUrl, user, password, 2, secondAhead, Map.of(), Map.of());
     }
 
     /** The same with settings of each runner's own (its database reached through a proxy, say). */
     RunnersUnderLoad(Path work, EmbeddedDatabase database, Map<String, String> firstOwn, Map<String, String> secondOwn) {
-        this(work, database.jdbcUrl(), database.user(), database.password(), Duration.ZERO, firstOwn, secondOwn);
+        this(work, database.jdbcUrl(), database.user(), database.password(), 2, Duration.ZERO, firstOwn, secondOwn);
     }
 
-    private RunnersUnderLoad(Path work, String jdbcUrl, String user, Secret password, Duration secondAhead,
+    private RunnersUnderLoad(Path work, String jdbcUrl, String user, Secret password, int count, Duration secondAhead,
                              Map<String, String> firstOwn, Map<String, String> secondOwn) {
         simulator = BotApiSimulator.start();
         token = simulator.addBot(707, "FAKE-db-faults-test-token", "db_faults_bot");
@@ -77,8 +94,18 @@ final class RunnersUnderLoad implements AutoCloseable {
         secondEnv.putAll(secondOwn);
         second = secondAhead.isZero() ? RunnerProcess.start(work.resolve("b"), secondEnv)
                 : RunnerProcess.startWithClockAhead(work.resolve("b"), secondEnv, secondAhead);
-        first.awaitReady();
-        second.awaitReady();
+        List<RunnerProcess> all = new ArrayList<>(List.of(first, second));
+        for (int more = 2; more < count; more++) {
+            Path dir = work.resolve(Character.toString('a' + more));
+            all.add(RunnerProcess.start(dir, env(dir, jdbcUrl, user, password)));
+        }
+        runners = List.copyOf(all);
+        try {
+            runners.forEach(RunnerProcess::awaitReady);
+        } catch (AssertionError e) {
+            close(); // no test holds this yet: its runners would outlive it
+            throw e;
+        }
         telegram = new Thread(() -> {
             while (loading.get()) {
                 int n = texts.get();
@@ -128,6 +155,32 @@ final class RunnersUnderLoad implements AutoCloseable {
     /** The answers the bot sent so far, each an effect performed. */
     int answers() {
         return simulator.sentMessages(token).size();
+    }
+
+    /**
+     * Keeps the load going for {@code duration}, a length the test's scenario needs (a stretch of
+     * load, an outage): not a sleep, as every runner is watched meanwhile and the test fails at once
+     * when one exits.
+     */
+    void keepLoading(Duration duration) {
+        long end = System.nanoTime() + duration.toNanos();
+        while (System.nanoTime() < end) {
+            runners.stream().filter(r -> !r.isAlive()).findFirst().ifPresent(r -> {
+                throw new AssertionError("a runner exited under load:\n" + r.output());
+            });
+            pause(100);
+        }
+    }
+
+    /**
+     * Waits until intake goes on: {@value #FLOWING} more deliveries acknowledged and as many texts
+     * answered after this call (the database may still be coming back meanwhile).
+     */
+    void awaitIntake() {
+        int deliveries = acknowledged.size();
+        int answers = simulator.sentMessages(token).size();
+        Await.until(FLOWING + " more deliveries acknowledged and texts answered", WAIT,
+                () -> acknowledged.size() >= deliveries + FLOWING && simulator.sentMessages(token).size() >= answers + FLOWING);
     }
 
     /** One album part (of {@code total}) delivered to {@code runner} until accepted. */
@@ -182,13 +235,16 @@ final class RunnersUnderLoad implements AutoCloseable {
                     + "; lanes: " + Sql.rows(db, "SELECT chat_key, claimed_by, claim_token, due_at - now() FROM work_lane"
                     + " WHERE claimed_by IS NOT NULL")
                     + "; beats: " + Sql.rows(db, "SELECT process_id, now() - beat_at FROM runner_heartbeat") + "\n"
-                    + first.output() + "\n----\n" + second.output(), e);
+                    + runners.stream().map(RunnerProcess::output).collect(Collectors.joining("\n----\n")), e);
         }
     }
 
     /** Nothing lost, doubled or parked, no runner exited; returns what the load brought, for the test's line. */
     String assertNothingLostDoubledOrParked(DataSource db) {
         int sent = texts.get();
+        for (RunnerProcess runner : runners) {
+            assertThat(runner.isAlive()).as("no runner exits:\n%s", runner.output()).isTrue();
+        }
         assertThat(Sql.count(db, "SELECT count(*) FROM work_item WHERE state = 'parked'")).as("none parked").isZero();
         assertThat(simulator.sentMessages(token).stream().map(m -> m.path("text").asText()).toList())
                 .as("every text answered once").doesNotHaveDuplicates().hasSize(sent);
@@ -238,7 +294,7 @@ final class RunnersUnderLoad implements AutoCloseable {
 
     /** A provider: each event sent until answered 200, to the runners in turn; 503 means retry. */
     private void deliver() {
-        List<SignedDeliverySender> senders = List.of(first, second).stream().map(r -> new SignedDeliverySender(
+        List<SignedDeliverySender> senders = runners.stream().map(r -> new SignedDeliverySender(
                 URI.create("http://127.0.0.1:" + r.httpPort() + "/webhooks/unifyport"), Secret.of(SECRET))).toList();
         for (int n = 0; loading.get(); n++) {
             String eventId = "evt_load_" + n;
@@ -273,8 +329,10 @@ final class RunnersUnderLoad implements AutoCloseable {
     @Override
     public void close() {
         loading.set(false);
-        try (simulator; first; second) {
-            // closed in reverse order
+        try (simulator) {
+            for (int i = runners.size() - 1; i >= 0; i--) {
+                runners.get(i).close();
+            }
         }
     }
 }
