@@ -58,7 +58,7 @@ public final class AlbumCommands {
     public int resolve(String albumKey, String by) {
         try (Database database = Database.openForCommand(settings)) {
             Migrations.apply(database.forMigrations());
-            OperatorActions.Outcome resolved = new OperatorActions(database.dataSource()).resolveAlbum(albumKey, by);
+            OperatorActions.ActionResult resolved = new OperatorActions(database.dataSource()).resolveAlbum(albumKey, by);
             out.println(resolved.sentence());
             return resolved.changed() ? 0 : 1;
         } catch (SQLException e) {

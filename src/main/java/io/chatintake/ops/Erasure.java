@@ -83,7 +83,7 @@ final class Erasure {
     }
 
     /** Erases (or with {@code dryRun} only counts, rolling everything back) and says what in one sentence. */
-    OperatorActions.Outcome erase(Target target, boolean dryRun, String by) throws SQLException {
+    OperatorActions.ActionResult erase(Target target, boolean dryRun, String by) throws SQLException {
         try (Connection c = dataSource.getConnection()) {
             c.setAutoCommit(false);
             try {
@@ -111,7 +111,7 @@ final class Erasure {
                     removal.deleteFiles();
                     c.commit();
                 }
-                return new OperatorActions.Outcome(!dryRun && counts.any(), sentence);
+                return new OperatorActions.ActionResult(!dryRun && counts.any(), sentence);
             } catch (SQLException | RuntimeException e) {
                 c.rollback();
                 throw e;

@@ -33,7 +33,7 @@ final class OperatorActions {
     }
 
     /** Whether anything changed, and the sentence that says what. */
-    record Outcome(boolean changed, String sentence) {
+    record ActionResult(boolean changed, String sentence) {
     }
 
     /** The one line a retry of an item whose content is gone answers. */
@@ -42,30 +42,30 @@ final class OperatorActions {
     }
 
     /** One parked (or failed) item back to pending, due now; refused when its content is gone. */
-    Outcome retry(long id, String by) throws SQLException {
+    ActionResult retry(long id, String by) throws SQLException {
         return recorded(by, "retry", "work item " + id, c -> {
             if (ContentRemoval.goneFor(c, id)) {
-                return new Outcome(false, contentGone(id));
+                return new ActionResult(false, contentGone(id));
             }
             return WorkQueue.retry(c, id) == 1
-                    ? new Outcome(true, "work item " + id + " back to pending")
-                    : new Outcome(false, "work item " + id + " is not parked or failed (unknown, or retried already); nothing changed");
+                    ? new ActionResult(true, "work item " + id + " back to pending")
+                    : new ActionResult(false, "work item " + id + " is not parked or failed (unknown, or retried already); nothing changed");
         });
     }
 
     /** Every parked item, of every kind, back to pending ({@code work retry --all-parked}). */
-    Outcome retryAllParked(String by) throws SQLException {
+    ActionResult retryAllParked(String by) throws SQLException {
         return recorded(by, "retry-all", "every parked item", c -> {
             Retried retried = retryEach(c, "SELECT id FROM work_item WHERE state = 'parked' ORDER BY id");
-            return new Outcome(retried.back() > 0, retried.back() + " item(s) back to pending" + retried.refusals());
+            return new ActionResult(retried.back() > 0, retried.back() + " item(s) back to pending" + retried.refusals());
         });
     }
 
     /** Every parked item of one kind back to pending, each as {@code work retry --id} would. */
-    Outcome retryParked(String kind, String by) throws SQLException {
+    ActionResult retryParked(String kind, String by) throws SQLException {
         return recorded(by, "retry-kind", "parked " + kind, c -> {
             Retried retried = retryEach(c, "SELECT id FROM work_item WHERE state = 'parked' AND kind = ? ORDER BY id", kind);
-            return new Outcome(retried.back() > 0, retried.back() + " parked item(s) of kind " + kind + " back to pending" + retried.refusals());
+            return new ActionResult(retried.back() > 0, retried.back() + " parked item(s) of kind " + kind + " back to pending" + retried.refusals());
         });
     }
 
@@ -105,60 +105,60 @@ final class OperatorActions {
      * failed). Either way its item goes back to pending: the guard then skips a performed effect
      * and performs one that was not.
      */
-    Outcome settleEffect(String key, boolean performed, String by) throws SQLException {
+    ActionResult settleEffect(String key, boolean performed, String by) throws SQLException {
         return recorded(by, "settle-effect", "effect " + key, c -> {
             Optional<EffectGuard.Resolved> resolved = EffectGuard.resolve(c, key, performed, by);
             if (resolved.isEmpty()) {
-                return new Outcome(false, "effect " + key + " is not awaiting reconciliation (unknown, or settled already); nothing changed");
+                return new ActionResult(false, "effect " + key + " is not awaiting reconciliation (unknown, or settled already); nothing changed");
             }
             Long itemId = resolved.get().workItemId();
             boolean back = itemId != null && WorkQueue.retry(c, itemId) == 1;
-            return new Outcome(true, "effect " + key + " recorded " + (performed ? "performed (done)" : "not performed (failed)")
+            return new ActionResult(true, "effect " + key + " recorded " + (performed ? "performed (done)" : "not performed (failed)")
                     + " by " + by + "; " + (back ? "work item " + itemId + " back to pending: "
                     + (performed ? "the guard skips the effect" : "the effect runs again") : "no parked work item to put back"));
         });
     }
 
     /** A person settled an album's conflicting totals. */
-    Outcome resolveAlbum(String albumKey, String by) throws SQLException {
+    ActionResult resolveAlbum(String albumKey, String by) throws SQLException {
         return recorded(by, "resolve-album", "album " + albumKey, c -> AlbumDecisions.resolve(c, albumKey, by)
-                ? new Outcome(true, "album " + albumKey + " resolved by " + by + ": needs_person cleared")
-                : new Outcome(false, "album " + albumKey + " is not awaiting a person (unknown, or resolved already); nothing changed"));
+                ? new ActionResult(true, "album " + albumKey + " resolved by " + by + ": needs_person cleared")
+                : new ActionResult(false, "album " + albumKey + " is not awaiting a person (unknown, or resolved already); nothing changed"));
     }
 
     /**
      * The action and its {@code operator_action} row in one transaction: an action that cannot be
      * recorded is not done (the exception says so), and one recorded was done.
      */
-    private Outcome recorded(String by, String action, String target, Transactions.Work<Outcome> work) throws SQLException {
+    private ActionResult recorded(String by, String action, String target, Transactions.Work<ActionResult> work) throws SQLException {
         return inTransaction(dataSource, c -> {
-            Outcome outcome = work.run(c);
+            ActionResult outcome = work.run(c);
             record(c, by, action, target, outcome.sentence());
             return outcome;
         });
     }
 
     /** Pauses a bot's polling or a kind of work ({@link OperatorPause}); every process obeys within about 2 s. */
-    Outcome pause(OperatorPause.Subject subject, String name, String by) throws SQLException {
+    ActionResult pause(OperatorPause.Subject subject, String name, String by) throws SQLException {
         return inTransaction(dataSource, c -> {
             OperatorPause.Change change = OperatorPause.pause(c, subject, name, by);
             String what = subject.label + " " + name;
-            Outcome outcome = change.changed()
-                    ? new Outcome(true, what + " paused by " + by + " (" + standing(c, subject, name) + "): " + subject.meaning(name))
-                    : new Outcome(false, what + " is paused already (" + since(change.pause()) + "); nothing changed");
+            ActionResult outcome = change.changed()
+                    ? new ActionResult(true, what + " paused by " + by + " (" + standing(c, subject, name) + "): " + subject.meaning(name))
+                    : new ActionResult(false, what + " is paused already (" + since(change.pause()) + "); nothing changed");
             record(c, by, "pause-" + subject.word, what, outcome.sentence());
             return outcome;
         });
     }
 
     /** Ends a pause: the bot polls again from its offset, the kind's items are claimed again, in order per chat. */
-    Outcome resume(OperatorPause.Subject subject, String name, String by) throws SQLException {
+    ActionResult resume(OperatorPause.Subject subject, String name, String by) throws SQLException {
         return inTransaction(dataSource, c -> {
             Optional<OperatorPause.Paused> ended = OperatorPause.resume(c, subject, name);
             String what = subject.label + " " + name;
-            Outcome outcome = ended.isPresent()
-                    ? new Outcome(true, what + " resumed by " + by + " (" + since(ended.get()) + "; " + standing(c, subject, name) + ")")
-                    : new Outcome(false, what + " is not paused; nothing changed");
+            ActionResult outcome = ended.isPresent()
+                    ? new ActionResult(true, what + " resumed by " + by + " (" + since(ended.get()) + "; " + standing(c, subject, name) + ")")
+                    : new ActionResult(false, what + " is not paused; nothing changed");
             record(c, by, "resume-" + subject.word, what, outcome.sentence());
             return outcome;
         });

@@ -30,7 +30,7 @@ final class PauseCommand {
         try (Database database = Database.openForCommand(settings)) {
             Migrations.apply(database.dataSource());
             OperatorActions actions = new OperatorActions(database.dataSource());
-            OperatorActions.Outcome outcome = args.get(0).equals("pause") ? actions.pause(subject, name, by) : actions.resume(subject, name, by);
+            OperatorActions.ActionResult outcome = args.get(0).equals("pause") ? actions.pause(subject, name, by) : actions.resume(subject, name, by);
             out.println(outcome.sentence());
             return outcome.changed() ? 0 : 1;
         } catch (SQLException e) {

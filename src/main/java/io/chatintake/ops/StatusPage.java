@@ -448,7 +448,7 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
     }
 
     /** What an action was done to and how it ended, both also in its operator_action row. */
-    private record Performed(String target, OperatorActions.Outcome outcome) {
+    private record Performed(String target, OperatorActions.ActionResult outcome) {
     }
 
     /** The action the form asks for, or null when a field it needs is missing or malformed. */
@@ -506,7 +506,7 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
                     return null;
                 }
                 boolean asked = BulkWorkAction.requestCancel(dataSource, Long.parseLong(id));
-                return new Performed("operator action " + id, new OperatorActions.Outcome(asked, asked
+                return new Performed("operator action " + id, new OperatorActions.ActionResult(asked, asked
                         ? "operator action " + id + " stops after its current chunk; its row then says cancelled"
                         : "operator action " + id + " is not running; nothing changed"));
             }

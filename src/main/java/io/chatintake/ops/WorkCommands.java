@@ -59,7 +59,7 @@ public final class WorkCommands {
                     if (id == null) {
                         out.println(actions.retryAllParked(OperatorActions.by(args)).sentence());
                     } else {
-                        OperatorActions.Outcome retried = actions.retry(id, OperatorActions.by(args));
+                        OperatorActions.ActionResult retried = actions.retry(id, OperatorActions.by(args));
                         if (retried.sentence().equals(OperatorActions.contentGone(id))) {
                             out.println(retried.sentence());
                             yield 1;
@@ -98,7 +98,7 @@ public final class WorkCommands {
         if (args.size() < 2 || args.get(1).startsWith("--") || performed == args.contains("--not-performed")) {
             throw new ConfigurationException("work resolve-effect needs KEY and one of --performed | --not-performed [--by NAME]");
         }
-        OperatorActions.Outcome settled = new OperatorActions(database.dataSource()).settleEffect(args.get(1), performed,
+        OperatorActions.ActionResult settled = new OperatorActions(database.dataSource()).settleEffect(args.get(1), performed,
                 OperatorActions.by(args));
         out.println(settled.sentence());
         return settled.changed() ? 0 : 1;

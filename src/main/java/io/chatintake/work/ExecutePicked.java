@@ -34,15 +34,15 @@ final class ExecutePicked {
     private final CamelContext camel;
     private final DataSource dataSource;
     private final HandlerSources sources;
-    private final ItemOutcomes outcomes;
+    private final RunResults outcomes;
     private final WorkMetrics metrics;
     private final ClaimedRuns runs;
-    private final RecordOutcomes recorder;
+    private final RecordRunResults recorder;
     private final AtomicBoolean running;
     private final HandlerCall handlers;
 
-    ExecutePicked(CamelContext camel, DataSource dataSource, HandlerSources sources, ItemOutcomes outcomes, WorkMetrics metrics,
-                  ClaimedRuns runs, RecordOutcomes recorder, AtomicBoolean running, Duration handlerLimit) {
+    ExecutePicked(CamelContext camel, DataSource dataSource, HandlerSources sources, RunResults outcomes, WorkMetrics metrics,
+                  ClaimedRuns runs, RecordRunResults recorder, AtomicBoolean running, Duration handlerLimit) {
         this.camel = camel;
         this.dataSource = dataSource;
         this.sources = sources;
@@ -70,7 +70,7 @@ final class ExecutePicked {
                 }
                 started.add(run);
                 List<WorkItem> runItems = run.run.items();
-                List<Outcome> done = new ArrayList<>();
+                List<RunResult> done = new ArrayList<>();
                 int next = 0;
                 // Not once its claims can have been released (the database out of reach): its items may be another's.
                 while (next < runItems.size() && running.get() && !run.lost.get() && runs.mayStart()) {
@@ -80,7 +80,7 @@ final class ExecutePicked {
                     long start = System.nanoTime();
                     TraceContext.Attempt attempt = TraceContext.start(item, loaded);
                     Exchange exchange = runItem(item, loaded);
-                    Outcome outcome = exchange == null ? Outcome.deferred(item, Instant.now()) : outcomes.of(item, exchange);
+                    RunResult outcome = exchange == null ? RunResult.deferred(item, Instant.now()) : outcomes.of(item, exchange);
                     attempt.end(outcome);
                     metrics.handled(item, outcome, System.nanoTime() - start);
                     if (exchange != null) {

@@ -115,14 +115,14 @@ final class FinishRuns {
         List<Long> heads = new ArrayList<>();
         for (FinishedRun f : locked) {
             WorkRun run = f.run();
-            Outcome last = f.outcomes().isEmpty() ? null : f.outcomes().get(f.outcomes().size() - 1);
+            RunResult last = f.outcomes().isEmpty() ? null : f.outcomes().get(f.outcomes().size() - 1);
             Double due = null;
             long head = run.headId();
             if (last != null && last.isDeferred()) {
                 // A limit of the chat (or its bot) holds every item of it until then, in order.
                 head = run.ordered() ? last.item().id() : run.headId();
                 due = WorkSql.secondsUntil(last.nextAttemptAt());
-            } else if (run.ordered() && last != null && last.kind() == Outcome.Kind.FAILED) {
+            } else if (run.ordered() && last != null && last.kind() == RunResult.Kind.FAILED) {
                 // The chat waits for this item's retry.
                 head = last.item().id();
                 due = WorkSql.secondsUntil(last.nextAttemptAt());

@@ -197,7 +197,7 @@ public final class TraceContext {
             this.scope = scope;
         }
 
-        void end(Outcome outcome) {
+        void end(RunResult outcome) {
             if (span == null) {
                 return;
             }
@@ -210,7 +210,7 @@ public final class TraceContext {
                 case DEFERRED -> "deferred";
             };
             span.setAttribute("chat_intake.work.outcome", ended);
-            if (outcome.kind() == Outcome.Kind.FAILED || outcome.kind() == Outcome.Kind.PARKED) {
+            if (outcome.kind() == RunResult.Kind.FAILED || outcome.kind() == RunResult.Kind.PARKED) {
                 span.setStatus(StatusCode.ERROR);
             }
             span.end();

@@ -27,8 +27,8 @@ import org.slf4j.LoggerFactory;
  * {@link ClaimDueWork} (claiming: one claim takes the runs of many chats, a run being a chat's
  * consecutive due items, or one item without a chat), {@link ClaimedRuns} (the runs this process
  * holds, shared out as slices), {@link ExecutePicked} (running a slice through the handler routes),
- * {@link ItemOutcomes} (what a handler's run of an item comes to, deferrals included),
- * {@link RecordOutcomes} (recording them, kept across a database outage), {@link ClaimKeeper}
+ * {@link RunResults} (what a handler's run of an item comes to, deferrals included),
+ * {@link RecordRunResults} (recording them, kept across a database outage), {@link ClaimKeeper}
  * (heartbeat, extension, release of dead processes' claims), {@link IntakePacing} (fewer workers
  * while intake is behind) and {@link WorkMetrics}. The stored side is {@link WorkQueue}.
  * <p>
@@ -89,7 +89,7 @@ public final class WorkDispatcher {
     private final WorkMetrics metrics;
     private final ClaimedRuns runs;
     private final IntakePacing pacing;
-    private final RecordOutcomes recorder;
+    private final RecordRunResults recorder;
     private final ExecutePicked executing;
     private final ClaimKeeper keeper;
     private final RunUntilShutdown worker;
@@ -112,8 +112,8 @@ public final class WorkDispatcher {
         this.pacing = new IntakePacing(options.concurrency(), options.concurrencyWhileIntakeBehind(), options.gatherWhileIntakeBehind(),
                 options.gatherWhileBacklogAtSource(), options.intakeFirst(), options.maxDeferral(), options.pollInterval(), runs, wakeups,
                 running);
-        this.recorder = new RecordOutcomes(queue, effects, runs, running, options.claim());
-        ItemOutcomes outcomes = new ItemOutcomes(this.sources::rules, effects, metrics);
+        this.recorder = new RecordRunResults(queue, effects, runs, running, options.claim());
+        RunResults outcomes = new RunResults(this.sources::rules, effects, metrics);
         this.executing = new ExecutePicked(camel, queue.dataSource(), this.sources, outcomes, metrics, runs, recorder, running,
                 options.claim());
         this.keeper = new ClaimKeeper(queue, new RunnerHeartbeat(queue.dataSource(), process, this::handlingHeldBackSince), process,

@@ -20,7 +20,7 @@ import java.util.TreeSet;
 /**
  * The only writer of {@code work_item}: every INSERT, UPDATE and DELETE of it is a statement (or,
  * for statements composed elsewhere, a fragment) of this class, each inside the caller's
- * connection. States and outcomes are enums here ({@link ItemState}, {@link Outcome.Kind}) and
+ * connection. States and outcomes are enums here ({@link ItemState}, {@link RunResult.Kind}) and
  * stored as the columns always held them. Every claim carries a token (fencing): outcomes,
  * extensions and releases count only while an item still carries it.
  */
@@ -221,7 +221,7 @@ final class WorkItemRepository {
 
     /** @return outcomes recorded per token: only those of items that still carry their run's token */
     static Map<Long, Integer> recordOutcomes(Connection c, List<FinishedRun> finished) throws SQLException {
-        List<Outcome> outcomes = new ArrayList<>();
+        List<RunResult> outcomes = new ArrayList<>();
         List<Long> tokens = new ArrayList<>();
         for (FinishedRun f : finished) {
             outcomes.addAll(f.outcomes());
@@ -233,11 +233,11 @@ final class WorkItemRepository {
         try (PreparedStatement ps = PlannedEachTime.prepare(c, RECORD_WITH_RUNS)) {
             ps.setArray(1, c.createArrayOf("bigint", outcomes.stream().map(o -> o.item().id()).toArray()));
             ps.setArray(2, c.createArrayOf("text", outcomes.stream().map(o -> o.state().stored()).toArray()));
-            ps.setArray(3, c.createArrayOf("text", outcomes.stream().map(Outcome::error).toArray()));
+            ps.setArray(3, c.createArrayOf("text", outcomes.stream().map(RunResult::error).toArray()));
             ps.setArray(4, c.createArrayOf("float8", outcomes.stream()
                     .map(o -> o.nextAttemptAt() == null ? null : WorkSql.secondsUntil(o.nextAttemptAt())).toArray()));
             ps.setArray(5, c.createArrayOf("text", outcomes.stream()
-                    .map(o -> o.kind() == Outcome.Kind.UNDELIVERABLE ? UNDELIVERABLE : null).toArray()));
+                    .map(o -> o.kind() == RunResult.Kind.UNDELIVERABLE ? UNDELIVERABLE : null).toArray()));
             ps.setArray(6, c.createArrayOf("bigint", tokens.toArray()));
             return tokens(ps);
         }

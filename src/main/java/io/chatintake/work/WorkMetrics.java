@@ -71,7 +71,7 @@ final class WorkMetrics {
     }
 
     /** One run of an item's handler: its time by outcome, and an attempt unless it was deferred. */
-    void handled(WorkItem item, Outcome outcome, long nanos) {
+    void handled(WorkItem item, RunResult outcome, long nanos) {
         handlerTimers.computeIfAbsent(item.kind() + "|" + outcome.state().stored(), k -> Timer.builder("chat_intake_work_handler_seconds")
                         .tag("kind", item.kind()).tag("outcome", outcome.state().stored()).register(registry))
                 .record(nanos, TimeUnit.NANOSECONDS);

@@ -205,7 +205,7 @@ public final class WorkQueue {
     }
 
     /** {@link #finish(List)} of one run. @return false when its claim was lost */
-    public boolean finish(WorkRun run, List<Outcome> outcomes, List<WorkItem> notRun) throws SQLException {
+    public boolean finish(WorkRun run, List<RunResult> outcomes, List<WorkItem> notRun) throws SQLException {
         return finish(List.of(new FinishedRun(run, outcomes, notRun))).isEmpty();
     }
 

@@ -106,7 +106,7 @@ class ContentExpiryTest {
         assertThat(Sql.count(db, "SELECT delivery_count FROM webhook_event WHERE event_id = 'old-1'")).isEqualTo(2);
 
         long parked = Sql.count(db, "SELECT id FROM work_item WHERE source_key = 'default:unifyport:old-1'");
-        OperatorActions.Outcome retry = new OperatorActions(db).retry(parked, "ops");
+        OperatorActions.ActionResult retry = new OperatorActions(db).retry(parked, "ops");
         assertThat(retry.changed()).isFalse();
         assertThat(retry.sentence()).isEqualTo("work item " + parked
                 + ": refused, its content is gone (expired by retention.content-days, or erased); nothing to replay");

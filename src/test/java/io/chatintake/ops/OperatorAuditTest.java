@@ -62,7 +62,7 @@ class OperatorAuditTest {
 
         assertThat(new WorkCommands(TestDatabase.commandSettings(), out).run(List.of("retry", "--id", Long.toString(item), "--by", "bob")))
                 .isZero();
-        OperatorActions.Outcome settled = new OperatorActions(db).settleEffect("e1", true, "carol");
+        OperatorActions.ActionResult settled = new OperatorActions(db).settleEffect("e1", true, "carol");
 
         assertThat(printed.toString(StandardCharsets.UTF_8)).contains("1 item(s) back to pending");
         assertThat(settled.changed()).isTrue();

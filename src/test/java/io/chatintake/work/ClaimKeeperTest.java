@@ -48,7 +48,7 @@ class ClaimKeeperTest {
         ActiveRun ended = slice.get(0);
         // What a worker's record does: marks the run ending, commits its outcome; it forgets it after.
         ended.ending = true;
-        assertThat(queue.finish(List.of(new FinishedRun(ended.run, List.of(Outcome.done(ended.run.items().get(0))), List.of()))))
+        assertThat(queue.finish(List.of(new FinishedRun(ended.run, List.of(RunResult.done(ended.run.items().get(0))), List.of()))))
                 .isEmpty();
 
         try (LogCapture log = new LogCapture()) {

@@ -100,8 +100,8 @@ class WorkQueueTest {
         assertThat(Sql.count(dataSource, "SELECT count(*) FROM work_lane WHERE due_at IS NOT NULL")).as("every chat's lane due").isEqualTo(7);
     }
 
-    private static List<Outcome> allDone(WorkRun run) {
-        return run.items().stream().map(Outcome::done).toList();
+    private static List<RunResult> allDone(WorkRun run) {
+        return run.items().stream().map(RunResult::done).toList();
     }
 
     @Test
@@ -202,8 +202,8 @@ class WorkQueueTest {
         List<WorkItem> items = c1.items();
 
         Instant retryAt = Instant.now().plusSeconds(3600);
-        assertThat(queue.finish(c1, List.of(Outcome.done(items.get(0)),
-                Outcome.failed(items.get(1), "boom", retryAt)), List.of(items.get(2)))).isTrue();
+        assertThat(queue.finish(c1, List.of(RunResult.done(items.get(0)),
+                RunResult.failed(items.get(1), "boom", retryAt)), List.of(items.get(2)))).isTrue();
 
         assertThat(Sql.string(dataSource, "SELECT string_agg(state || '/' || attempts, ',' ORDER BY id) FROM work_item WHERE chat_key = 'c1'"))
                 .isEqualTo("done/1,failed/1,pending/0");
@@ -221,8 +221,8 @@ class WorkQueueTest {
     void aRetriedItemBelowTheHeadMovesTheHeadBack() throws Exception {
         schedule("chat-work", "c1", 1, 2);
         WorkRun run = queue.claimLane("process-a", CLAIM, 100, ORDERED, KINDS);
-        assertThat(queue.finish(run, List.of(Outcome.parked(run.items().get(0), "bad"),
-                Outcome.done(run.items().get(1))), List.of())).isTrue();
+        assertThat(queue.finish(run, List.of(RunResult.parked(run.items().get(0), "bad"),
+                RunResult.done(run.items().get(1))), List.of())).isTrue();
         assertThat(queue.claimLane("process-a", CLAIM, 100, ORDERED, KINDS)).isNull();
 
         assertThat(queue.retry(null)).isEqualTo(1);
@@ -240,8 +240,8 @@ class WorkQueueTest {
 
         schedule("unordered", "c9", 3, 4);
         WorkRun run = queue.claimLane("process-a", CLAIM, 100, ORDERED, KINDS);
-        assertThat(queue.finish(run, List.of(Outcome.failed(run.items().get(0), "boom", Instant.now().plusSeconds(3600)),
-                Outcome.done(run.items().get(1))), List.of())).isTrue();
+        assertThat(queue.finish(run, List.of(RunResult.failed(run.items().get(0), "boom", Instant.now().plusSeconds(3600)),
+                RunResult.done(run.items().get(1))), List.of())).isTrue();
         schedule("unordered", "c9", 5);
         assertThat(queue.claimLane("process-a", CLAIM, 100, ORDERED, KINDS).items()).extracting(WorkItem::sourceId).containsExactly(5L);
     }

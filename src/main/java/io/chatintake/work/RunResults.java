@@ -15,24 +15,24 @@ import org.slf4j.LoggerFactory;
  * (INFO); a deferral for a limit is not logged at all, only counted. Camel's message history
  * and the stack trace go to DEBUG, and once to WARN with the line of an item that is parked.
  */
-final class ItemOutcomes {
-    private static final Logger LOG = LoggerFactory.getLogger(ItemOutcomes.class);
+final class RunResults {
+    private static final Logger LOG = LoggerFactory.getLogger(RunResults.class);
     private static final int MAX_ERROR = 1000;
 
     private final Function<String, KindRules> rules;
     private final EffectGuard effects;
     private final WorkMetrics metrics;
 
-    ItemOutcomes(Function<String, KindRules> rules, EffectGuard effects, WorkMetrics metrics) {
+    RunResults(Function<String, KindRules> rules, EffectGuard effects, WorkMetrics metrics) {
         this.rules = rules;
         this.effects = effects;
         this.metrics = metrics;
     }
 
-    Outcome of(WorkItem item, Exchange exchange) {
+    RunResult of(WorkItem item, Exchange exchange) {
         Exception error = exchange.getException();
         if (error == null) {
-            return Outcome.done(item);
+            return RunResult.done(item);
         }
         KindRules kind = rules.apply(item.kind());
         int maxAttempts = kind.maxAttempts();
@@ -47,27 +47,27 @@ final class ItemOutcomes {
             if (effect.deferral() == DeferReason.RETRY_AFTER) {
                 LOG.info("work: {} told to retry after {} (not counted as an attempt): {}", where(item, maxAttempts), effect.notBefore(), cause);
             }
-            return Outcome.deferred(item, effect.notBefore());
+            return RunResult.deferred(item, effect.notBefore());
         }
         EffectOutcome effectOutcome = effect == null ? null : effect.outcome();
         if (effectOutcome == EffectOutcome.UNDELIVERABLE) {
             LOG.info("work: {} undeliverable, ends done and is not retried: {}", where(item, maxAttempts), cause);
-            return Outcome.undeliverable(item, cause);
+            return RunResult.undeliverable(item, cause);
         }
         if (effectOutcome == EffectOutcome.AMBIGUOUS || exchange.getException(EffectGuard.UnconfirmedEffectException.class) != null) {
             LOG.warn("work: {} parked for reconciliation, not run again until a person decides: {}\n{}", where(item, maxAttempts), cause, history(exchange));
-            return Outcome.parked(item, cause);
+            return RunResult.parked(item, cause);
         }
         if (item.attempts() >= maxAttempts) {
             LOG.warn("work: {} parked after its last attempt, not run again until work retry: {}\n{}", where(item, maxAttempts), cause, history(exchange));
-            return Outcome.parked(item, cause);
+            return RunResult.parked(item, cause);
         }
         Instant next = Instant.now().plus(kind.backoff().delayAfter(item.attempts()));
         LOG.info("work: {} failed, next attempt at {}: {}", where(item, maxAttempts), next, cause);
         if (LOG.isDebugEnabled()) {
             LOG.debug("work: item {} failed:\n{}", item.id(), history(exchange));
         }
-        return Outcome.failed(item, cause, next);
+        return RunResult.failed(item, cause, next);
     }
 
     private static String where(WorkItem item, int maxAttempts) {

@@ -14,8 +14,8 @@ import org.slf4j.LoggerFactory;
  * nor lose what this process knows: the worker keeps trying for as long as a claim lasts, the
  * claims extended meanwhile, so the chats go on within a few seconds of the database's return.
  */
-final class RecordOutcomes {
-    private static final Logger LOG = LoggerFactory.getLogger(RecordOutcomes.class);
+final class RecordRunResults {
+    private static final Logger LOG = LoggerFactory.getLogger(RecordRunResults.class);
     /** Failed attempts at recording outcomes after which a warning says they are still being tried. */
     private static final int RECORD_ATTEMPTS = 4;
     private static final Duration RECORD_PAUSE_CAP = Duration.ofSeconds(2);
@@ -26,7 +26,7 @@ final class RecordOutcomes {
     private final AtomicBoolean running;
     private final Duration claim;
 
-    RecordOutcomes(WorkQueue queue, EffectGuard effects, ClaimedRuns runs, AtomicBoolean running, Duration claim) {
+    RecordRunResults(WorkQueue queue, EffectGuard effects, ClaimedRuns runs, AtomicBoolean running, Duration claim) {
         this.queue = queue;
         this.effects = effects;
         this.runs = runs;
