@@ -11,6 +11,7 @@ import ch.qos.logback.core.read.ListAppender;
 import io.chatintake.sim.AdjustableClock;
 import io.chatintake.sim.BotApiSimulator;
 import io.chatintake.sim.BotApiSimulator.Fault;
+import io.chatintake.testkit.Await;
 import io.chatintake.testkit.LostCommitAnswers;
 import io.chatintake.testkit.TestDatabase;
 import io.micrometer.core.instrument.Gauge;
@@ -123,8 +124,8 @@ class TelegramInboxConsumerTest {
             }
             simulator.enqueueText(token, 3000, "while every step thread is busy");
             // The long poll answers at once; its answer waits behind the busy threads.
-            Thread.sleep(BotPoller.ANSWER_QUEUED.multipliedBy(4).toMillis());
-            assertThat(allowed.value()).as("nothing stored yet").isEqualTo(2);
+            Await.throughout("nothing stored while every step thread is busy", BotPoller.ANSWER_QUEUED.multipliedBy(4),
+                    () -> allowed.value() == 2);
             release.countDown();
             await("one worker allowed once the queued answer is stored", WAIT, () -> allowed.value() == 1);
             await("both workers again half a second later", WAIT, () -> allowed.value() == 2);
@@ -520,8 +521,7 @@ class TelegramInboxConsumerTest {
     void aForeignGetUpdatesDisplacesTheWaitingPollWhichBacksOffAndCarriesOn() throws Exception {
         try (TelegramIntake intake = new TelegramIntake(simulator).property("telegram.bot-token", token)
                 .route("main", "?timeout=3&leaseSeconds=10&backoffBaseMillis=50&backoffCapMillis=400", false).start()) {
-            await("polling", WAIT, () -> simulator.requests().stream().anyMatch(r -> r.method().equals("getUpdates")));
-            Thread.sleep(300);
+            await("the poller's long poll waiting", WAIT, () -> simulator.waitingPolls(token) == 1);
             // A diagnostic poll from elsewhere; offset 0 confirms nothing.
             try {
                 new BotApiClient(simulator.url(), io.chatintake.config.Secret.of(token)).getUpdates(0, 1, 1, List.of());
