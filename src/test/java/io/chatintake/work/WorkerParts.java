@@ -63,8 +63,12 @@ final class WorkerParts implements AutoCloseable {
         return new RunUntilShutdown(running, runs, pacing, claiming, executing, wakeups, metrics, workers, 100, pollInterval);
     }
 
-    /** Schedules items of one kind and chat, source ids as given, committed. */
     void schedule(String kind, String chat, int... ids) throws Exception {
+        schedule(dataSource, kind, chat, ids);
+    }
+
+    /** Schedules items of one kind and chat, source ids as given, committed. */
+    static void schedule(DataSource dataSource, String kind, String chat, int... ids) throws Exception {
         List<WorkQueue.NewWork> work = new ArrayList<>();
         for (int id : ids) {
             work.add(new WorkQueue.NewWork(kind, kind + ":" + id, id, chat));
