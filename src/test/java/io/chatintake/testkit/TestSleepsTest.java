@@ -286,22 +286,19 @@ class TestSleepsTest {
     }
 
     private static int closingParenthesis(String text, int open) {
-        int depth = 0;
-        for (int i = open; i < text.length(); i++) {
-            char c = text.charAt(i);
-            depth += c == '(' ? 1 : c == ')' ? -1 : 0;
-            if (depth == 0) {
-                return i;
-            }
-        }
-        return text.length();
+        return closing(text, open, '(', ')');
     }
 
     private static int closingBrace(String text, int open) {
+        return closing(text, open, '{', '}');
+    }
+
+    /** Where the bracket opened at {@code open} closes (the end of the text if it never does). */
+    private static int closing(String text, int open, char opening, char closing) {
         int depth = 0;
         for (int i = open; i < text.length(); i++) {
             char c = text.charAt(i);
-            depth += c == '{' ? 1 : c == '}' ? -1 : 0;
+            depth += c == opening ? 1 : c == closing ? -1 : 0;
             if (depth == 0) {
                 return i;
             }

@@ -4,9 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.chatintake.testkit.Sql;
 import io.chatintake.testkit.TestDatabase;
-import java.sql.Connection;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
 import javax.sql.DataSource;
@@ -25,15 +23,7 @@ class LaneClaimsTest {
     private final LaneClaims lanes = new LaneClaims(dataSource, new FinishRuns(dataSource));
 
     private void schedule(String kind, String chat, int... ids) throws Exception {
-        List<WorkQueue.NewWork> work = new ArrayList<>();
-        for (int id : ids) {
-            work.add(new WorkQueue.NewWork(kind, kind + ":" + id, id, chat));
-        }
-        try (Connection c = dataSource.getConnection()) {
-            c.setAutoCommit(false);
-            WorkQueue.schedule(c, work);
-            c.commit();
-        }
+        WorkerParts.schedule(dataSource, kind, chat, ids);
     }
 
     /** The lane has been due for this long: lanes due longer are claimed first. */

@@ -9,7 +9,6 @@ import io.chatintake.testkit.Sql;
 import io.chatintake.testkit.TestDatabase;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Proxy;
-import java.sql.Connection;
 import java.sql.SQLTransientConnectionException;
 import java.time.Duration;
 import java.util.List;
@@ -17,7 +16,6 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import javax.sql.DataSource;
-import org.apache.camel.Message;
 import org.apache.camel.builder.RouteBuilder;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -75,17 +73,8 @@ class RunUntilShutdownTest {
     @Test
     void anUnexpectedFailureIsLoggedAndTheWorkerGoesOn() throws Exception {
         AtomicInteger loads = new AtomicInteger();
-        WorkSource breaksOnce = new WorkSource("breaks-once") {
-            @Override
-            public void load(Connection connection, WorkItem item, Message message) {
-                if (loads.getAndIncrement() == 0) {
-                    throw new IllegalStateException("a source bug");
-                }
-                message.setBody(item.sourceKey());
-            }
-        };
         try (LogCapture log = new LogCapture()) {
-            startWorker(dataSource, Duration.ofMillis(50), breaksOnce);
+            startWorker(dataSource, Duration.ofMillis(50), WorkerParts.breaksOnce("breaks-once", loads));
             parts.schedule("breaks-once", "a", 1);
             Await.until("the failure logged", WAIT, () -> log.lines().stream().anyMatch(line -> line.contains("a dispatcher worker failed; it goes on")));
 

@@ -42,7 +42,6 @@ import org.apache.camel.AsyncCallback;
 import org.apache.camel.AsyncProcessor;
 import org.apache.camel.CamelContext;
 import org.apache.camel.Exchange;
-import org.apache.camel.Message;
 import org.apache.camel.builder.RouteBuilder;
 import org.apache.camel.RoutesBuilder;
 import org.assertj.core.data.Offset;
@@ -242,15 +241,7 @@ class WorkDispatcherTest {
     void runsLeftInASliceEndedByAnUnexpectedFailureGoBackAtOnceInsteadOfWaitingForTheClaim() throws Exception {
         // Loading the first run's rows throws what no source should; the run after it in the same slice must not wait.
         AtomicInteger loads = new AtomicInteger();
-        WorkSource breaksOnce = new WorkSource("breaks-once") {
-            @Override
-            public void load(Connection connection, WorkItem item, Message message) {
-                if (loads.getAndIncrement() == 0) {
-                    throw new IllegalStateException("a source bug");
-                }
-                message.setBody(item.sourceKey());
-            }
-        };
+        WorkSource breaksOnce = WorkerParts.breaksOnce("breaks-once", loads);
         try (Connection c = dataSource.getConnection()) {
             WorkQueue.schedule(c, List.of(new WorkQueue.NewWork("breaks-once", "first", 1, "chat-a"),
                     new WorkQueue.NewWork("breaks-once", "second", 2, "chat-b")));
@@ -680,12 +671,7 @@ class WorkDispatcherTest {
     @Test
     void aKindWithoutAHandlerHereIsNeverClaimedHereAndRunsWhereItHasOne() throws Exception {
         store(3, 21);
-        WorkSource later = new WorkSource("later") {
-            @Override
-            public void load(Connection connection, WorkItem item, Message message) {
-                message.setBody(item.sourceKey());
-            }
-        };
+        WorkSource later = WorkerParts.keyInBody("later");
         products.add(WebhookServer.builder(dataSource).withoutHttp().routes(handlerRoutes(false)).routes(new RouteBuilder() {
             @Override
             public void configure() {

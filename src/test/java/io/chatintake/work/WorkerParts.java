@@ -8,6 +8,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import javax.sql.DataSource;
 import org.apache.camel.CamelContext;
 import org.apache.camel.Message;
@@ -86,10 +87,24 @@ final class WorkerParts implements AutoCloseable {
         return runs.takeSlice(1, 100);
     }
 
+    /** Reads nothing but the item's source key, which it puts in the body. */
     static WorkSource keyInBody(String kind) {
         return new WorkSource(kind) {
             @Override
             public void load(Connection connection, WorkItem item, Message message) {
+                message.setBody(item.sourceKey());
+            }
+        };
+    }
+
+    /** As {@link #keyInBody}, but its first load throws what no source should. */
+    static WorkSource breaksOnce(String kind, AtomicInteger loads) {
+        return new WorkSource(kind) {
+            @Override
+            public void load(Connection connection, WorkItem item, Message message) {
+                if (loads.getAndIncrement() == 0) {
+                    throw new IllegalStateException("a source bug");
+                }
                 message.setBody(item.sourceKey());
             }
         };
