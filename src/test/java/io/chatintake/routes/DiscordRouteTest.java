@@ -3,12 +3,14 @@ package io.chatintake.routes;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.sun.net.httpserver.HttpServer;
+import io.chatintake.channel.webhook.WebhookInboxConstants;
 import io.chatintake.config.Settings;
 import io.chatintake.testkit.LogCapture;
 import io.chatintake.testkit.Sql;
 import io.chatintake.work.EffectFailure;
 import io.chatintake.work.EffectGuard;
 import io.chatintake.work.GuardedEffect;
+import io.chatintake.work.WorkConstants;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.InetAddress;
@@ -137,8 +139,9 @@ class DiscordRouteTest extends RouteTestSupport {
     private Exchange handle() {
         return template.send("direct:discord-event", exchange -> {
             exchange.getMessage().setBody(COMPONENT);
-            exchange.getMessage().setHeaders(new HashMap<>(Map.of("ChatIntakeEventId", "1180000000000000002", "ChatIntakeEventType", "3",
-                    "ChatIntakeAccount", "app_1", "ChatIntakeStoredId", 1, "WorkItemId", 7, "IdempotencyKey", "discord:1180000000000000002")));
+            exchange.getMessage().setHeaders(new HashMap<>(Map.of(WebhookInboxConstants.EVENT_ID, "1180000000000000002",
+                    WebhookInboxConstants.EVENT_TYPE, "3", WebhookInboxConstants.ACCOUNT, "app_1", WebhookInboxConstants.STORED_ID, 1,
+                    WorkConstants.WORK_ITEM_ID, 7, WorkConstants.IDEMPOTENCY_KEY, "discord:1180000000000000002")));
         });
     }
 
