@@ -16,7 +16,7 @@ import java.util.stream.Stream;
  * /proc: the connection's socket inode in /proc/net/tcp(6), then the process whose fd links to
  * it. The chaos run names each getUpdates' poller by it, since the Bot API sees only addresses.
  */
-final class SocketOwners {
+public final class SocketOwners {
     private final int serverPort;
     private final Supplier<Map<Long, String>> processes;
     private final Map<String, String> ownerByInode = new ConcurrentHashMap<>();
@@ -25,13 +25,13 @@ final class SocketOwners {
      * @param serverPort the port the connections go to
      * @param processes  pid to name of the processes that may own them, as they are now
      */
-    SocketOwners(int serverPort, Supplier<Map<Long, String>> processes) {
+    public SocketOwners(int serverPort, Supplier<Map<Long, String>> processes) {
         this.serverPort = serverPort;
         this.processes = processes;
     }
 
     /** The owner's name, or null when no process of ours holds the connection (or not on Linux). */
-    String owner(InetSocketAddress client) {
+    public String owner(InetSocketAddress client) {
         Optional<String> inode = inode(client.getPort());
         if (inode.isEmpty()) {
             return null;

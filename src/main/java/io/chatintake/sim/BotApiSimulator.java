@@ -418,6 +418,14 @@ public final class BotApiSimulator implements AutoCloseable {
         }
     }
 
+    /** getUpdates calls of this bot waiting for updates right now. */
+    public int waitingPolls(String token) {
+        Bot bot = bot(token);
+        synchronized (bot) {
+            return bot.waitingPolls;
+        }
+    }
+
     /** Every getUpdates of this bot since a client resolver was set, in the order they ended. */
     public List<Poll> polls(String token) {
         Bot bot = bot(token);

@@ -86,7 +86,7 @@ class JavaRouteFilesIT {
         long deadline = System.nanoTime() + timeout.toNanos();
         HttpResponse<String> response = runner.get(path);
         while (response.statusCode() != 200 && System.nanoTime() < deadline) {
-            Thread.sleep(250);
+            Thread.sleep(100);
             response = runner.get(path);
         }
         return response;

@@ -62,9 +62,9 @@ class LayoutTest {
     /** The work engine's parts (one job a class, db-scheduler's way) live in work/ and use each other one way. */
     @Test
     void theWorkEnginesPartsStayInWorkWithoutCyclesBetweenThem() {
-        Set<String> parts = Set.of("WorkDispatcher", "WorkQueue", "ItemOutcomes", "DeferReason", "EffectGuard", "EffectFailure",
+        Set<String> parts = Set.of("WorkDispatcher", "WorkQueue", "RunResults", "DeferReason", "EffectGuard", "EffectFailure",
                 "RunnerHeartbeat", "Retention", "StagedWorkScheduler", "Gathering", "Backoff", "WorkMetrics",
-                "RunUntilShutdown", "ClaimDueWork", "ClaimedRuns", "ExecutePicked", "RecordOutcomes", "ClaimKeeper", "IntakePacing",
+                "RunUntilShutdown", "ClaimDueWork", "ClaimedRuns", "ExecutePicked", "RecordRunResults", "ClaimKeeper", "IntakePacing",
                 "WorkerWakeups", "HandlerSources", "WorkItemRepository", "WorkLanes", "LaneClaims", "FinishRuns", "ItemState", "Outcome");
         classes().that(describe("the work engine's parts", c -> c.isTopLevelClass() && parts.contains(c.getSimpleName())))
                 .should().resideInAPackage(BASE + "work")

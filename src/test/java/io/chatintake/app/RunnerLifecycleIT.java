@@ -107,7 +107,7 @@ class RunnerLifecycleIT {
             long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
             HttpResponse<String> response = runner.get("/second");
             while (response.statusCode() != 200 && System.nanoTime() < deadline) {
-                Thread.sleep(250);
+                Thread.sleep(100);
                 response = runner.get("/second");
             }
             assertThat(response.statusCode()).as(runner.output()).isEqualTo(200);

@@ -62,7 +62,8 @@ class DatabaseAwayAtStartIT {
             SignedDeliverySender.Response refused = sender.post(sender.sign("evt_away_early", early, TimestampForm.RFC3339));
             assertThat(refused.status()).as("a delivery while the database is away: %s", refused).isEqualTo(503);
 
-            sleepUntil(started + DOWN_FOR.toNanos());
+            Await.throughout("the runner waiting for the database", Duration.ofNanos(Math.max(0, started + DOWN_FOR.toNanos() - System.nanoTime())),
+                    runner::isAlive);
             assertThat(runner.isAlive()).as("the runner waits, it does not exit:\n%s", runner.output()).isTrue();
             assertThat(status(runner, "/observe/health/ready")).as("readiness just before the database comes").isEqualTo(503);
             database = EmbeddedDatabase.start(work.resolve("pg"), port, false);
@@ -118,17 +119,5 @@ class DatabaseAwayAtStartIT {
     private static int status(RunnerProcess runner, String path) {
         HttpResponse<String> response = runner.get(path);
         return response.statusCode();
-    }
-
-    private static void sleepUntil(long nanoTime) {
-        long left = nanoTime - System.nanoTime();
-        if (left > 0) {
-            try {
-                Thread.sleep(left / 1_000_000);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new IllegalStateException(e);
-            }
-        }
     }
 }

@@ -1,8 +1,8 @@
 package io.chatintake.store;
 
-import static io.chatintake.store.RunnersUnderLoad.pause;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.chatintake.testkit.Await;
 import io.chatintake.testkit.RunnerProcess;
 import io.chatintake.testkit.Sql;
 import java.nio.file.Path;
@@ -32,7 +32,7 @@ class KilledBackendsIT {
             String itsBackends = "application_name LIKE 'chat-intake %:" + load.first.pid() + ":%'";
             long killed = 0;
             for (long end = System.nanoTime() + KILLING.toNanos(); System.nanoTime() < end; ) {
-                pause(EVERY.toMillis());
+                Await.throughout("both runners up between kills", EVERY, () -> load.first.isAlive() && load.second.isAlive());
                 killed += Sql.count(db, "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE "
                         + itsBackends + ") k");
             }

@@ -16,12 +16,34 @@ public final class Await {
             if (System.nanoTime() > deadline) {
                 throw new AssertionError("timed out after " + timeout + " waiting for: " + what + RunnerProcess.diagnostics());
             }
-            try {
-                Thread.sleep(50);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new AssertionError(e);
+            pause();
+        }
+    }
+
+    private static void pause() {
+        try {
+            Thread.sleep(50);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new AssertionError(e);
+        }
+    }
+
+    /**
+     * Load or an outage that must last {@code duration}, watched rather than slept through: checks
+     * {@code invariant} until the deadline and fails at once when it stops holding (a throwing
+     * check fails too: it is not a state to wait out).
+     */
+    public static void throughout(String what, Duration duration, BooleanSupplier invariant) {
+        long deadline = System.nanoTime() + duration.toNanos();
+        while (true) {
+            if (!invariant.getAsBoolean()) {
+                throw new AssertionError("stopped holding before " + duration + " had passed: " + what + RunnerProcess.diagnostics());
             }
+            if (System.nanoTime() >= deadline) {
+                return;
+            }
+            pause();
         }
     }
 

@@ -32,6 +32,8 @@ import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.stream.Collectors;
@@ -40,7 +42,6 @@ import org.apache.camel.AsyncCallback;
 import org.apache.camel.AsyncProcessor;
 import org.apache.camel.CamelContext;
 import org.apache.camel.Exchange;
-import org.apache.camel.Message;
 import org.apache.camel.builder.RouteBuilder;
 import org.apache.camel.RoutesBuilder;
 import org.assertj.core.data.Offset;
@@ -53,6 +54,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
 class WorkDispatcherTest {
     private static final Duration WAIT = Duration.ofSeconds(30);
     private static final long BOT = 31;
+    private static final long PACE_MILLIS = 200;
 
     private final DataSource dataSource = TestDatabase.dataSource();
     private final List<String> handled = new CopyOnWriteArrayList<>();
@@ -62,12 +64,14 @@ class WorkDispatcherTest {
     private final List<Integer> attemptsSeenWhileDeferred = new CopyOnWriteArrayList<>();
     private final List<Instant> attemptTimes = new CopyOnWriteArrayList<>();
     private final List<WebhookServer> products = new ArrayList<>();
-    private final Set<String> slow = ConcurrentHashMap.newKeySet();
+    /** Keys whose handler runs until the test releases it: a slow call. */
+    private final Set<String> held = ConcurrentHashMap.newKeySet();
+    private final CountDownLatch release = new CountDownLatch(1);
     private final Set<String> interrupting = ConcurrentHashMap.newKeySet();
     /** Keys whose handler goes asynchronous at step never-answers and is never completed (a lost callback), once each. */
     private final Set<String> unanswered = ConcurrentHashMap.newKeySet();
-    /** Keys whose handler takes this many milliseconds, and how many handlers ran at once at most meanwhile. */
-    private final Map<String, Integer> paced = new ConcurrentHashMap<>();
+    /** Keys whose handler takes {@link #PACE_MILLIS}, and how many handlers ran at once at most meanwhile. */
+    private final Set<String> paced = ConcurrentHashMap.newKeySet();
     private final AtomicInteger handlingNow = new AtomicInteger();
     private final AtomicInteger mostAtOnce = new AtomicInteger();
     private CamelContext camel;
@@ -81,6 +85,7 @@ class WorkDispatcherTest {
 
     @AfterEach
     void stop() {
+        release.countDown();
         products.forEach(WebhookServer::close);
     }
 
@@ -136,14 +141,13 @@ class WorkDispatcherTest {
                 }).id("never-answers").process(exchange -> {
                     String key = exchange.getMessage().getHeader(WorkDispatcher.IDEMPOTENCY_KEY, String.class);
                     attemptTimes.add(Instant.now());
-                    if (slow.contains(key)) {
-                        Thread.sleep(2500);
+                    if (held.contains(key)) {
+                        release.await(WAIT.toMillis(), TimeUnit.MILLISECONDS);
                     }
-                    Integer pace = paced.get(key);
-                    if (pace != null) {
+                    if (paced.contains(key)) {
                         mostAtOnce.accumulateAndGet(handlingNow.incrementAndGet(), Math::max);
                         try {
-                            Thread.sleep(pace);
+                            Thread.sleep(PACE_MILLIS);
                         } finally {
                             handlingNow.decrementAndGet();
                         }
@@ -225,9 +229,9 @@ class WorkDispatcherTest {
         store(1, 1);
         store(2, 2);
         Await.until("the interrupting items handled", WAIT, () -> handled.containsAll(List.of(BOT + ":1", BOT + ":2")));
-        // Long enough for each worker to go idle at least once (poll interval 50 ms) before new work arrives.
         Await.until("both items recorded done", WAIT, () -> Sql.count(dataSource, "SELECT count(*) FROM work_item WHERE state = 'done'") == 2);
-        Thread.sleep(300);
+        // Each worker goes idle (waits for work) at least once before new work arrives.
+        Await.until("both workers waiting for work", WAIT, () -> workersWaiting(camel) == 2);
 
         store(3, 3, 4);
         Await.until("work stored later handled", WAIT, () -> handled.containsAll(List.of(BOT + ":3", BOT + ":4")));
@@ -237,15 +241,7 @@ class WorkDispatcherTest {
     void runsLeftInASliceEndedByAnUnexpectedFailureGoBackAtOnceInsteadOfWaitingForTheClaim() throws Exception {
         // Loading the first run's rows throws what no source should; the run after it in the same slice must not wait.
         AtomicInteger loads = new AtomicInteger();
-        WorkSource breaksOnce = new WorkSource("breaks-once") {
-            @Override
-            public void load(Connection connection, WorkItem item, Message message) {
-                if (loads.getAndIncrement() == 0) {
-                    throw new IllegalStateException("a source bug");
-                }
-                message.setBody(item.sourceKey());
-            }
-        };
+        WorkSource breaksOnce = WorkerParts.breaksOnce("breaks-once", loads);
         try (Connection c = dataSource.getConnection()) {
             WorkQueue.schedule(c, List.of(new WorkQueue.NewWork("breaks-once", "first", 1, "chat-a"),
                     new WorkQueue.NewWork("breaks-once", "second", 2, "chat-b")));
@@ -295,8 +291,10 @@ class WorkDispatcherTest {
         Await.until("condition", WAIT, () -> "parked".equals(Sql.string(dataSource, "SELECT state FROM work_item")));
         assertThat(Sql.count(dataSource, "SELECT attempts FROM work_item")).isEqualTo(3);
         assertThat(Sql.string(dataSource, "SELECT last_error FROM work_item")).contains("handler failure for 31:7");
-        Thread.sleep(500);
-        assertThat(attemptTimes).as("a parked item does not run again").hasSize(3);
+        store(2, 8);
+        Await.until("an item stored later handled", WAIT, () -> handled.contains(BOT + ":8"));
+        assertThat(attemptTimes).as("a parked item does not run again: its three attempts and the later item's").hasSize(4);
+        assertThat(Sql.count(dataSource, "SELECT attempts FROM work_item WHERE source_key = '31:7'")).isEqualTo(3);
     }
 
     @Test
@@ -341,9 +339,10 @@ class WorkDispatcherTest {
         TelegramUpdateStore.StoredBatch again = store(5, 10, 11);
 
         assertThat(again.stored()).isEmpty();
-        Thread.sleep(500);
-        assertThat(handled).containsExactly(BOT + ":10", BOT + ":11");
-        assertThat(Sql.count(dataSource, "SELECT count(*) FROM work_item")).isEqualTo(2);
+        store(5, 12);
+        Await.until("the chat's next update handled", WAIT, () -> handled.contains(BOT + ":12"));
+        assertThat(handled).containsExactly(BOT + ":10", BOT + ":11", BOT + ":12");
+        assertThat(Sql.count(dataSource, "SELECT count(*) FROM work_item")).isEqualTo(3);
     }
 
     @Test
@@ -395,10 +394,10 @@ class WorkDispatcherTest {
 
     @Test
     void aHandlerSlowerThanTheClaimRunsOnceBecauseItsClaimIsExtendedAndItsOutcomeCounts() throws Exception {
-        slow.add(BOT + ":1");
+        held.add(BOT + ":1");
         store(1, 1);
         store(2, 2);
-        // A 1 s claim, extended every third of it; the handler takes 2.5 s while another thread looks for work.
+        // A 1 s claim, extended every third of it; the handler runs 2.5 s while another thread looks for work.
         WebhookServer product = WebhookServer.builder(dataSource).withoutHttp().routes(handlerRoutes(true))
                 .setting("work.concurrency", "2")
                 .setting("work.claim-seconds", "1")
@@ -406,6 +405,10 @@ class WorkDispatcherTest {
                 .setting("work.poll-interval-millis", "50")
                 .start();
         products.add(product);
+        Await.until("the other item handled and the slow one started", WAIT, () -> handled.contains(BOT + ":2") && attemptTimes.size() == 2);
+        Await.throughout("the slow item running on its first attempt past its claim's length", Duration.ofMillis(2500),
+                () -> runningOnItsFirstAttempt(BOT + ":1"));
+        release.countDown();
 
         Await.until("the slow item done", WAIT, () -> "done".equals(Sql.string(dataSource, "SELECT state FROM work_item WHERE source_key = '31:1'")));
         assertThat(handled).containsExactlyInAnyOrder(BOT + ":1", BOT + ":2");
@@ -434,14 +437,18 @@ class WorkDispatcherTest {
 
     @Test
     void aRunRecordedWhileItsSliceGoesOnIsNoLongerExtendedSoItsRunnerNeverSeesItsOwnClaimLost() throws Exception {
-        paced.put(BOT + ":1", 300);
-        slow.add(BOT + ":2");
+        paced.add(BOT + ":1");
+        held.add(BOT + ":2");
         store(1, 1);
         store(2, 2);
         try (LogCapture log = new LogCapture()) {
             // One worker takes both chats in one slice: the first is recorded while the second's handler runs on,
             // across several extensions of a 1 s claim.
             startDispatcher(3, "work.concurrency", "1", "work.claim-seconds", "1", "work.heartbeat-seconds", "1");
+            Await.until("the second chat's handler started", WAIT, () -> attemptTimes.size() == 2);
+            Await.throughout("the second chat running on its first attempt across extensions of its claim", Duration.ofMillis(2500),
+                    () -> runningOnItsFirstAttempt(BOT + ":2"));
+            release.countDown();
 
             Await.until("both chats done", WAIT, () -> Sql.count(dataSource, "SELECT count(*) FROM work_item WHERE state = 'done'") == 2);
             assertThat(Sql.count(dataSource, "SELECT max(attempts) FROM work_item")).isEqualTo(1);
@@ -451,7 +458,7 @@ class WorkDispatcherTest {
 
     @Test
     void chatsClaimedWithASlowChatAreHandledByOtherWorkersWhileItsHandlerRuns() throws Exception {
-        slow.add(BOT + ":1");
+        held.add(BOT + ":1");
         store(1, 1);
         // Five more chats become due after the slow one: one claim takes all six, and with two
         // workers the slow chat's worker takes three of them.
@@ -463,9 +470,10 @@ class WorkDispatcherTest {
         startDispatcher(3);
 
         List<String> fast = List.of(BOT + ":2", BOT + ":3", BOT + ":4", BOT + ":5", BOT + ":6");
-        // The slow handler takes 2.5 s; the chats queued behind it go to the other worker within the stall time.
-        Await.until("every fast chat handled while the slow handler runs", Duration.ofMillis(2000), () -> handled.containsAll(fast));
+        // The chats queued behind the slow handler go to the other worker once it counts as stalled.
+        Await.until("every fast chat handled while the slow handler runs", WAIT, () -> handled.containsAll(fast));
         assertThat(handled).doesNotContain(BOT + ":1");
+        release.countDown();
         Await.until("the slow chat done", WAIT, () -> handled.contains(BOT + ":1"));
         assertThat(handled).hasSize(6);
     }
@@ -507,7 +515,7 @@ class WorkDispatcherTest {
             assertThat(mostHandlersAtOnceForTwoChats(1)).as("handlers at once while intake is behind").isEqualTo(1);
         }
         // Caught up: both workers again, as soon as the last hint is older than INTAKE_BEHIND.
-        Thread.sleep(WorkDispatcher.INTAKE_BEHIND.toMillis());
+        awaitIntakeCaughtUp();
         assertThat(mostHandlersAtOnceForTwoChats(3)).as("handlers at once once intake caught up").isEqualTo(2);
     }
 
@@ -529,11 +537,15 @@ class WorkDispatcherTest {
                 () -> Sql.count(dataSource, "SELECT count(*) FROM runner_heartbeat WHERE held_back_since IS NULL") == 1);
     }
 
-    /** Two chats whose handlers take 300 ms, each with its own worker (no more runs than workers) unless intake is behind. */
+    private void awaitIntakeCaughtUp() {
+        Await.until("intake's last hint aged out", WAIT, () -> WorkDispatcher.of(camel).handlingHeldBackSince() == null);
+    }
+
+    /** Two chats whose handlers take {@link #PACE_MILLIS}, each with its own worker (no more runs than workers) unless intake is behind. */
     private int mostHandlersAtOnceForTwoChats(long firstUpdate) throws Exception {
         mostAtOnce.set(0);
         List<String> keys = List.of(BOT + ":" + firstUpdate, BOT + ":" + (firstUpdate + 1));
-        keys.forEach(key -> paced.put(key, 300));
+        paced.addAll(keys);
         store(firstUpdate, firstUpdate);
         store(firstUpdate + 1, firstUpdate + 1);
         Await.until("both chats handled", WAIT, () -> handled.containsAll(keys));
@@ -547,7 +559,7 @@ class WorkDispatcherTest {
             Duration apart = handlingApartForTwoChatsStoredOneAfterTheOther(1);
             assertThat(apart).as("the second chat's claim came after the pacing wait").isGreaterThanOrEqualTo(Duration.ofMillis(800));
         }
-        Thread.sleep(WorkDispatcher.INTAKE_BEHIND.toMillis());
+        awaitIntakeCaughtUp();
         assertThat(handlingApartForTwoChatsStoredOneAfterTheOther(3)).as("once intake caught up").isLessThan(Duration.ofMillis(500));
     }
 
@@ -559,7 +571,7 @@ class WorkDispatcherTest {
             assertThat(handlingApartForTwoChatsStoredOneAfterTheOther(1)).as("paced by work.gather-millis-while-backlog-at-source")
                     .isGreaterThanOrEqualTo(Duration.ofMillis(1200));
         }
-        Thread.sleep(WorkDispatcher.INTAKE_BEHIND.toMillis());
+        awaitIntakeCaughtUp();
         try (IntakeBehind behind = new IntakeBehind(dispatcher::intakeBehind)) {
             assertThat(handlingApartForTwoChatsStoredOneAfterTheOther(3)).as("paced by work.gather-millis-while-intake-behind alone")
                     .isLessThan(Duration.ofMillis(1000));
@@ -584,17 +596,17 @@ class WorkDispatcherTest {
     void aRunClaimedWhileThePacingHoldsItBackHasItsClaimExtendedNeverExpired() throws Exception {
         startDispatcher(3, "work.claim-seconds", "2", "work.heartbeat-seconds", "1");
         // One claim takes both chats; the pacing lets one worker work, so the second chat's run waits
-        // queued, claimed, for longer than its 2 s claim while the first chat's ten 300 ms handlers run.
-        for (long update = 1; update <= 10; update++) {
-            paced.put(BOT + ":" + update, 300);
+        // queued, claimed, for longer than its 2 s claim while the first chat's fifteen handlers run.
+        for (long update = 1; update <= 15; update++) {
+            paced.add(BOT + ":" + update);
         }
         try (LogCapture log = new LogCapture(); IntakeBehind behind = new IntakeBehind(WorkDispatcher.of(camel))) {
             List<Long> expiredSeen = new CopyOnWriteArrayList<>();
-            store(1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10);
-            store(2, 11);
+            store(1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+            store(2, 16);
             Await.until("both chats done", WAIT, () -> {
                 expiredSeen.add(Sql.count(dataSource, "SELECT count(*) FROM work_item WHERE state = 'running' AND claim_expires_at < now()"));
-                return Sql.count(dataSource, "SELECT count(*) FROM work_item WHERE state = 'done'") == 11;
+                return Sql.count(dataSource, "SELECT count(*) FROM work_item WHERE state = 'done'") == 16;
             });
             assertThat(mostAtOnce.get()).as("one worker at a time while the pacing holds").isEqualTo(1);
             assertThat(expiredSeen).as("no claim seen expired").containsOnly(0L);
@@ -614,11 +626,11 @@ class WorkDispatcherTest {
             long update = 0;
             while (Instant.now().isBefore(end)) {
                 // 20 updates a second over 10 chats, while the source says it holds more.
-                for (int chat = 0; chat < 10; chat++) {
+                for (int i = 0; i < 4; i++) {
                     update++;
-                    store(100 + chat, update);
+                    store(100 + update % 10, update);
                 }
-                Thread.sleep(500);
+                Thread.sleep(200);
                 waits.add(Duration.ofMillis(Sql.count(dataSource, "SELECT coalesce((extract(epoch FROM now() - min(created_at)) * 1000)::bigint, 0)"
                         + " FROM work_item WHERE state <> 'done'")));
             }
@@ -643,29 +655,42 @@ class WorkDispatcherTest {
     @Test
     void aHandlerStalledOnASlowCallDoesNotCountAgainstTheWorkersLeftWhileIntakeIsBehind() throws Exception {
         startDispatcher(3);
-        slow.add(BOT + ":1");
+        held.add(BOT + ":1");
         store(1, 1);
         Await.until("the slow handler started", WAIT, () -> !attemptTimes.isEmpty());
         try (IntakeBehind behind = new IntakeBehind(WorkDispatcher.of(camel))) {
             store(2, 2);
-            // The slow handler takes 2.5 s; past the stall time (0.5 s) the other worker may take chat 2.
-            Await.until("the other chat handled while the slow handler runs", Duration.ofMillis(2000), () -> handled.contains(BOT + ":2"));
+            // Past the stall time (0.5 s) the other worker may take chat 2.
+            Await.until("the other chat handled while the slow handler runs", WAIT, () -> handled.contains(BOT + ":2"));
             assertThat(handled).doesNotContain(BOT + ":1");
         }
+        release.countDown();
         Await.until("the slow chat done", WAIT, () -> handled.contains(BOT + ":1"));
     }
 
     @Test
     void aKindWithoutAHandlerHereIsNeverClaimedHereAndRunsWhereItHasOne() throws Exception {
         store(3, 21);
-        startProduct(3, false);
-        Thread.sleep(500); // the dispatcher polls every 50 ms: ten chances to claim what it must not
-        assertThat(Sql.string(dataSource, "SELECT state || ' ' || attempts FROM work_item")).isEqualTo("pending 0");
+        WorkSource later = WorkerParts.keyInBody("later");
+        products.add(WebhookServer.builder(dataSource).withoutHttp().routes(handlerRoutes(false)).routes(new RouteBuilder() {
+            @Override
+            public void configure() {
+                from("work:later").process(e -> handled.add(e.getMessage().getBody(String.class)));
+            }
+        }).bean("later", later).setting("work.poll-interval-millis", "50").start());
+        // Due after the update: claiming it, the dispatcher has passed the update by.
+        try (Connection c = dataSource.getConnection()) {
+            WorkQueue.schedule(c, List.of(new WorkQueue.NewWork("later", "after-the-update", 1, "chat-later")));
+        }
+        Await.until("later work of a kind handled here", WAIT, () -> handled.contains("after-the-update"));
+        assertThat(Sql.string(dataSource, "SELECT state || ' ' || attempts FROM work_item WHERE kind = 'telegram-update'"))
+                .isEqualTo("pending 0");
         assertThat(attemptTimes).isEmpty();
 
         startProduct(3, true);
         Await.until("handled where a handler is configured", WAIT, () -> handled.contains(BOT + ":21"));
-        Await.until("done", WAIT, () -> "done 1".equals(Sql.string(dataSource, "SELECT state || ' ' || attempts FROM work_item")));
+        Await.until("done", WAIT, () -> "done 1".equals(Sql.string(dataSource,
+                "SELECT state || ' ' || attempts FROM work_item WHERE kind = 'telegram-update'")));
     }
 
     @Test
@@ -681,6 +706,19 @@ class WorkDispatcherTest {
 
         product.close();
         Await.until("the work threads shut down with the context", WAIT, () -> workThreads(context).isEmpty());
+    }
+
+    /** Dispatcher threads of this context waiting for work. */
+    private static long workersWaiting(CamelContext camel) {
+        String probe = camel.getExecutorServiceManager().resolveThreadName("probe");
+        String context = probe.substring(0, probe.indexOf(" thread #"));
+        return Thread.getAllStackTraces().keySet().stream()
+                .filter(t -> t.getName().startsWith(context + " thread #") && t.getName().endsWith(" - work-dispatcher"))
+                .filter(t -> t.getState() == Thread.State.TIMED_WAITING || t.getState() == Thread.State.WAITING).count();
+    }
+
+    private boolean runningOnItsFirstAttempt(String key) {
+        return "running 1".equals(Sql.string(dataSource, "SELECT state || ' ' || attempts FROM work_item WHERE source_key = '" + key + "'"));
     }
 
     /** Camel names its threads "Camel (context) thread #n - name"; other test classes' contexts may share this JVM. */
@@ -718,7 +756,7 @@ class WorkDispatcherTest {
     @Test
     void outcomesThatCouldNotBeRecordedWhileTheDatabaseWasAwayAreRecordedWhenItIsBackNotWhenTheClaimExpires() throws Exception {
         store(1, 41);
-        slow.add(BOT + ":41");
+        held.add(BOT + ":41");
         AtomicReference<Instant> awayUntil = new AtomicReference<>(Instant.MIN);
         DataSource comesAndGoes = (DataSource) Proxy.newProxyInstance(getClass().getClassLoader(), new Class<?>[] {DataSource.class},
                 (proxy, method, args) -> {
@@ -741,9 +779,10 @@ class WorkDispatcherTest {
         dispatcher.start();
         try {
             Await.until("the handler started", WAIT, () -> !attemptTimes.isEmpty());
-            // Longer than the first few attempts at recording (0.5 + 1 + 1.5 s after the handler's 2.5 s).
+            // Longer than the first few attempts at recording (0.5, 1 and 1.5 s apart) after the handler returns.
             Instant back = Instant.now().plusSeconds(6);
             awayUntil.set(back);
+            release.countDown();
             Await.until("done", WAIT, () -> "done 1".equals(Sql.string(dataSource, "SELECT state || ' ' || attempts FROM work_item")));
             assertThat(Duration.between(back, Instant.now())).as("recorded within seconds of the database's return, not at the claim's expiry")
                     .isLessThan(Duration.ofSeconds(10));

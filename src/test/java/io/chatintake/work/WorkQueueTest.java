@@ -35,15 +35,7 @@ class WorkQueueTest {
     private final WorkQueue queue = new WorkQueue(dataSource);
 
     private void schedule(String kind, String chat, int... ids) throws Exception {
-        List<WorkQueue.NewWork> work = new ArrayList<>();
-        for (int id : ids) {
-            work.add(new WorkQueue.NewWork(kind, kind + ":" + id, id, chat));
-        }
-        try (Connection c = dataSource.getConnection()) {
-            c.setAutoCommit(false);
-            WorkQueue.schedule(c, work);
-            c.commit();
-        }
+        WorkerParts.schedule(dataSource, kind, chat, ids);
     }
 
     /** Stages work in a transaction of its own, the way intake does: one statement, rows in order. */

@@ -67,7 +67,7 @@ class RepliesAcrossDatabaseCrashIT {
                 Await.until("the replies in flight performed while PostgreSQL is down", WAIT,
                         () -> simulator.sentMessages(token).size() >= sentWhileDown + inFlight);
                 database.close(); // releases this JVM's lock on the data directory; the server is gone already
-                Thread.sleep(6000); // the outage itself, not a wait for a result
+                Await.throughout("the runner up through the outage", Duration.ofSeconds(6), runner::isAlive);
                 database = EmbeddedDatabase.start(pg, port, true);
 
                 Await.until("every text answered", WAIT, () -> simulator.sentMessages(token).size() >= CHATS * PER_CHAT);

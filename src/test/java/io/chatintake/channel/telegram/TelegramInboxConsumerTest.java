@@ -1,7 +1,6 @@
 package io.chatintake.channel.telegram;
 
 import static io.chatintake.channel.telegram.TelegramIntake.FAST;
-import static io.chatintake.channel.telegram.TelegramIntake.await;
 import static io.chatintake.channel.telegram.TelegramIntake.count;
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -11,11 +10,11 @@ import ch.qos.logback.core.read.ListAppender;
 import io.chatintake.sim.AdjustableClock;
 import io.chatintake.sim.BotApiSimulator;
 import io.chatintake.sim.BotApiSimulator.Fault;
+import io.chatintake.testkit.Await;
 import io.chatintake.testkit.LostCommitAnswers;
 import io.chatintake.testkit.TestDatabase;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
-import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import org.apache.camel.Exchange;
 import org.apache.camel.health.HealthCheckHelper;
 import java.sql.Connection;
@@ -69,9 +68,9 @@ class TelegramInboxConsumerTest {
 
         try (TelegramIntake intake = new TelegramIntake(simulator).property("telegram.bot-token", token)
                 .route("main", FAST, false).start()) {
-            await("233 updates stored", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 233);
-            await("233 exchanges", WAIT, () -> intake.received.size() == 233);
-            await("the last batch confirmed", WAIT, () -> simulator.queued(token) == 0);
+            Await.until("233 updates stored", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 233);
+            Await.until("233 exchanges", WAIT, () -> intake.received.size() == 233);
+            Await.until("the last batch confirmed", WAIT, () -> simulator.queued(token) == 0);
         }
 
         assertThat(count("SELECT next_offset FROM telegram_checkpoint WHERE bot_id = 4242")).isEqualTo(234);
@@ -91,10 +90,10 @@ class TelegramInboxConsumerTest {
                 .workHandler(exchange -> handled.incrementAndGet()).route("main", FAST, false).start()) {
             Gauge allowed = intake.meters.get("chat_intake_work_workers_allowed").gauge();
             // Polls come back full (100) while the backlog lasts: one worker of two meanwhile.
-            await("one worker allowed while the backlog is taken in", WAIT, () -> allowed.value() == 1);
-            await("the backlog confirmed", WAIT, () -> simulator.queued(token) == 0);
-            await("both workers allowed once intake caught up", WAIT, () -> allowed.value() == 2);
-            await("every update handled", WAIT, () -> handled.get() == 1_000);
+            Await.until("one worker allowed while the backlog is taken in", WAIT, () -> allowed.value() == 1);
+            Await.until("the backlog confirmed", WAIT, () -> simulator.queued(token) == 0);
+            Await.until("both workers allowed once intake caught up", WAIT, () -> allowed.value() == 2);
+            Await.until("every update handled", WAIT, () -> handled.get() == 1_000);
             assertThat(intake.received).as("handled as work, not on the consumer's thread: the intake route runs once per batch")
                     .allSatisfy(batch -> assertThat(batch.getMessage().getHeader("WorkKind")).isEqualTo("telegram-update"))
                     .extracting(batch -> batch.getMessage().getBody(Integer.class)).doesNotContainNull()
@@ -109,7 +108,7 @@ class TelegramInboxConsumerTest {
         try (TelegramIntake intake = new TelegramIntake(simulator).property("telegram.bot-token", token)
                 .workHandler(exchange -> handled.incrementAndGet()).route("main", FAST, false).start()) {
             Gauge allowed = intake.meters.get("chat_intake_work_workers_allowed").gauge();
-            await("polling", WAIT, () -> simulator.requests().stream().anyMatch(r -> r.method().equals("getUpdates")));
+            Await.until("polling", WAIT, () -> simulator.requests().stream().anyMatch(r -> r.method().equals("getUpdates")));
             ScheduledExecutorService steps = intake.camel.getComponent("telegram-inbox", TelegramInboxComponent.class).polling();
             CountDownLatch release = new CountDownLatch(1);
             for (int i = 0; i < TelegramInboxComponent.POLLING_THREADS; i++) {
@@ -123,12 +122,12 @@ class TelegramInboxConsumerTest {
             }
             simulator.enqueueText(token, 3000, "while every step thread is busy");
             // The long poll answers at once; its answer waits behind the busy threads.
-            Thread.sleep(BotPoller.ANSWER_QUEUED.multipliedBy(4).toMillis());
-            assertThat(allowed.value()).as("nothing stored yet").isEqualTo(2);
+            Await.throughout("nothing stored while every step thread is busy", BotPoller.ANSWER_QUEUED.multipliedBy(4),
+                    () -> allowed.value() == 2);
             release.countDown();
-            await("one worker allowed once the queued answer is stored", WAIT, () -> allowed.value() == 1);
-            await("both workers again half a second later", WAIT, () -> allowed.value() == 2);
-            await("the update handled", WAIT, () -> handled.get() == 1);
+            Await.until("one worker allowed once the queued answer is stored", WAIT, () -> allowed.value() == 1);
+            Await.until("both workers again half a second later", WAIT, () -> allowed.value() == 2);
+            Await.until("the update handled", WAIT, () -> handled.get() == 1);
         }
         assertThat(simulator.violations()).isEmpty();
     }
@@ -150,9 +149,9 @@ class TelegramInboxConsumerTest {
         }
         try (TelegramIntake intake = new TelegramIntake(simulator).property("telegram.bot-token", token)
                 .route("main", FAST, false).start()) {
-            await("300 updates stored", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 300);
-            await("300 exchanges", WAIT, () -> intake.received.size() == 300);
-            await("the last batch confirmed", WAIT, () -> simulator.queued(token) == 0);
+            Await.until("300 updates stored", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 300);
+            Await.until("300 exchanges", WAIT, () -> intake.received.size() == 300);
+            Await.until("the last batch confirmed", WAIT, () -> simulator.queued(token) == 0);
             assertThat(intake.meters.counter("chat_intake_telegram_raw_updates", "bot", "main").count()).isEqualTo(2);
 
             List<Exchange> raw = intake.received.stream().filter(e -> e.getMessage().getHeader(TelegramInboxConstants.RAW_REASON) != null).toList();
@@ -181,9 +180,9 @@ class TelegramInboxConsumerTest {
         simulator.enqueueText(token, 33, "after");
         try (TelegramIntake intake = new TelegramIntake(simulator).property("telegram.bot-token", token)
                 .route("main", FAST, false).start()) {
-            await("3 updates stored", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 3);
-            await("3 exchanges", WAIT, () -> intake.received.size() == 3);
-            await("confirmed", WAIT, () -> simulator.queued(token) == 0);
+            Await.until("3 updates stored", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 3);
+            Await.until("3 exchanges", WAIT, () -> intake.received.size() == 3);
+            Await.until("confirmed", WAIT, () -> simulator.queued(token) == 0);
         }
         assertThat(count("SELECT count(*) FROM telegram_update WHERE stored_raw AND update_id = 2 AND raw_reason = 'jsonb_rejected_22003'"))
                 .isEqualTo(1);
@@ -199,9 +198,9 @@ class TelegramInboxConsumerTest {
 
         try (TelegramIntake intake = new TelegramIntake(simulator).property("telegram.bot-token", token)
                 .route("main", FAST, false).start()) {
-            await("a poll naming the types", WAIT, () -> simulator.requests().stream().anyMatch(r -> r.allowedUpdates() != null));
+            Await.until("a poll naming the types", WAIT, () -> simulator.requests().stream().anyMatch(r -> r.allowedUpdates() != null));
             BotApiSimulator.OPT_IN_TYPES.forEach(type -> simulator.enqueue(token, id -> updateOf(type, 61)));
-            await("the three stored", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 3);
+            Await.until("the three stored", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 3);
         }
         assertThat(simulator.withheld(token)).isEqualTo(3);
         assertThat(count("SELECT count(DISTINCT update_type) FROM telegram_update WHERE update_type IN"
@@ -218,10 +217,10 @@ class TelegramInboxConsumerTest {
         try (TelegramIntake intake = new TelegramIntake(simulator).property("telegram.bot-token", token)
                 .property("telegram.allowed-updates", " message , callback_query")
                 .route("main", FAST, false).start()) {
-            await("a poll", WAIT, () -> simulator.requests().stream().anyMatch(r -> r.allowedUpdates() != null));
+            Await.until("a poll", WAIT, () -> simulator.requests().stream().anyMatch(r -> r.allowedUpdates() != null));
             assertThat(simulator.enqueue(token, id -> updateOf("chat_member", 62))).isEqualTo(-1);
             simulator.enqueueText(token, 62, "still asked for");
-            await("the text stored", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 1);
+            Await.until("the text stored", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 1);
         }
         assertThat(simulator.requests()).filteredOn(r -> r.method().equals("getUpdates"))
                 .allSatisfy(r -> assertThat(r.allowedUpdates()).containsExactly("message", "callback_query"));
@@ -244,9 +243,9 @@ class TelegramInboxConsumerTest {
         Instant until;
         try (TelegramIntake intake = new TelegramIntake(simulator).property("telegram.bot-token", token)
                 .route("main", "?timeout=2&leaseSeconds=10&backoffBaseMillis=50&backoffCapMillis=400", false).start()) {
-            await("the text stored", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 1);
+            Await.until("the text stored", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 1);
             since = Instant.now();
-            await("four more polls", WAIT, () -> getUpdatesSince(since) >= 4);
+            Await.until("four more polls", WAIT, () -> getUpdatesSince(since) >= 4);
             until = Instant.now();
             assertThat(intake.meters.scrape()).as("no failed poll counted")
                     .contains("chat_intake_telegram_poll_errors_total{bot=\"main\",kind=\"server_5xx\"} 0.0")
@@ -277,14 +276,14 @@ class TelegramInboxConsumerTest {
         simulator.enqueueText(token, 5, "two");
         try (TelegramIntake intake = new TelegramIntake(simulator).property("telegram.bot-token", token)
                 .route("main", FAST, true).start()) {
-            await("two exchanges", WAIT, () -> intake.received.size() == 2);
-            await("confirmed", WAIT, () -> simulator.queued(token) == 0);
+            Await.until("two exchanges", WAIT, () -> intake.received.size() == 2);
+            Await.until("confirmed", WAIT, () -> simulator.queued(token) == 0);
             assertThat(intake.received.get(0).getMessage().getHeader(io.chatintake.work.WorkDispatcher.IDEMPOTENCY_KEY)).isEqualTo("4242:1");
             assertThat(intake.received.get(1).getMessage().getHeader(TelegramInboxConstants.UPDATE_TYPE)).isEqualTo("message");
             assertThat(intake.received.get(1).getMessage().getBody(String.class)).contains("\"text\":\"two\"");
         }
         assertThat(count("SELECT count(*) FROM telegram_update")).isEqualTo(2);
-        await("the failure is reported", WAIT, () -> messages().stream().anyMatch(m -> m.contains("route failed for update 2") && m.contains("stays stored")));
+        Await.until("the failure is reported", WAIT, () -> messages().stream().anyMatch(m -> m.contains("route failed for update 2") && m.contains("stays stored")));
     }
 
     @Test
@@ -294,13 +293,13 @@ class TelegramInboxConsumerTest {
         simulator.injectFault(token, Fault.rateLimit(1));
         try (TelegramIntake intake = new TelegramIntake(simulator).property("telegram.bot-token", token)
                 .route("main", FAST, false).start()) {
-            await("first stored", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 1);
+            Await.until("first stored", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 1);
             // The next poll confirms update 1, then its answer is lost: the poller must poll again.
             simulator.injectFault(token, Fault.dropAfterApply());
             simulator.enqueueText(token, 9, "b");
             simulator.enqueueText(token, 9, "c");
-            await("all stored", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 3);
-            await("all confirmed", WAIT, () -> simulator.queued(token) == 0);
+            Await.until("all stored", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 3);
+            Await.until("all confirmed", WAIT, () -> simulator.queued(token) == 0);
         }
         List<BotApiSimulator.Request> polls = simulator.requests().stream().filter(r -> r.method().equals("getUpdates")).toList();
         int rateLimited = 1; // the second getUpdates answered 429 with retry_after = 1
@@ -318,8 +317,8 @@ class TelegramInboxConsumerTest {
                 .property("telegram.bot-token", token)
                 .property("telegram.bots.revoked.token", "999:FAKE-revoked-token")
                 .route("main", FAST, false).route("revoked", FAST, false).start()) {
-            await("the good bot stores", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 1);
-            await("the rejection is reported", WAIT, () -> messages().stream().anyMatch(m -> m.contains("telegram bot 'revoked': the Bot API rejected the token (401")));
+            Await.until("the good bot stores", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 1);
+            Await.until("the rejection is reported", WAIT, () -> messages().stream().anyMatch(m -> m.contains("telegram bot 'revoked': the Bot API rejected the token (401")));
         }
         assertThat(messages()).filteredOn(m -> m.contains("rejected the token")).hasSize(1);
         assertThat(messages()).noneMatch(m -> m.contains("FAKE-revoked-token"));
@@ -331,16 +330,16 @@ class TelegramInboxConsumerTest {
                 .property("telegram.bot-token", token)
                 .property("telegram.bots.revoked.token", "999:FAKE-revoked-token")
                 .route("main", FAST, false).route("revoked", FAST, false).route("idle", FAST, false).start()) {
-            await("main polls, revoked is stopped", WAIT, () -> health(intake, "telegram-bot-main").contains("UP telegram bot 'main': polling since")
+            Await.until("main polls, revoked is stopped", WAIT, () -> health(intake, "telegram-bot-main").contains("UP telegram bot 'main': polling since")
                     && health(intake, "telegram-bot-revoked").contains("DOWN telegram bot 'revoked': stopped: unauthorized since"));
             assertThat(health(intake, "telegram-bot-revoked")).contains("fix TELEGRAM_BOTS_REVOKED_TOKEN").doesNotContain("FAKE-revoked-token");
             assertThat(health(intake, "telegram-bot-idle")).contains("UP telegram bot 'idle': off since").contains("TELEGRAM_BOTS_IDLE_TOKEN");
 
             failEveryPoll();
-            await("main backs off", WAIT, () -> health(intake, "telegram-bot-main").contains("DOWN telegram bot 'main': backing off since"));
+            Await.until("main backs off", WAIT, () -> health(intake, "telegram-bot-main").contains("DOWN telegram bot 'main': backing off since"));
             String since = health(intake, "telegram-bot-main").replaceAll(".* since (\\S+) .*", "$1");
             long polls = getUpdatesCalls();
-            await("failing on", WAIT, () -> getUpdatesCalls() > polls + 2);
+            Await.until("failing on", WAIT, () -> getUpdatesCalls() > polls + 2);
             assertThat(health(intake, "telegram-bot-main")).as("since the first failure").contains("backing off since " + since + " (500");
 
             assertThat(HealthCheckHelper.invokeReadiness(intake.camel, "full")).extracting(r -> r.getCheck().getId())
@@ -348,7 +347,7 @@ class TelegramInboxConsumerTest {
             assertThat(HealthCheckHelper.invokeLiveness(intake.camel, "full")).extracting(r -> r.getCheck().getId())
                     .noneMatch(id -> id.startsWith("telegram-bot-"));
             simulator.clearFaults(token);
-            await("main polls again", WAIT, () -> health(intake, "telegram-bot-main").contains("UP telegram bot 'main': polling since"));
+            Await.until("main polls again", WAIT, () -> health(intake, "telegram-bot-main").contains("UP telegram bot 'main': polling since"));
         }
     }
 
@@ -372,7 +371,7 @@ class TelegramInboxConsumerTest {
         simulator.enqueueText(token, 1, "queued while webhook set");
         try (TelegramIntake intake = new TelegramIntake(simulator).property("telegram.bot-token", token)
                 .route("main", FAST, false).start()) {
-            await("the refusal is reported", WAIT, () -> messages().stream().anyMatch(m -> m.contains("switch-to-polling --bot main")));
+            Await.until("the refusal is reported", WAIT, () -> messages().stream().anyMatch(m -> m.contains("switch-to-polling --bot main")));
         }
         assertThat(simulator.requests()).noneMatch(r -> r.method().equals("getUpdates") || r.method().equals("deleteWebhook"));
         assertThat(simulator.queued(token)).isEqualTo(1);
@@ -385,13 +384,13 @@ class TelegramInboxConsumerTest {
         simulator.enqueueText(token, 3, "before the idle week 3");
         try (TelegramIntake intake = new TelegramIntake(simulator).property("telegram.bot-token", token)
                 .route("main", FAST, false).start()) {
-            await("three stored", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 3);
-            await("confirmed", WAIT, () -> simulator.queued(token) == 0);
+            Await.until("three stored", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 3);
+            Await.until("confirmed", WAIT, () -> simulator.queued(token) == 0);
             simulator.jumpIds(token, 2);
             simulator.enqueueText(token, 3, "after: reuses id 2");
             simulator.enqueueText(token, 3, "after: reuses id 3");
-            await("five stored", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 5);
-            await("confirmed again", WAIT, () -> simulator.queued(token) == 0);
+            Await.until("five stored", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 5);
+            Await.until("confirmed again", WAIT, () -> simulator.queued(token) == 0);
         }
         assertThat(count("SELECT count(*) FROM telegram_update WHERE generation = 1 AND update_id IN (2, 3)")).isEqualTo(2);
         assertThat(count("SELECT next_offset FROM telegram_checkpoint")).isEqualTo(4);
@@ -405,14 +404,14 @@ class TelegramInboxConsumerTest {
         simulator.enqueueText(token, 8, "before");
         try (TelegramIntake intake = new TelegramIntake(simulator, Clock.systemUTC(), database).property("telegram.bot-token", token)
                 .route("main", FAST, false).start()) {
-            await("the first update scheduled", WAIT, () -> count("SELECT count(*) FROM work_item WHERE kind = 'telegram-update'") == 1);
+            Await.until("the first update scheduled", WAIT, () -> count("SELECT count(*) FROM work_item WHERE kind = 'telegram-update'") == 1);
             database.loseNext(1, "INSERT INTO telegram_update");
             simulator.enqueueText(token, 8, "committed, answer lost");
-            await("the batch committed without an answer", WAIT, () -> database.armed() == 0);
-            await("polled again and confirmed", WAIT, () -> simulator.queued(token) == 0);
+            Await.until("the batch committed without an answer", WAIT, () -> database.armed() == 0);
+            Await.until("polled again and confirmed", WAIT, () -> simulator.queued(token) == 0);
             simulator.enqueueText(token, 8, "after");
-            await("three stored", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 3);
-            await("scheduled through the last", WAIT, () -> count("""
+            Await.until("three stored", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 3);
+            Await.until("scheduled through the last", WAIT, () -> count("""
                     SELECT count(*) FROM telegram_schedule_checkpoint c
                      WHERE c.scheduled_through >= (SELECT max(id) FROM telegram_update)""") == 1);
         }
@@ -430,7 +429,7 @@ class TelegramInboxConsumerTest {
         }
         try (TelegramIntake intake = new TelegramIntake(simulator).property("telegram.bot-token", token)
                 .route("main", FAST, false).start()) {
-            await("three stored", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 3);
+            Await.until("three stored", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 3);
         }
         for (int i = 0; i < 5; i++) {
             simulator.enqueueText(token, 6, "later " + i); // ids 4..8
@@ -441,9 +440,9 @@ class TelegramInboxConsumerTest {
         try (TelegramIntake intake = new TelegramIntake(simulator).property("telegram.bot-token", token)
                 .route("main", FAST, false).start()) {
             registry = intake.meters;
-            await("7 and 8 stored", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 5);
+            Await.until("7 and 8 stored", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 5);
             simulator.enqueueText(token, 6, "and on"); // id 9: no further gap
-            await("9 stored", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 6);
+            Await.until("9 stored", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 6);
         }
         assertThat(new UpdateGap(TestDatabase.dataSource()).list(4242)).extracting(UpdateGap.Gap::describe)
                 .containsExactly("updates 4..6 were confirmed outside this store");
@@ -460,8 +459,8 @@ class TelegramInboxConsumerTest {
         simulator.enqueueText(token, 6, "before the idle week");
         try (TelegramIntake intake = new TelegramIntake(simulator).property("telegram.bot-token", token)
                 .route("main", FAST, false).start()) {
-            await("stored", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 1);
-            await("confirmed", WAIT, () -> simulator.queued(token) == 0);
+            Await.until("stored", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 1);
+            Await.until("confirmed", WAIT, () -> simulator.queued(token) == 0);
         }
         try (Connection c = TestDatabase.dataSource().getConnection(); Statement s = c.createStatement()) {
             s.executeUpdate("UPDATE telegram_checkpoint SET last_batch_at = now() - interval '8 days'");
@@ -470,7 +469,7 @@ class TelegramInboxConsumerTest {
         simulator.enqueueText(token, 6, "after the idle week");
         try (TelegramIntake intake = new TelegramIntake(simulator).property("telegram.bot-token", token)
                 .route("main", FAST, false).start()) {
-            await("stored after the restart", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 2);
+            Await.until("stored after the restart", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 2);
         }
         assertThat(count("SELECT count(*) FROM telegram_gap")).isZero();
         assertThat(count("SELECT next_offset FROM telegram_checkpoint")).isEqualTo(90_001);
@@ -482,14 +481,14 @@ class TelegramInboxConsumerTest {
             simulator.enqueueText(token, 8, "m" + i);
         }
         TelegramIntake first = new TelegramIntake(simulator).property("telegram.bot-token", token).route("main", FAST, false).start();
-        await("first stores", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 20);
+        Await.until("first stores", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 20);
         try (TelegramIntake second = new TelegramIntake(simulator).property("telegram.bot-token", token).route("main", FAST, false).start()) {
-            await("the second stands by", WAIT, () -> messages().stream().anyMatch(m -> m.contains("another process holds the poll lease")));
+            Await.until("the second stands by", WAIT, () -> messages().stream().anyMatch(m -> m.contains("another process holds the poll lease")));
             first.close();
             simulator.enqueueText(token, 8, "after handover");
-            await("the second takes over", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 21);
+            Await.until("the second takes over", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 21);
             // handed to the route after the commit, on the hand-off thread
-            await("the second hands it on", WAIT, () -> second.received.size() == 1);
+            Await.until("the second hands it on", WAIT, () -> second.received.size() == 1);
         }
         assertThat(simulator.maxConcurrentPolls(token)).isEqualTo(1);
         assertThat(simulator.conflicts(token)).isZero();
@@ -507,8 +506,8 @@ class TelegramInboxConsumerTest {
         try (TelegramIntake intake = new TelegramIntake(simulator).property("telegram.bot-token", token)
                 .property("telegram.bots.sales.token", sales)
                 .route("main", FAST, false).route("sales", FAST, false).start()) {
-            await("both stored", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 4);
-            await("both confirmed", WAIT, () -> simulator.queued(token) == 0 && simulator.queued(sales) == 0);
+            Await.until("both stored", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 4);
+            Await.until("both confirmed", WAIT, () -> simulator.queued(token) == 0 && simulator.queued(sales) == 0);
         }
         assertThat(count("SELECT next_offset FROM telegram_checkpoint WHERE bot_id = 4242 AND bot_name = 'main'")).isEqualTo(4);
         assertThat(count("SELECT next_offset FROM telegram_checkpoint WHERE bot_id = 5151 AND bot_name = 'sales'")).isEqualTo(2);
@@ -520,8 +519,7 @@ class TelegramInboxConsumerTest {
     void aForeignGetUpdatesDisplacesTheWaitingPollWhichBacksOffAndCarriesOn() throws Exception {
         try (TelegramIntake intake = new TelegramIntake(simulator).property("telegram.bot-token", token)
                 .route("main", "?timeout=3&leaseSeconds=10&backoffBaseMillis=50&backoffCapMillis=400", false).start()) {
-            await("polling", WAIT, () -> simulator.requests().stream().anyMatch(r -> r.method().equals("getUpdates")));
-            Thread.sleep(300);
+            Await.until("the poller's long poll waiting", WAIT, () -> simulator.waitingPolls(token) == 1);
             // A diagnostic poll from elsewhere; offset 0 confirms nothing.
             try {
                 new BotApiClient(simulator.url(), io.chatintake.config.Secret.of(token)).getUpdates(0, 1, 1, List.of());
@@ -529,9 +527,9 @@ class TelegramInboxConsumerTest {
                 // the poller's next request, newer still, displaced this one in turn
                 assertThat(e.kind()).isEqualTo(BotApiException.Kind.CONFLICT_OTHER_POLLER);
             }
-            await("the 409 is reported", WAIT, () -> messages().stream().anyMatch(m -> m.contains("another getUpdates request is running")));
+            Await.until("the 409 is reported", WAIT, () -> messages().stream().anyMatch(m -> m.contains("another getUpdates request is running")));
             simulator.enqueueText(token, 4, "still flowing");
-            await("stored", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 1);
+            Await.until("stored", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 1);
         }
         assertThat(simulator.conflicts(token)).isGreaterThanOrEqualTo(1);
     }
@@ -541,14 +539,14 @@ class TelegramInboxConsumerTest {
         AdjustableClock clock = new AdjustableClock();
         try (TelegramIntake intake = new TelegramIntake(simulator, clock).property("telegram.bot-token", token)
                 .route("main", FAST, false).start()) {
-            await("a first poll", WAIT, () -> count("SELECT count(*) FROM telegram_checkpoint WHERE last_poll_at IS NOT NULL") == 1);
+            Await.until("a first poll", WAIT, () -> count("SELECT count(*) FROM telegram_checkpoint WHERE last_poll_at IS NOT NULL") == 1);
         }
         try (Connection c = TestDatabase.dataSource().getConnection(); Statement s = c.createStatement()) {
             s.executeUpdate("UPDATE telegram_checkpoint SET last_poll_at = now() - interval '30 hours'");
         }
         try (TelegramIntake intake = new TelegramIntake(simulator, clock).property("telegram.bot-token", token)
                 .route("main", FAST, false).start()) {
-            await("the loss window", WAIT, () -> count("SELECT count(*) FROM telegram_loss_window WHERE bot_id = 4242") == 1);
+            Await.until("the loss window", WAIT, () -> count("SELECT count(*) FROM telegram_loss_window WHERE bot_id = 4242") == 1);
         }
         assertThat(messages()).anyMatch(m -> m.contains("recorded as a possible loss window"));
         assertThat(new LossWindow(TestDatabase.dataSource()).list(4242).get(0).from()).isBefore(Instant.now().minus(Duration.ofHours(29)));
@@ -559,29 +557,29 @@ class TelegramInboxConsumerTest {
         AdjustableClock clock = new AdjustableClock();
         try (TelegramIntake intake = new TelegramIntake(simulator, clock).property("telegram.bot-token", token)
                 .route("main", FAST, false).start()) {
-            await("a first poll", WAIT, () -> count("SELECT count(*) FROM telegram_checkpoint WHERE last_poll_at IS NOT NULL") == 1);
+            Await.until("a first poll", WAIT, () -> count("SELECT count(*) FROM telegram_checkpoint WHERE last_poll_at IS NOT NULL") == 1);
             failEveryPoll();
             long polls = getUpdatesCalls();
-            await("failing", WAIT, () -> getUpdatesCalls() > polls + 2);
+            Await.until("failing", WAIT, () -> getUpdatesCalls() > polls + 2);
             assertThat(count("SELECT count(*) FROM telegram_loss_window")).as("within Telegram's retention nothing is lost").isZero();
 
             clock.advance(Duration.ofHours(25));
-            await("the loss window, while the lease is held", WAIT, () -> count("SELECT count(*) FROM telegram_loss_window WHERE bot_id = 4242") == 1);
+            Await.until("the loss window, while the lease is held", WAIT, () -> count("SELECT count(*) FROM telegram_loss_window WHERE bot_id = 4242") == 1);
             assertThat(count("SELECT count(*) FROM telegram_poll_lease WHERE expires_at > now()")).as("the lease is still held").isEqualTo(1);
-            await("counted once committed", WAIT, () -> lossWindowsCounted(intake) == 1);
+            Await.until("counted once committed", WAIT, () -> lossWindowsCounted(intake) == 1);
             assertThat(intake.meters.get("chat_intake_telegram_seconds_since_last_poll").tag("bot", "main").gauge().value())
                     .isGreaterThan(Duration.ofHours(25).toSeconds() - 60);
 
             clock.advance(Duration.ofHours(1));
             long later = getUpdatesCalls();
-            await("failing on", WAIT, () -> getUpdatesCalls() > later + 2);
-            await("the same window extended", WAIT, () -> count("SELECT count(*) FROM telegram_loss_window"
+            Await.until("failing on", WAIT, () -> getUpdatesCalls() > later + 2);
+            Await.until("the same window extended", WAIT, () -> count("SELECT count(*) FROM telegram_loss_window"
                     + " WHERE to_time - from_time > interval '25 hours 30 minutes'") == 1);
 
             simulator.clearFaults(token);
             simulator.enqueueText(token, 7, "after the outage");
-            await("polling again", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 1);
-            await("the age of the last success restarts", WAIT,
+            Await.until("polling again", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 1);
+            Await.until("the age of the last success restarts", WAIT,
                     () -> intake.meters.get("chat_intake_telegram_seconds_since_last_poll").tag("bot", "main").gauge().value() < 60);
             assertThat(lossWindowsCounted(intake)).isEqualTo(1);
         }
@@ -611,7 +609,7 @@ class TelegramInboxConsumerTest {
         simulator.injectFault(token, Fault.serverError());
         try (TelegramIntake intake = new TelegramIntake(simulator).property("telegram.bot-token", token)
                 .route("main", FAST, false).start()) {
-            await("stored", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 1);
+            Await.until("stored", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 1);
             assertThat(intake.camel.getEndpoints()).allSatisfy(e -> assertThat(e.getEndpointUri()).doesNotContain(token));
             assertThat(Thread.getAllStackTraces().keySet()).allSatisfy(t -> assertThat(t.getName()).doesNotContain(token));
         }

@@ -2,17 +2,14 @@ package io.chatintake.channel.telegram;
 
 import io.chatintake.sim.BotApiSimulator;
 import io.chatintake.sim.InboxAudit;
-import io.chatintake.testkit.Await;
 import io.chatintake.testkit.Sql;
 import io.chatintake.testkit.TestDatabase;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import io.chatintake.testkit.WebhookServer;
 import java.time.Clock;
-import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.function.BooleanSupplier;
 import javax.sql.DataSource;
 import org.apache.camel.CamelContext;
 import org.apache.camel.Exchange;
@@ -97,10 +94,6 @@ final class TelegramIntake implements AutoCloseable {
 
     static long count(String sql) {
         return Sql.count(TestDatabase.dataSource(), sql);
-    }
-
-    static void await(String what, Duration timeout, BooleanSupplier condition) {
-        Await.until(what, timeout, condition);
     }
 
     @Override

@@ -117,7 +117,7 @@ class TelegramIntakeIT {
                 simulator.enqueueText(token, 100 + i % 13, "chaos " + round + "-" + i);
             }
             RunnerProcess runner = RunnerProcess.start(work, env);
-            Thread.sleep(1500 + random.nextInt(2500));
+            Await.throughout("the runner up until its kill", Duration.ofMillis(1500 + random.nextInt(2500)), runner::isAlive);
             runner.kill9();
             kills++;
         }
@@ -156,8 +156,7 @@ class TelegramIntakeIT {
             for (int i = 0; i < 300; i++) {
                 simulator.enqueueText(token, 5, "during " + i);
             }
-            Thread.sleep(10_000);
-            assertThat(simulator.queued(token)).as("nothing confirmed while the database is down").isEqualTo(300);
+            Await.throughout("nothing confirmed while the database is down", Duration.ofSeconds(10), () -> simulator.queued(token) == 300);
             assertThat(runner.get("/observe/health/ready").statusCode()).isEqualTo(503);
             assertThat(runner.output()).contains("storage failed, checkpoint not advanced");
 

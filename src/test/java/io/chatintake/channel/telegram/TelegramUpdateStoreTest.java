@@ -3,9 +3,9 @@ package io.chatintake.channel.telegram;
 import static io.chatintake.channel.telegram.TelegramIntake.count;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
-import static org.awaitility.Awaitility.await;
 
 import io.chatintake.channel.ChildMessages;
+import io.chatintake.testkit.Await;
 import io.chatintake.testkit.CachedPlan;
 import io.chatintake.testkit.TestDatabase;
 import java.sql.Connection;
@@ -81,8 +81,8 @@ class TelegramUpdateStoreTest {
                     throw new CompletionException(e);
                 }
             });
-            await().atMost(Duration.ofSeconds(10))
-                    .until(() -> count("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'") > 0);
+            Await.until("the store to wait on the takeover's row lock", Duration.ofSeconds(10),
+                    () -> count("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'") > 0);
             assertThat(storing).isNotDone();
             takeover.commit();
 

@@ -1,7 +1,8 @@
-package io.chatintake.ops;
+package io.chatintake.channel.telegram;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.chatintake.ops.SocketOwners;
 import io.chatintake.sim.BotApiSimulator;
 import io.chatintake.sim.InboxAudit;
 import io.chatintake.store.EmbeddedDatabase;
