@@ -1,6 +1,6 @@
 package io.chatintake.ops;
 
-import io.chatintake.ops.StatusReport.Html;
+import io.chatintake.ops.Html;
 import java.net.URLEncoder;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;

@@ -1,6 +1,6 @@
 package io.chatintake.ops;
 
-import io.chatintake.ops.StatusReport.Html;
+import io.chatintake.ops.Html;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;

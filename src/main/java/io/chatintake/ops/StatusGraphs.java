@@ -123,7 +123,7 @@ final class StatusGraphs {
     }
 
     /** The four graphs of the overview: what came in, what was handled, what went wrong, how long the oldest waits. */
-    void overview(StatusReport.Html html) {
+    void overview(Html html) {
         html.raw("<table id=\"overview-graphs\"><thead><tr><th></th><th>").text(Range.MINUTES.title).raw("</th><th>")
                 .text(Range.HOURS.title).raw("</th></tr></thead><tbody>");
         for (Overview line : Overview.values()) {
@@ -137,7 +137,7 @@ final class StatusGraphs {
     }
 
     /** The section of every graph, as {@link #all} draws it. */
-    static void render(Connection c, StatusReport.Html html, Instant now) throws SQLException {
+    static void render(Connection c, Html html, Instant now) throws SQLException {
         read(c, now).all(html);
     }
 
@@ -145,7 +145,7 @@ final class StatusGraphs {
      * Every series of every subject; those that stayed at zero in both windows fold into one line,
      * so the graphs that show something are not lost among the flat ones.
      */
-    void all(StatusReport.Html html) {
+    void all(Html html) {
         html.section("graphs", "Over time (all processes)");
         if (hours.isEmpty() && minutes.isEmpty()) {
             html.raw("<p>").text("Nothing counted in the last 7 days yet: each process adds its counts every "
@@ -222,7 +222,7 @@ final class StatusGraphs {
      * right; each bar's tooltip gives its time and value. {@code data-values} carries the figures
      * for tools that read the page.
      */
-    private void svg(StatusReport.Html html, Range range, String subject, String series, String title, double[] values) {
+    private void svg(Html html, Range range, String subject, String series, String title, double[] values) {
         double max = 0;
         StringBuilder data = new StringBuilder();
         for (double v : values) {

@@ -391,7 +391,7 @@ public final class StatusPage extends ServiceSupport implements Processor, Camel
     private static void confirmErasure(Message message, MultiMap form, String counted) {
         message.setHeader("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'");
         message.setHeader("X-Frame-Options", "DENY");
-        StatusReport.Html html = new StatusReport.Html();
+        Html html = new Html();
         html.raw("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>chat-intake: confirm erasure</title></head><body>")
                 .raw("<p id=\"erase-count\">").text(counted).raw("</p>")
                 .raw("<form method=\"post\" action=\"" + Action.ERASE.path + "\">");

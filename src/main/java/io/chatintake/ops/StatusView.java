@@ -4,7 +4,7 @@ import static io.chatintake.ops.StatusSnapshot.PAGE;
 
 import io.chatintake.channel.telegram.TelegramBots;
 import io.chatintake.config.Settings;
-import io.chatintake.ops.StatusReport.Html;
+import io.chatintake.ops.Html;
 import io.chatintake.ops.StatusReport.Viewer;
 import io.chatintake.ops.StatusSnapshot.AlbumNeedingAPerson;
 import io.chatintake.ops.StatusSnapshot.Albums;
