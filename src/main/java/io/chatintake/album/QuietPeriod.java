@@ -1,7 +1,7 @@
 package io.chatintake.album;
 
+import io.chatintake.support.Contributions;
 import java.util.List;
-import java.util.ServiceLoader;
 
 /**
  * A channel's own quiet period for its albums, read from {@code settingKey} (seconds): the
@@ -17,7 +17,6 @@ public record QuietPeriod(String provider, String settingKey) {
 
     /** The quiet periods the channels on the class path contribute. */
     public static List<QuietPeriod> registered() {
-        return ServiceLoader.load(Contributor.class, Contributor.class.getClassLoader()).stream()
-                .flatMap(p -> p.get().quietPeriods().stream()).toList();
+        return Contributions.of(Contributor.class, Contributor::quietPeriods);
     }
 }

@@ -1,7 +1,7 @@
 package io.chatintake.work;
 
+import io.chatintake.support.Contributions;
 import java.util.List;
-import java.util.ServiceLoader;
 
 /**
  * A table that a channel keeps and {@link Retention} purges: the channel knows its tables, the
@@ -40,7 +40,6 @@ public record RetainedTable(String table, String key, String ageColumn, String s
 
     /** The tables the channels on the class path contribute, in the order they are registered. */
     public static List<RetainedTable> registered() {
-        return ServiceLoader.load(Contributor.class, Contributor.class.getClassLoader()).stream()
-                .flatMap(p -> p.get().retainedTables().stream()).toList();
+        return Contributions.of(Contributor.class, Contributor::retainedTables);
     }
 }
