@@ -29,7 +29,8 @@ import org.slf4j.LoggerFactory;
  * Content that unfinished work still reads (pending, running, retrying) is kept until that work
  * ends. Batches as retention's: one statement and commit each, rows claimed with
  * {@code FOR UPDATE SKIP LOCKED}, so every runner may expire at once. Ages are the database's
- * ({@code now()}), never this process's clock.
+ * ({@code now()}), never this process's clock. The channels name their own tables
+ * ({@link ExpiringContent}, registered by each channel).
  */
 public final class ContentExpiry {
     private static final Logger LOG = LoggerFactory.getLogger(ContentExpiry.class);

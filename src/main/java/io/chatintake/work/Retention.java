@@ -130,7 +130,7 @@ public final class Retention {
         this(dataSource, RetainedTable.registered(), days, batchSize);
     }
 
-    public Retention(DataSource dataSource, List<RetainedTable> channelTables, Map<String, Integer> days, int batchSize) {
+    private Retention(DataSource dataSource, List<RetainedTable> channelTables, Map<String, Integer> days, int batchSize) {
         this.dataSource = dataSource;
         this.policies = policies(channelTables);
         this.days = Map.copyOf(days);
