@@ -25,7 +25,7 @@ public final class AlbumChildSource extends RowWorkSource {
     public static final String CHILD_ID = AlbumConstants.CHILD_ID;
     public static final String INDEX = AlbumConstants.INDEX;
     public static final String TOTAL = AlbumConstants.TOTAL;
-    /** The channel that stored the child ({@link #TELEGRAM_PROVIDER} albums have their own quiet period). */
+    /** The channel that stored the child (a channel may give its albums their own quiet period: {@link QuietPeriod}). */
     public static final String PROVIDER = AlbumConstants.PROVIDER;
     /** Whether the album's children stored when this child was loaded agree on a total they reach. */
     public static final String COMPLETE = AlbumConstants.COMPLETE;
@@ -35,7 +35,6 @@ public final class AlbumChildSource extends RowWorkSource {
     public static final String GROUP_OPEN = AlbumConstants.GROUP_OPEN;
     /** The quiet period the album's deadline was set with (deadline - last child), in milliseconds. */
     public static final String STORED_QUIET_MILLIS = AlbumConstants.STORED_QUIET_MILLIS;
-    public static final String TELEGRAM_PROVIDER = "telegram-bot";
 
     // With the child, its album's group as stored (AlbumAggregationRepository): one statement for a run of
     // children. Every child given an album has its album row (made in the transaction that stored it).

@@ -7,6 +7,7 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -16,7 +17,7 @@ import java.util.Map;
  * The scoped album key: workspace, provider, account, conversation and album id, as a
  * JSON array. The album id relates children; it never identifies one, and the same album id in
  * another conversation is another album. Built by the database from the child's own columns, so
- * every path (UnifyPort, Telegram) produces exactly the same text.
+ * every channel's path produces exactly the same text.
  */
 public final class AlbumKey {
     /** The key of a {@code channel_message} row (or any row with the same columns). */
@@ -39,10 +40,11 @@ public final class AlbumKey {
             albums AS (
                 INSERT INTO album (album_key, workspace, provider, account_id, conversation_id, album_id, decide_after)
                 SELECT DISTINCT album_key, workspace, provider, account_id, conversation_id, album_id,
-                       now() + make_interval(secs => CASE WHEN provider = '%s' THEN ? ELSE ? END)
+                       now() + make_interval(secs => COALESCE(
+                           (SELECT q.secs FROM unnest(?::text[], ?::float8[]) q (provider, secs) WHERE q.provider = child.provider), ?))
                   FROM child
                 ON CONFLICT (album_key) DO UPDATE SET last_child_at = now(), decide_after = EXCLUDED.decide_after)
-            SELECT id, album_key FROM child ORDER BY id""".formatted(OF_CHILD, AlbumChildSource.TELEGRAM_PROVIDER);
+            SELECT id, album_key FROM child ORDER BY id""".formatted(OF_CHILD);
 
     /**
      * The listener that schedules children into their albums, with these quiet periods. Only a
@@ -65,8 +67,9 @@ public final class AlbumKey {
         List<WorkQueue.NewWork> work = new ArrayList<>();
         try (PreparedStatement ps = PlannedEachTime.prepare(connection, SCHEDULE)) {
             ps.setArray(1, connection.createArrayOf("bigint", ids));
-            ps.setDouble(2, quietPeriods.telegram().toMillis() / 1000.0);
-            ps.setDouble(3, quietPeriods.other().toMillis() / 1000.0);
+            ps.setArray(2, connection.createArrayOf("text", quietPeriods.byProvider().keySet().toArray()));
+            ps.setArray(3, connection.createArrayOf("float8", quietPeriods.byProvider().values().stream().map(AlbumKey::seconds).toArray()));
+            ps.setDouble(4, seconds(quietPeriods.other()));
             try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {
                     long child = rs.getLong(1);
@@ -75,5 +78,9 @@ public final class AlbumKey {
             }
         }
         WorkQueue.schedule(connection, work);
+    }
+
+    private static double seconds(Duration period) {
+        return period.toMillis() / 1000.0;
     }
 }

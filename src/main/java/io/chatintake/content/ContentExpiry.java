@@ -12,7 +12,9 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.function.Supplier;
+import java.util.stream.Collectors;
 import javax.sql.DataSource;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -27,13 +29,15 @@ import org.slf4j.LoggerFactory;
  * Content that unfinished work still reads (pending, running, retrying) is kept until that work
  * ends. Batches as retention's: one statement and commit each, rows claimed with
  * {@code FOR UPDATE SKIP LOCKED}, so every runner may expire at once. Ages are the database's
- * ({@code now()}), never this process's clock.
+ * ({@code now()}), never this process's clock. The channels name their own tables
+ * ({@link ExpiringContent}, registered by each channel).
  */
 public final class ContentExpiry {
     private static final Logger LOG = LoggerFactory.getLogger(ContentExpiry.class);
     public static final String CONTENT_DAYS = "retention.content-days";
     private static final String UNFINISHED = "('pending', 'running', 'failed')";
-    private static final String OTHER_KINDS = "('telegram-update', 'album-child', 'attachment', 'album-decision')";
+    /** Kinds whose source rows are the engine's own tables (channel_message, message_attachment, album_decision). */
+    private static final List<String> ENGINE_KINDS = List.of("album-child", "attachment", "album-decision");
 
     /** One table's old content: which rows ({@code x}), and how it is removed. */
     private record Rule(String table, String candidates, Remover remover) {
@@ -48,18 +52,27 @@ public final class ContentExpiry {
         return (List<T>) (List<?>) keys;
     }
 
-    private static final List<Rule> RULES = List.of(
-            new Rule("telegram_update", """
-                    SELECT x.id FROM telegram_update x
-                     WHERE x.received_at < now() - make_interval(days => ?) AND x.content_removed_at IS NULL
-                       AND NOT EXISTS (SELECT 1 FROM work_item w WHERE w.kind = 'telegram-update' AND w.source_id = x.id
-                                          AND w.state IN %s)""".formatted(UNFINISHED), (r, k) -> r.telegramUpdates(as(k))),
-            new Rule("webhook_event", """
-                    SELECT x.id FROM webhook_event x
-                     WHERE x.received_at < now() - make_interval(days => ?) AND x.content_removed_at IS NULL
-                       AND NOT EXISTS (SELECT 1 FROM work_item w WHERE w.kind NOT IN %2$s AND w.source_id = x.id AND w.state IN %1$s)
+    /** The channels' tables first, then the engine's own. */
+    private static List<Rule> rules(List<ExpiringContent> channelTables) {
+        List<String> otherKinds = new ArrayList<>();
+        channelTables.stream().map(ExpiringContent::workKind).filter(Objects::nonNull).forEach(otherKinds::add);
+        otherKinds.addAll(ENGINE_KINDS);
+        String others = otherKinds.stream().map(k -> "'" + k + "'").collect(Collectors.joining(", ", "(", ")"));
+        List<Rule> rules = new ArrayList<>();
+        for (ExpiringContent t : channelTables) {
+            String unread = t.workKind() != null
+                    ? "NOT EXISTS (SELECT 1 FROM work_item w WHERE w.kind = '%s' AND w.source_id = x.id AND w.state IN %s)"
+                    .formatted(t.workKind(), UNFINISHED)
+                    : """
+                    NOT EXISTS (SELECT 1 FROM work_item w WHERE w.kind NOT IN %2$s AND w.source_id = x.id AND w.state IN %1$s)
                        AND NOT EXISTS (SELECT 1 FROM work_staged s WHERE s.kind NOT IN %2$s AND s.source_id = x.id)"""
-                    .formatted(UNFINISHED, OTHER_KINDS), (r, k) -> r.webhookEvents(as(k))),
+                    .formatted(UNFINISHED, others);
+            rules.add(new Rule(t.table(), """
+                    SELECT x.id FROM %s x
+                     WHERE x.%s < now() - make_interval(days => ?) AND x.content_removed_at IS NULL
+                       AND %s""".formatted(t.table(), t.ageColumn(), unread), (r, k) -> r.rows(t, as(k))));
+        }
+        rules.addAll(List.of(
             new Rule("channel_message", """
                     SELECT x.id FROM channel_message x
                      WHERE x.updated_at < now() - make_interval(days => ?) AND x.content_removed_at IS NULL
@@ -73,8 +86,11 @@ public final class ContentExpiry {
             new Rule("outbound_effect", """
                     SELECT x.effect_key FROM outbound_effect x
                      WHERE x.started_at < now() - make_interval(days => ?) AND x.content_removed_at IS NULL
-                       AND x.result IS NOT NULL AND x.state <> 'started'""", (r, k) -> r.effects(as(k))));
+                       AND x.result IS NOT NULL AND x.state <> 'started'""", (r, k) -> r.effects(as(k)))));
+        return List.copyOf(rules);
+    }
 
+    private final List<Rule> rules = rules(ExpiringContent.registered());
     private final DataSource dataSource;
     private final Supplier<MediaStore> media;
     private final int days;
@@ -102,7 +118,7 @@ public final class ContentExpiry {
         Map<String, Long> rows = new LinkedHashMap<>();
         try (Connection c = dataSource.getConnection()) {
             c.setReadOnly(true);
-            for (Rule rule : RULES) {
+            for (Rule rule : rules) {
                 rows.put(rule.table(), days <= 0 ? 0 : count(c, rule));
             }
         }
@@ -113,12 +129,12 @@ public final class ContentExpiry {
     public Map<String, Long> expire() throws SQLException, IOException {
         Map<String, Long> rows = new LinkedHashMap<>();
         if (days <= 0) {
-            RULES.forEach(rule -> rows.put(rule.table(), 0L));
+            rules.forEach(rule -> rows.put(rule.table(), 0L));
             return rows;
         }
         try (MediaStore store = media.get(); Connection c = dataSource.getConnection()) {
             c.setAutoCommit(false);
-            for (Rule rule : RULES) {
+            for (Rule rule : rules) {
                 long total = 0;
                 int batch;
                 do {

@@ -31,16 +31,10 @@ public final class ContentRemoval {
         this.dryRun = dryRun;
     }
 
-    public long telegramUpdates(List<Long> ids) throws SQLException {
-        return update("""
-                UPDATE telegram_update SET payload = NULL, raw_payload = NULL, raw_reason = NULL, content_removed_at = now()
-                 WHERE id = ANY (?) AND (payload IS NOT NULL OR raw_payload IS NOT NULL)""", ids);
-    }
-
-    public long webhookEvents(List<Long> ids) throws SQLException {
-        return update("""
-                UPDATE webhook_event SET body = NULL, payload = NULL, content_removed_at = now()
-                 WHERE id = ANY (?) AND (body IS NOT NULL OR payload IS NOT NULL)""", ids);
+    /** A channel's rows: the content it names ({@link ExpiringContent#clear()}). */
+    public long rows(ExpiringContent table, List<Long> ids) throws SQLException {
+        return update("UPDATE " + table.table() + " SET " + table.clear() + ", content_removed_at = now() WHERE id = ANY (?) AND ("
+                + table.held() + ")", ids);
     }
 
     /** Texts, captions (album captions too: album children are messages) and the attachments described. */
@@ -93,19 +87,26 @@ public final class ContentRemoval {
      * again could only fail or act on nothing, so operator retry refuses it.
      */
     public static boolean goneFor(Connection c, long workItemId) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement("""
-                SELECT CASE w.kind
-                         WHEN 'telegram-update' THEN (SELECT content_removed_at FROM telegram_update WHERE id = w.source_id)
-                         WHEN 'album-child' THEN (SELECT content_removed_at FROM channel_message WHERE id = w.source_id)
-                         WHEN 'attachment' THEN (SELECT content_removed_at FROM message_attachment WHERE id = w.source_id)
-                         WHEN 'album-decision' THEN NULL
-                         ELSE (SELECT content_removed_at FROM webhook_event WHERE id = w.source_id) END IS NOT NULL
-                  FROM work_item w WHERE w.id = ?""")) {
+        List<ExpiringContent> channelTables = ExpiringContent.registered();
+        StringBuilder removedAt = new StringBuilder("CASE w.kind");
+        channelTables.stream().filter(t -> t.workKind() != null).forEach(t -> removedAt.append(" WHEN '").append(t.workKind())
+                .append("' THEN ").append(removedAt(t.table())));
+        removedAt.append(" WHEN 'album-child' THEN ").append(removedAt("channel_message"))
+                .append(" WHEN 'attachment' THEN ").append(removedAt("message_attachment"))
+                .append(" WHEN 'album-decision' THEN NULL ELSE ");
+        // Kinds no table names (a channel's own event kinds) read the rows of the channels that name none.
+        List<String> open = channelTables.stream().filter(t -> t.workKind() == null).map(t -> removedAt(t.table())).toList();
+        removedAt.append(open.isEmpty() ? "NULL" : "COALESCE(" + String.join(", ", open) + ")").append(" END");
+        try (PreparedStatement ps = c.prepareStatement("SELECT " + removedAt + " IS NOT NULL FROM work_item w WHERE w.id = ?")) {
             ps.setLong(1, workItemId);
             try (ResultSet rs = ps.executeQuery()) {
                 return rs.next() && rs.getBoolean(1);
             }
         }
+    }
+
+    private static String removedAt(String table) {
+        return "(SELECT content_removed_at FROM " + table + " WHERE id = w.source_id)";
     }
 
     /** The files no attachment keeps any more (none removed yet). */

@@ -1,6 +1,6 @@
 package io.chatintake.ops;
 
-import io.chatintake.album.AlbumChildSource;
+import io.chatintake.channel.telegram.TelegramChannel;
 import io.chatintake.config.ConfigurationException;
 import io.chatintake.config.Secret;
 import io.chatintake.sim.BotApiSimulator;
@@ -394,7 +394,7 @@ public final class Chaos {
                 + " FROM album_decision d LEFT JOIN work_item w ON w.kind = 'album-decision' AND w.source_id = d.id AND w.state = 'done'"
                 + " GROUP BY d.id HAVING count(w.id) <> 1");
         List<String> unifyportTwice = texts("SELECT album_id || ': ' || decided_version || ' versions' FROM album"
-                + " WHERE provider <> '" + AlbumChildSource.TELEGRAM_PROVIDER + "' AND decided_version <> 1");
+                + " WHERE provider <> '" + TelegramChannel.PROVIDER + "' AND decided_version <> 1");
         long albums = count("SELECT count(*) FROM album");
         long expected = telegramAlbums.get() + unifyportAlbums.get();
         check(wrong.isEmpty() && unhandled.isEmpty() && unifyportTwice.isEmpty() && albums == expected,

@@ -1,6 +1,8 @@
 package io.chatintake.ops;
 
 import io.chatintake.attachment.MediaStore;
+import io.chatintake.channel.telegram.TelegramChannel;
+import io.chatintake.channel.webhook.WebhookChannel;
 import io.chatintake.config.ConfigurationException;
 import io.chatintake.content.ContentRemoval;
 import io.chatintake.work.WorkQueue;
@@ -90,8 +92,8 @@ final class Erasure {
                 Found found = find(c, target);
                 ContentRemoval removal = new ContentRemoval(c, media, dryRun);
                 Map<String, Long> rows = new LinkedHashMap<>();
-                rows.put("telegram_updates", removal.telegramUpdates(found.updates()));
-                rows.put("webhook_events", removal.webhookEvents(found.events()));
+                rows.put("telegram_updates", removal.rows(TelegramChannel.CONTENT, found.updates()));
+                rows.put("webhook_events", removal.rows(WebhookChannel.CONTENT, found.events()));
                 rows.put("messages", removal.messages(found.messages()));
                 rows.put("attachments", removal.attachments(found.attachments()));
                 rows.put("media_files", (long) removal.files());

@@ -5,7 +5,7 @@ import java.util.Objects;
 
 /**
  * A guarded action that did not (or not provably) happen, with its {@link EffectOutcome} class.
- * Thrown by producers that can tell (the {@code telegram-bot} component), by the guardedEffect
+ * Thrown by producers that can tell (a channel's reply component), by the guardedEffect
  * policy (what its steps threw or declared) and by {@code effectGuard.complete}; the work dispatcher records
  * the effect and the item accordingly. Its message is stored as the item's last error (redacted).
  */

@@ -10,7 +10,7 @@ public interface KindHandler {
     /** The kind's rules: the route's options where set, {@code defaults} elsewhere. */
     KindRules rules(KindRules defaults);
 
-    /** "route telegram-update (handlers.yaml:40)". */
+    /** "route album-child (albums.yaml:14)". */
     String where();
 
     Endpoint endpoint();

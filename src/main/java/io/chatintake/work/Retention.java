@@ -9,6 +9,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.stream.Collectors;
 import javax.sql.DataSource;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -35,10 +36,9 @@ import org.slf4j.LoggerFactory;
  * {@code retention.work-item-days}; an effect goes only once its work item is gone, so it can
  * never be replayed into a repeated side effect.
  * <p>
- * A deleted webhook event leaves its key behind ({@code webhook_event_purged}, kept for
- * {@code retention.dedupe-key-days}), so a replay of its signed bytes is still a duplicate. Telegram
- * update ids are not kept: Telegram reuses them after a week idle (a new update, told apart only
- * by its content) and stops retrying a webhook long before retention deletes an update.
+ * The channels name their own tables ({@link RetainedTable}, registered by each channel): a table
+ * whose rows are the sources of a kind of work, or rows a channel keeps after them (the keys that
+ * make a replay a duplicate).
  */
 public final class Retention {
     private static final Logger LOG = LoggerFactory.getLogger(Retention.class);
@@ -48,14 +48,11 @@ public final class Retention {
                           String before) {
     }
 
-    private static final String TELEGRAM = "telegram-update";
-    private static final String DEDUPE_KEY_DAYS = "retention.dedupe-key-days";
     public static final String METADATA_DAYS = "retention.metadata-days";
-    private static final String WEBHOOK = "unifyport-event";
     private static final String ALBUM_DECISION = "album-decision";
 
-    /** Kinds whose source rows are in other tables (channel_message, message_attachment, album_decision). */
-    private static final String OTHER_TABLES_KINDS = "'album-child', 'attachment', '" + ALBUM_DECISION + "'";
+    /** Kinds whose source rows are in the engine's other tables (channel_message, message_attachment, album_decision). */
+    private static final List<String> OTHER_TABLES_KINDS = List.of("album-child", "attachment", ALBUM_DECISION);
 
     /**
      * No unfinished work item names the row: of its own kind, or of a kind not known here (another
@@ -68,21 +65,30 @@ public final class Retention {
                 + otherTablesKinds + "))";
     }
 
-    private static final List<Policy> POLICIES = List.of(
-            new Policy("telegram_update", "id", "retention.telegram-update-days", """
-                    SELECT x.id AS k FROM telegram_update x
-                     WHERE x.received_at < now() - make_interval(days => ?) AND %s"""
-                    .formatted(noUnfinishedWork(OTHER_TABLES_KINDS + ", '" + WEBHOOK + "'")), 1,
-                    "w.kind = '" + TELEGRAM + "' AND w.source_id = doomed.k", null),
-            // The keys of deleted events stay behind (webhook_event_purged): a replay after the row is gone is a duplicate.
-            new Policy("webhook_event", "id", "retention.webhook-event-days", """
-                    SELECT x.id AS k FROM webhook_event x
-                     WHERE x.received_at < now() - make_interval(days => ?) AND %s"""
-                    .formatted(noUnfinishedWork(OTHER_TABLES_KINDS + ", '" + TELEGRAM + "'")), 1,
-                    "w.kind = '" + WEBHOOK + "' AND w.source_id = doomed.k", """
-                    keys AS (INSERT INTO webhook_event_purged (workspace, channel, event_id)
-                             SELECT x.workspace, x.channel, x.event_id FROM webhook_event x JOIN doomed ON x.id = doomed.k
-                             ON CONFLICT ON CONSTRAINT webhook_event_purged_key DO UPDATE SET purged_at = now() RETURNING 1), """),
+    private static String quoted(List<String> kinds) {
+        return kinds.stream().map(k -> "'" + k + "'").collect(Collectors.joining(", "));
+    }
+
+    /**
+     * The channels' work sources first (each row with its work item), then the engine's own tables,
+     * then the channels' plain rows, which outlive the work they came with.
+     */
+    private static List<Policy> policies(List<RetainedTable> channelTables) {
+        List<RetainedTable> sources = channelTables.stream().filter(t -> t.workKind() != null).toList();
+        List<String> sourceKinds = sources.stream().map(RetainedTable::workKind).toList();
+        List<Policy> policies = new ArrayList<>();
+        for (RetainedTable t : sources) {
+            List<String> otherKinds = new ArrayList<>(OTHER_TABLES_KINDS);
+            sourceKinds.stream().filter(k -> !k.equals(t.workKind())).forEach(otherKinds::add);
+            policies.add(new Policy(t.table(), t.key(), t.settingKey(), """
+                    SELECT x.id AS k FROM %s x
+                     WHERE x.%s < now() - make_interval(days => ?) AND %s"""
+                    .formatted(t.table(), t.ageColumn(), noUnfinishedWork(quoted(otherKinds))), 1,
+                    "w.kind = '" + t.workKind() + "' AND w.source_id = doomed.k", t.before()));
+        }
+        List<String> keptWithSources = new ArrayList<>(sourceKinds);
+        keptWithSources.add(ALBUM_DECISION);
+        policies.addAll(List.of(
             // Decided albums with no child since (no deadline), no person needed, every decision handled.
             new Policy("album", "album_key", "retention.album-days", """
                     SELECT x.album_key AS k FROM album x
@@ -96,29 +102,37 @@ public final class Retention {
             new Policy("work_item", "id", "retention.work-item-days", """
                     SELECT x.id AS k FROM work_item x
                      WHERE x.created_at < now() - make_interval(days => ?) AND x.done_at < now() - make_interval(days => ?)
-                       AND x.state IN ('done', 'erased') AND x.kind NOT IN ('%s', '%s', '%s')"""
-                    .formatted(TELEGRAM, WEBHOOK, ALBUM_DECISION), 2, null, null),
+                       AND x.state IN ('done', 'erased') AND x.kind NOT IN (%s)"""
+                    .formatted(quoted(keptWithSources)), 2, null, null),
             new Policy("outbound_effect", "effect_key", "retention.outbound-effect-days", """
                     SELECT x.effect_key AS k FROM outbound_effect x
                      WHERE x.started_at < now() - make_interval(days => ?) AND x.done_at < now() - make_interval(days => ?)
                        AND x.state = 'done'
                        AND (x.work_item_id IS NULL OR NOT EXISTS (SELECT 1 FROM work_item w WHERE w.id = x.work_item_id))""",
-                    2, null, null),
-            // The kept keys themselves, once older than any replay worth refusing (no unique id column: by row address).
-            new Policy("webhook_event_purged", "ctid", DEDUPE_KEY_DAYS, """
-                    SELECT x.ctid AS k FROM webhook_event_purged x
-                     WHERE x.purged_at < now() - make_interval(days => ?)""", 1, null, null));
+                    2, null, null)));
+        channelTables.stream().filter(t -> t.workKind() == null).forEach(t -> policies.add(new Policy(t.table(), t.key(), t.settingKey(), """
+                SELECT x.%s AS k FROM %s x
+                 WHERE x.%s < now() - make_interval(days => ?)""".formatted(t.key(), t.table(), t.ageColumn()), 1, null, t.before())));
+        return List.copyOf(policies);
+    }
 
     /** What one table would lose (dry run) or lost (purge): its rows, and the work items that went with them. */
     public record Outcome(String table, int days, long rows, long workItems) {
     }
 
     private final DataSource dataSource;
+    private final List<Policy> policies;
     private final Map<String, Integer> days;
     private final int batchSize;
 
+    /** With the tables the channels on the class path contribute ({@link RetainedTable#registered()}). */
     public Retention(DataSource dataSource, Map<String, Integer> days, int batchSize) {
+        this(dataSource, RetainedTable.registered(), days, batchSize);
+    }
+
+    private Retention(DataSource dataSource, List<RetainedTable> channelTables, Map<String, Integer> days, int batchSize) {
         this.dataSource = dataSource;
+        this.policies = policies(channelTables);
         this.days = Map.copyOf(days);
         this.batchSize = batchSize;
     }
@@ -129,11 +143,12 @@ public final class Retention {
      * {@code retention.content-days}). The dedupe keys have their own window.
      */
     public static Retention from(Settings settings, DataSource dataSource) {
+        List<RetainedTable> channelTables = RetainedTable.registered();
         Map<String, Integer> days = new LinkedHashMap<>();
         int metadataDays = settings.getInt(METADATA_DAYS);
-        POLICIES.forEach(p -> days.put(p.settingKey(),
+        policies(channelTables).forEach(p -> days.put(p.settingKey(),
                 settings.get(p.settingKey()).isPresent() ? settings.getInt(p.settingKey()) : metadataDays));
-        return new Retention(dataSource, days, settings.getInt("retention.batch-size"));
+        return new Retention(dataSource, channelTables, days, settings.getInt("retention.batch-size"));
     }
 
     /**
@@ -144,7 +159,7 @@ public final class Retention {
         try (Connection c = dataSource.getConnection()) {
             c.setReadOnly(true);
             List<Outcome> outcomes = new ArrayList<>();
-            for (Policy p : POLICIES) {
+            for (Policy p : policies) {
                 outcomes.add(count(c, p));
             }
             return outcomes;
@@ -155,7 +170,7 @@ public final class Retention {
     public List<Outcome> purge() throws SQLException {
         try (Connection c = dataSource.getConnection()) {
             List<Outcome> outcomes = new ArrayList<>();
-            for (Policy p : POLICIES) {
+            for (Policy p : policies) {
                 outcomes.add(purge(c, p));
             }
             if (outcomes.stream().anyMatch(o -> o.rows() > 0)) {

@@ -17,8 +17,11 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
+import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
@@ -103,6 +106,70 @@ class LayoutTest {
                     .map(Path::toString).toList();
             assertThat(writers).as("main sources with SQL that writes work_item").isEmpty();
         }
+    }
+
+    /**
+     * The channels' own tables and columns ({@code telegram_update}, {@code webhook_event_purged},
+     * {@code telegram_file_id}, ...) and their provider names, as code, SQL or a comment would
+     * name them. Prose names the platforms capitalised ("Telegram"), which stays allowed; "line"
+     * counts only quoted or as a kind ({@code line-event}), as a provider is written.
+     */
+    private static final Pattern CHANNEL_NAMES = Pattern.compile(
+            "\\b(?:telegram|webhook)_\\w+|(?<![\\w-])(?:telegram|unifyport|slack|whatsapp|discord)(?!\\w)|['\"]line['\"]|(?<![\\w-])line-\\w");
+    /** The layers below the channels: they take what a channel knows through interfaces they own. */
+    private static final List<String> BELOW_THE_CHANNELS = List.of("work", "album", "attachment", "content", "message", "store");
+    /** Files that still name a channel, each with why (migrations are exempt: they are the channels' schema). */
+    private static final Map<String, String> STILL_NAMING_A_CHANNEL = Map.of(
+            "io/chatintake/attachment/AttachmentStore.java",
+            "message_attachment's columns telegram_bot_id and telegram_file_id (a migration to rename), and the"
+                    + " telegram_checkpoint join that finds a file id's bot name",
+            "io/chatintake/attachment/AttachmentFetcher.java",
+            "files known by a file id are Telegram's: its source label and the missing telegram_checkpoint message",
+            "io/chatintake/content/ContentRemoval.java",
+            "message_attachment's column telegram_file_id, cleared with the attachment's other content",
+            "io/chatintake/store/OperatorPause.java",
+            "the operator_pause subject 'telegram-bot' (stored rows, read by routes/OperatorAlerts.java) of a bot's polling");
+
+    @Test
+    void theLayersBelowTheChannelsNameNoChannelTableOrProvider() {
+        List<String> named = channelNamesIn(Path.of("src/main/java")).stream()
+                .filter(hit -> !STILL_NAMING_A_CHANNEL.containsKey(hit.substring(0, hit.indexOf(':'))))
+                .toList();
+        assertThat(named).as("channel tables or providers named in " + BELOW_THE_CHANNELS).isEmpty();
+        assertThat(STILL_NAMING_A_CHANNEL.keySet()).as("allowed files that exist and still name a channel")
+                .allMatch(file -> channelNamesIn(Path.of("src/main/java")).stream().anyMatch(hit -> hit.startsWith(file + ":")));
+    }
+
+    @Test
+    void theChannelScanFindsAChannelTableNamedInWork() {
+        assertThat(channelNamesIn(Path.of("src/test/resources/layout-fixture")))
+                .containsExactly("io/chatintake/work/Fixture.java.txt:7: telegram_update",
+                        "io/chatintake/work/Fixture.java.txt:10: unifyport");
+    }
+
+    /** Each name of a channel table or provider in the sources of the layers below the channels: "file:line: name". */
+    static List<String> channelNamesIn(Path root) {
+        List<String> hits = new ArrayList<>();
+        for (String layer : BELOW_THE_CHANNELS) {
+            Path dir = root.resolve("io/chatintake").resolve(layer);
+            if (!Files.isDirectory(dir)) {
+                continue;
+            }
+            try (Stream<Path> files = Files.walk(dir)) {
+                files.filter(f -> f.toString().endsWith(".java") || f.toString().endsWith(".java.txt")).sorted().forEach(file -> {
+                    String[] lines = read(file).split("\n", -1);
+                    for (int i = 0; i < lines.length; i++) {
+                        Matcher m = CHANNEL_NAMES.matcher(lines[i]);
+                        while (m.find()) {
+                            hits.add(root.relativize(file).toString().replace('\\', '/') + ":" + (i + 1) + ": " + m.group());
+                        }
+                    }
+                });
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
+        }
+        return hits;
     }
 
     private static String read(Path file) {

@@ -141,7 +141,7 @@ public final class TelegramUpdateStore {
                   FROM telegram_update u WHERE u.id = ANY (?::bigint[]))
             INSERT INTO channel_message (workspace, provider, account_id, conversation_id, message_id, message_type,
                                          text, caption, attachments, sent_at, album_id, first_event_id, last_event_at)
-            SELECT '%s', 'telegram-bot', bot_id::text, m -> 'chat' ->> 'id', m ->> 'message_id',
+            SELECT '%s', '%s', bot_id::text, m -> 'chat' ->> 'id', m ->> 'message_id',
                    COALESCE((SELECT k FROM unnest(ARRAY['photo', 'video', 'document', 'audio', 'voice', 'animation',
                                                         'video_note', 'sticker', 'location', 'contact', 'text']) k
                               WHERE jsonb_exists(m, k) LIMIT 1), 'unknown'),
@@ -157,7 +157,7 @@ public final class TelegramUpdateStore {
                    'telegram:' || bot_id || ':' || update_id, to_timestamp((m ->> 'date')::bigint)
               FROM msgs WHERE m ->> 'media_group_id' IS NOT NULL AND m -> 'chat' ->> 'id' IS NOT NULL AND m ->> 'message_id' IS NOT NULL
             ON CONFLICT (workspace, provider, account_id, conversation_id, message_id) DO NOTHING
-            RETURNING id, first_event_id""".formatted(WORKSPACE);
+            RETURNING id, first_event_id""".formatted(WORKSPACE, TelegramChannel.PROVIDER);
 
     public StoredBatch store(PollLease.Held lease, Duration leaseDuration, List<BotApiClient.RawUpdate> batch)
             throws SQLException, LeaseLostException {

@@ -21,7 +21,7 @@ public class WorkComponent extends DefaultComponent {
     @Override
     protected Endpoint createEndpoint(String uri, String remaining, Map<String, Object> parameters) throws Exception {
         if (remaining == null || remaining.isBlank() || !remaining.matches("[a-z0-9][a-z0-9-]*")) {
-            throw new IllegalArgumentException("work needs a kind of work in lower case, digits and '-': work:telegram-update, got '"
+            throw new IllegalArgumentException("work needs a kind of work in lower case, digits and '-': work:album-child, got '"
                     + remaining + "'");
         }
         WorkEndpoint endpoint = new WorkEndpoint(uri, this, remaining, configuration.copy());

@@ -19,7 +19,7 @@ import org.apache.camel.support.DefaultEndpoint;
 @UriEndpoint(firstVersion = "0.1.0", scheme = "work", title = "Work", syntax = "work:kind", category = {Category.CORE},
         headersClass = WorkConstants.class)
 public class WorkEndpoint extends DefaultEndpoint {
-    @UriPath(description = "The kind of work, e.g. telegram-update, album-child, slack-event")
+    @UriPath(description = "The kind of work, e.g. album-child, attachment, or a channel's own")
     @Metadata(required = true)
     private final String kind;
     @UriParam
