@@ -1,6 +1,7 @@
 package io.chatintake.album;
 
 import io.chatintake.store.Database;
+import io.chatintake.store.GroupCommit;
 import io.chatintake.store.PlannedEachTime;
 import java.sql.Array;
 import java.sql.Connection;
@@ -136,7 +137,7 @@ public final class AlbumAggregationRepository extends org.apache.camel.processor
         super(new DataSourceTransactionManager(dataSource), NAME, dataSource);
         this.dataSource = dataSource;
         this.controller = controller;
-        this.confirms = new GroupCommit<>(2, CONFIRMS_PER_STATEMENT, this::confirmAll);
+        this.confirms = new GroupCommit<>(dataSource, 2, CONFIRMS_PER_STATEMENT, AlbumAggregationRepository::confirmAll, ids -> true);
         setUseRecovery(true);
     }
 
@@ -277,7 +278,7 @@ public final class AlbumAggregationRepository extends org.apache.camel.processor
      */
     @Override
     public boolean confirmWithResult(CamelContext camelContext, String exchangeId) {
-        confirms.submit(exchangeId).whenComplete((confirmed, failure) -> {
+        confirms.submitAsync(exchangeId).whenComplete((confirmed, failure) -> {
             if (failure != null) {
                 LOG.warn("album completion {}: not confirmed ({}); recovery resubmits it and its decision is not made twice", exchangeId,
                         failure.getMessage());
@@ -286,8 +287,8 @@ public final class AlbumAggregationRepository extends org.apache.camel.processor
         return true;
     }
 
-    private List<Boolean> confirmAll(List<String> exchangeIds) throws SQLException {
-        try (Connection c = dataSource.getConnection(); PreparedStatement ps = c.prepareStatement(CONFIRM)) {
+    private static List<Boolean> confirmAll(Connection c, List<String> exchangeIds) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(CONFIRM)) {
             ps.setArray(1, c.createArrayOf("text", exchangeIds.toArray()));
             ps.execute();
         }

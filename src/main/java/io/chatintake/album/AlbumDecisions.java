@@ -1,8 +1,7 @@
 package io.chatintake.album;
 
-import static io.chatintake.store.Transactions.inTransaction;
-
 import com.fasterxml.jackson.databind.ObjectMapper;
+import io.chatintake.store.GroupCommit;
 import io.chatintake.store.PlannedEachTime;
 import io.chatintake.support.CrashPoint;
 import io.chatintake.support.FormerHeaderNames;
@@ -67,11 +66,10 @@ public final class AlbumDecisions {
     /** Threads the aggregator hands completed albums to ({@link #recorders}): twice the writers, so some hand albums in while others write. */
     private static final int RECORDERS = 2 * RECORD_WRITERS;
 
-    private final DataSource dataSource;
-    private final GroupCommit<Completion, Optional<Decision>> recorded = new GroupCommit<>(RECORD_WRITERS, RECORD_BATCH, this::recordAll);
+    private final GroupCommit<Completion, Optional<Decision>> recorded;
 
     public AlbumDecisions(DataSource dataSource) {
-        this.dataSource = dataSource;
+        this.recorded = new GroupCommit<>(dataSource, RECORD_WRITERS, RECORD_BATCH, AlbumDecisions::recordAll, completions -> false);
     }
 
     public record Decision(String albumKey, int version, String kind, List<Long> childIds, String completedBy) {
@@ -104,7 +102,7 @@ public final class AlbumDecisions {
         CrashPoint.reach(CrashPoint.ALBUM_AFTER_GROUP_REMOVED);
         String albumKey = group.getMessage().getHeader(AlbumChildSource.ALBUM_KEY, String.class);
         boolean byCount = AggregateProcessor.COMPLETED_BY_PREDICATE.equals(group.getProperty(Exchange.AGGREGATED_COMPLETED_BY, String.class));
-        return recorded.submit(new Completion(group.getExchangeId(), albumKey, byCount ? BY_COUNT : BY_DEADLINE)).thenAccept(made -> {
+        return recorded.submitAsync(new Completion(group.getExchangeId(), albumKey, byCount ? BY_COUNT : BY_DEADLINE)).thenAccept(made -> {
             made.ifPresent(d -> {
                 group.getMessage().setHeader(DECISION_KIND, d.kind());
                 group.getMessage().setHeader(DECISION_VERSION, d.version());
@@ -136,22 +134,19 @@ public final class AlbumDecisions {
     }
 
     /**
-     * One transaction for a batch of completions: their decisions, and their completed rows
-     * removed (confirmed) with them. An album completed twice in one batch is decided for the first.
+     * In the batch's transaction: the completions' decisions, and their completed rows removed
+     * (confirmed) with them. An album completed twice in one batch is decided for the first.
      */
-    private List<Optional<Decision>> recordAll(List<Completion> completions) throws SQLException {
+    private static List<Optional<Decision>> recordAll(Connection transaction, List<Completion> completions) throws SQLException {
         Map<String, String> completedBy = new LinkedHashMap<>();
         completions.forEach(c -> completedBy.merge(c.albumKey(), c.completedBy(), (first, next) -> BY_DEADLINE.equals(next) ? next : first));
         Map<String, Decision> decided = new HashMap<>();
         // The albums' rows are locked first (in decide), as a removal locks them before its completed row.
-        inTransaction(dataSource, c -> {
-            List<Decision> decisions = decide(c, completedBy);
-            try (PreparedStatement ps = c.prepareStatement(CONFIRM_COMPLETED)) {
-                ps.setArray(1, c.createArrayOf("text", completions.stream().map(Completion::exchangeId).toArray()));
-                ps.executeUpdate();
-            }
-            return decisions;
-        }).forEach(d -> decided.put(d.albumKey(), d));
+        decide(transaction, completedBy).forEach(d -> decided.put(d.albumKey(), d));
+        try (PreparedStatement ps = transaction.prepareStatement(CONFIRM_COMPLETED)) {
+            ps.setArray(1, transaction.createArrayOf("text", completions.stream().map(Completion::exchangeId).toArray()));
+            ps.executeUpdate();
+        }
         return completions.stream().map(c -> Optional.ofNullable(decided.remove(c.albumKey()))).toList();
     }
 

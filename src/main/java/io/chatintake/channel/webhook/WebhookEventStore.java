@@ -4,6 +4,7 @@ import io.chatintake.message.ChannelMessage;
 import io.chatintake.message.ChannelMessageStore;
 import io.chatintake.message.ChildMessageListener;
 import io.chatintake.store.BoundedStatement;
+import io.chatintake.store.GroupCommit;
 import io.chatintake.store.SqlArrays;
 import io.chatintake.store.UpsertRuns;
 import io.chatintake.work.WorkQueue;

@@ -1,4 +1,4 @@
-package io.chatintake.channel.webhook;
+package io.chatintake.store;
 
 import java.sql.Connection;
 import java.sql.SQLException;
@@ -7,6 +7,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Queue;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
@@ -17,9 +18,10 @@ import javax.sql.DataSource;
  * Group commit: inputs submitted at about the same time are written by one call of the
  * {@link GroupWork} in one transaction, so a burst of N deliveries costs one commit (one WAL
  * flush) and a few set-based statements instead of N of each. {@link #submit} returns only after
- * the transaction holding its input committed, so a caller may answer 2xx on return. A group
- * whose work is one statement needs no transaction around it: its statement commits by itself,
- * one round trip in all instead of the statement's and a COMMIT's.
+ * the transaction holding its input committed, so a caller may answer 2xx on return;
+ * {@link #submitAsync} returns a future that commit completes. A group whose work is one
+ * statement needs no transaction around it: its statement commits by itself, one round trip in
+ * all instead of the statement's and a COMMIT's.
  * <p>
  * An input that fails is the only one that fails: when the work fails for a group of several,
  * the transaction is rolled back and each input of the group runs again in a transaction of its
@@ -27,17 +29,20 @@ import javax.sql.DataSource;
  * (connection, commit) fails exactly the inputs it held, none of which is then stored.
  * <p>
  * No thread of its own: a submitter that finds a free slot (at most {@code committers} groups run
- * at once) leads, i.e. runs whatever is queued, its own input included, on its own thread; the
- * others wait for a leader to commit theirs. So a lone request pays no hand-over between threads
- * (on a busy machine each one costs a scheduling delay), and a burst shares commits.
+ * at once) leads, i.e. runs whatever is queued, its own input included, on its own thread. So a
+ * lone request pays no hand-over between threads (on a busy machine each one costs a scheduling
+ * delay), and a burst shares commits. The others either wait for a leader to commit theirs
+ * ({@link #submit}), or go on at once with a future that the commit completes
+ * ({@link #submitAsync}): a thread that must never wait for another's commit, such as one the
+ * Aggregator hands completions to, cannot be held by a stream of groups it does not lead.
  */
 public final class GroupCommit<I, O> {
     /**
-     * Writes a group of inputs in the caller's transaction and returns one result per input, in
-     * order. Called with a group of one to tell which input fails, so it must not commit, roll
-     * back or keep the connection. It bounds its statements by the statement timeout it was
-     * given, with its first statement ({@link io.chatintake.store.BoundedStatement}): a statement
-     * of the transaction's own would cost a round trip.
+     * Writes a group of inputs in the transaction GroupCommit gives it and returns one result per
+     * input, in order. Called with a group of one to tell which input fails, so it must not commit,
+     * roll back or keep the connection. For submitters that wait, it bounds its statements by the
+     * statement timeout it was given, with its first statement ({@link BoundedStatement}): a
+     * statement of the transaction's own would cost a round trip.
      */
     @FunctionalInterface
     public interface GroupWork<I, O> {
@@ -59,21 +64,36 @@ public final class GroupCommit<I, O> {
     private final AtomicInteger leading = new AtomicInteger();
 
     /**
-     * An input, its submitter and, once its group ran, its outcome. The submitter parks until the
-     * input is answered, a departing leader nudges it to lead (the slot is free and it is queued),
-     * or it is time to look ({@link #LEADER_CHECK}); parking rather than a future's timed get,
-     * which throws (and fills the stack trace of) a TimeoutException at every look.
+     * An input, its submitter and, once its group ran, its outcome. A waiting submitter parks
+     * until the input is answered, a departing leader nudges it to lead (the slot is free and it
+     * is queued), or it is time to look ({@link #LEADER_CHECK}); parking rather than a future's
+     * timed get, which throws (and fills the stack trace of) a TimeoutException at every look. An
+     * input submitted asynchronously has a future instead, completed by whoever ran its group once
+     * that one has left its slot ({@link #deliver}).
      */
     private static final class Pending<I, O> {
         private final I input;
-        private final Thread submitter = Thread.currentThread();
+        /** Null when submitted asynchronously: nobody waits for the answer. */
+        private final Thread submitter;
+        /** Null when submitted to wait: the submitter reads the answer itself. */
+        private final CompletableFuture<O> future;
         private volatile boolean answered;
         private volatile boolean nudged;
         private O result;
         private Throwable failure;
 
-        Pending(I input) {
+        private Pending(I input, Thread submitter, CompletableFuture<O> future) {
             this.input = input;
+            this.submitter = submitter;
+            this.future = future;
+        }
+
+        static <I, O> Pending<I, O> waiting(I input) {
+            return new Pending<>(input, Thread.currentThread(), null);
+        }
+
+        static <I, O> Pending<I, O> async(I input) {
+            return new Pending<>(input, null, new CompletableFuture<>());
         }
 
         I input() {
@@ -97,13 +117,26 @@ public final class GroupCommit<I, O> {
             }
         }
 
+        /** Completes the future of an input submitted asynchronously, with the answer its group gave. */
+        void deliver() {
+            if (future != null && answered) {
+                if (failure == null) {
+                    future.complete(result);
+                } else {
+                    future.completeExceptionally(failure);
+                }
+            }
+        }
+
         boolean isAnswered() {
             return answered;
         }
 
         void nudge() {
-            nudged = true;
-            LockSupport.unpark(submitter);
+            if (submitter != null) {
+                nudged = true;
+                LockSupport.unpark(submitter);
+            }
         }
 
         /** Waits at most this long. @return whether answered (false: time to look, or nudged to) */
@@ -122,7 +155,7 @@ public final class GroupCommit<I, O> {
 
     /**
      * @param statementTimeout the bound the work puts on each of its statements; a submitter waits at most twice this
-     *                         (plus a second) for its answer
+     *                         (plus a second) for its answer, and a connection that answers nothing for as long is given up
      * @param committers groups that may run at once (each holds one connection while it runs)
      * @param maxGroup inputs at most in one transaction
      * @param oneStatement groups of inputs whose work is a single statement: such a group needs no transaction around it
@@ -135,6 +168,15 @@ public final class GroupCommit<I, O> {
         this(dataSource, statementTimeout, committers, maxGroup, work, oneStatement, crowded, LEADER_CHECK);
     }
 
+    /**
+     * For submitters that do not wait ({@link #submitAsync}; the other constructor's wait,
+     * {@link #submit}): the work's statements are bounded by the pool's statement and socket
+     * timeouts, and nobody waits for an answer, so there is no answer to bound.
+     */
+    public GroupCommit(DataSource dataSource, int committers, int maxGroup, GroupWork<I, O> work, Predicate<List<I>> oneStatement) {
+        this(dataSource, null, committers, maxGroup, work, oneStatement, () -> { }, LEADER_CHECK);
+    }
+
     /** @param leaderCheck how long a waiting submitter trusts the leaders ({@link #LEADER_CHECK}; tests stretch it) */
     GroupCommit(DataSource dataSource, Duration statementTimeout, int committers, int maxGroup, GroupWork<I, O> work,
                 Predicate<List<I>> oneStatement, Runnable crowded, Duration leaderCheck) {
@@ -143,7 +185,7 @@ public final class GroupCommit<I, O> {
         this.work = work;
         this.oneStatement = oneStatement;
         this.crowded = crowded;
-        this.answerTimeout = statementTimeout.multipliedBy(2).plusSeconds(1);
+        this.answerTimeout = statementTimeout == null ? null : statementTimeout.multipliedBy(2).plusSeconds(1);
         this.committers = committers;
         this.maxGroup = maxGroup;
     }
@@ -154,7 +196,10 @@ public final class GroupCommit<I, O> {
      * (then it may still commit later: callers answer "retry", and a retry finds it stored).
      */
     public O submit(I input) throws SQLException {
-        Pending<I, O> pending = new Pending<>(input);
+        if (answerTimeout == null) {
+            throw new IllegalStateException("built for submitters that do not wait, with no bound on a wait: submitAsync only");
+        }
+        Pending<I, O> pending = Pending.waiting(input);
         queue.add(pending);
         long deadline = System.nanoTime() + answerTimeout.toNanos();
         while (true) {
@@ -171,6 +216,36 @@ public final class GroupCommit<I, O> {
                 throw new SQLTimeoutException("no commit within " + answerTimeout.toMillis() + " ms; outcome unknown", "57014");
             }
         }
+    }
+
+    /**
+     * Queues the input and returns at once: the future is completed once the transaction holding
+     * the input committed (exceptionally when its write or its transaction failed). A caller that
+     * finds a free slot writes what is queued, its own input included, before it returns; it
+     * never waits for a group it does not run. Whatever depends on the future runs on the thread
+     * that ran the group, after that one has left its slot, so it does not hold up the next group.
+     */
+    public CompletableFuture<O> submitAsync(I input) {
+        if (answerTimeout != null) {
+            // A leader of waiting submitters leaves once its own input is answered: an input queued
+            // behind it without a waiting submitter would be left for nobody to write.
+            throw new IllegalStateException("built for submitters that wait: submit only");
+        }
+        Pending<I, O> pending = Pending.async(input);
+        queue.add(pending);
+        // Looks at the queue again after leaving the slot: an input queued while every slot was
+        // taken is written by whoever leaves one next.
+        while (!queue.isEmpty() && tryTakeSlot()) {
+            List<Pending<I, O>> group = List.of();
+            try {
+                group = nextGroup();
+                runGroupOf(group);
+            } finally {
+                leave();
+                group.forEach(Pending::deliver);
+            }
+        }
+        return pending.future;
     }
 
     private static <O> O outcomeOf(Pending<?, O> answered) throws SQLException {
@@ -203,17 +278,28 @@ public final class GroupCommit<I, O> {
                 if (group.isEmpty()) {
                     return;
                 }
-                if (group.size() > 1) {
-                    crowded.run();
-                }
-                runGuarded(group);
+                runGroupOf(group);
             }
         } finally {
-            leading.decrementAndGet();
-            Pending<I, O> next = queue.peek();
-            if (next != null) {
-                next.nudge();
-            }
+            leave();
+        }
+    }
+
+    private void runGroupOf(List<Pending<I, O>> group) {
+        if (group.size() > 1) {
+            crowded.run();
+        }
+        if (!group.isEmpty()) {
+            runGuarded(group);
+        }
+    }
+
+    /** Frees the slot and nudges the first queued submitter to lead: nobody else may come to run its group. */
+    private void leave() {
+        leading.decrementAndGet();
+        Pending<I, O> next = queue.peek();
+        if (next != null) {
+            next.nudge();
         }
     }
 
@@ -259,8 +345,10 @@ public final class GroupCommit<I, O> {
         List<I> inputs = group.stream().map(Pending::input).toList();
         boolean selfCommitting = oneStatement.test(inputs);
         try (Connection c = dataSource.getConnection()) {
-            // Client side too: statement_timeout cannot fire when the server is gone mid-request.
-            c.setNetworkTimeout(Runnable::run, (int) answerTimeout.toMillis());
+            if (answerTimeout != null) {
+                // Client side too: statement_timeout cannot fire when the server is gone mid-request.
+                c.setNetworkTimeout(Runnable::run, (int) answerTimeout.toMillis());
+            }
             c.setAutoCommit(selfCommitting);
             List<O> results;
             try {

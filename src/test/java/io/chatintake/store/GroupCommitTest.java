@@ -1,4 +1,4 @@
-package io.chatintake.channel.webhook;
+package io.chatintake.store;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -15,7 +15,10 @@ import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -30,7 +33,8 @@ import org.junit.jupiter.api.extension.ExtendWith;
 /**
  * Group commit against a real PostgreSQL: units that arrive while a transaction is running share
  * the next one; each submitter returns only once its row is committed; a failing unit fails
- * alone and the rest of its group is stored, each in a transaction of its own.
+ * alone and the rest of its group is stored, each in a transaction of its own. Submitted
+ * asynchronously, the same, with no submitter waiting for a commit it does not run.
  */
 @ExtendWith(TestDatabase.class)
 class GroupCommitTest {
@@ -41,6 +45,11 @@ class GroupCommitTest {
     private final AtomicInteger crowded = new AtomicInteger();
     /** The units whose work found its connection in autocommit. */
     private static final Set<String> SELF_COMMITTED = ConcurrentHashMap.newKeySet();
+    /** The advisory lock a "held" unit waits for: the test holds it to keep that unit's group running. */
+    private static final long HOLD = 6301;
+    /** Groups being written right now, and the most at once. */
+    private static final AtomicInteger WRITING = new AtomicInteger();
+    private static final AtomicInteger MOST_WRITING = new AtomicInteger();
 
     @BeforeEach
     void setUp(DataSource dataSource) throws SQLException {
@@ -51,6 +60,7 @@ class GroupCommitTest {
         }
         crowded.set(0);
         SELF_COMMITTED.clear();
+        MOST_WRITING.set(0);
         commits = new GroupCommit<>(dataSource, Duration.ofSeconds(5), 1, 32, GroupCommitTest::insertAll, GroupCommitTest::oneStatement,
                 crowded::incrementAndGet);
         submitters = Executors.newFixedThreadPool(16);
@@ -155,6 +165,138 @@ class GroupCommitTest {
         assertThat(SELF_COMMITTED).as("no transaction around the statement").hasSize(5).allMatch(name -> name.startsWith("batch-"));
     }
 
+    @Test
+    void asyncSubmittersGoOnAtOnceAndWhatQueuedIsWrittenInOneTransactionByTheWriterInPlace() throws Exception {
+        GroupCommit<String, Long> async = new GroupCommit<>(dataSource, 1, 32, GroupCommitTest::insertAll, GroupCommitTest::oneStatement);
+        List<CompletableFuture<Boolean>> queued = new ArrayList<>();
+        Future<CompletableFuture<Long>> writer;
+        try (Connection holder = hold()) {
+            writer = submitters.submit(() -> async.submitAsync("held"));
+            awaitHeld();
+            for (int i = 0; i < 5; i++) {
+                String name = "async-" + i;
+                // Seen from another connection as the future completes: committed, not just written.
+                queued.add(async.submitAsync(name).thenApply(txid -> txid.equals(committedTxidUnchecked(name))));
+            }
+            // The writer's place is taken and held: had a submitter waited, it would not be here.
+            assertThat(queued).as("returned at once, before any commit").noneMatch(CompletableFuture::isDone);
+            release(holder);
+        }
+        assertThat(writer.get(30, TimeUnit.SECONDS)).as("the writer in place goes on to write what queued").isDone();
+        Set<Long> transactions = new HashSet<>();
+        for (int i = 0; i < queued.size(); i++) {
+            assertThat(queued.get(i).get(30, TimeUnit.SECONDS)).as("async-%d committed when its future completed", i).isTrue();
+            transactions.add(committedTxid("async-" + i));
+        }
+        assertThat(transactions).as("the 5 queued behind the held one share one transaction").hasSize(1)
+                .doesNotContain(committedTxid("held"));
+    }
+
+    @Test
+    void aFailingAsyncUnitFailsAloneAndTheRestOfItsGroupIsStored() throws Exception {
+        GroupCommit<String, Long> async = new GroupCommit<>(dataSource, 1, 32, GroupCommitTest::insertAll, GroupCommitTest::oneStatement);
+        List<CompletableFuture<Long>> good = new ArrayList<>();
+        CompletableFuture<Long> failing;
+        Future<CompletableFuture<Long>> writer;
+        try (Connection holder = hold()) {
+            writer = submitters.submit(() -> async.submitAsync("held"));
+            awaitHeld();
+            for (int i = 0; i < 3; i++) {
+                good.add(async.submitAsync("good-" + i));
+            }
+            failing = async.submitAsync("bad");
+            for (int i = 3; i < 6; i++) {
+                good.add(async.submitAsync("good-" + i));
+            }
+            release(holder);
+        }
+        writer.get(30, TimeUnit.SECONDS);
+        assertThatThrownBy(() -> failing.get(30, TimeUnit.SECONDS)).isInstanceOf(ExecutionException.class)
+                .hasRootCauseInstanceOf(SQLException.class).hasMessageContaining("division by zero");
+        Set<Long> transactions = new HashSet<>();
+        for (int i = 0; i < good.size(); i++) {
+            assertThat(good.get(i).get(30, TimeUnit.SECONDS)).as("good-%d stored", i).isEqualTo(committedTxid("good-" + i));
+            transactions.add(committedTxid("good-" + i));
+        }
+        assertThat(committedTxid("bad")).as("the failing unit's own write is rolled back").isNull();
+        assertThat(transactions).as("after the group failed, each good unit in a transaction of its own").hasSize(6);
+    }
+
+    @Test
+    void whatDependsOnAnAsyncResultRunsAfterItsWriterLeftItsPlace() throws Exception {
+        GroupCommit<String, Long> async = new GroupCommit<>(dataSource, 1, 32, GroupCommitTest::insertAll, GroupCommitTest::oneStatement);
+        CountDownLatch dependentRunning = new CountDownLatch(1);
+        CountDownLatch dependentMayEnd = new CountDownLatch(1);
+        Future<CompletableFuture<Long>> writer;
+        try (Connection holder = hold()) {
+            writer = submitters.submit(() -> async.submitAsync("held"));
+            awaitHeld();
+            async.submitAsync("first").thenRun(() -> {
+                dependentRunning.countDown();
+                await(dependentMayEnd);
+            });
+            release(holder);
+        }
+        await(dependentRunning);
+        // The only writer's thread is inside the dependent stage: the place must be free for the next.
+        CompletableFuture<Long> next = async.submitAsync("next");
+        assertThat(next).as("written by its own submitter in the free place").isDone();
+        assertThat(next.get()).isEqualTo(committedTxid("next"));
+        dependentMayEnd.countDown();
+        writer.get(30, TimeUnit.SECONDS);
+    }
+
+    @Test
+    void asyncSubmittersUnderContentionEachGetTheirOwnCommitAndFailuresStayWithTheirOwn() throws Exception {
+        GroupCommit<String, Long> async = new GroupCommit<>(dataSource, 2, 8, GroupCommitTest::insertAll, GroupCommitTest::oneStatement);
+        int threads = 16;
+        int each = 40;
+        List<Future<List<CompletableFuture<Long>>>> submitted = new ArrayList<>();
+        CountDownLatch start = new CountDownLatch(1);
+        for (int t = 0; t < threads; t++) {
+            int thread = t;
+            submitted.add(submitters.submit(() -> {
+                await(start);
+                List<CompletableFuture<Long>> futures = new ArrayList<>();
+                for (int i = 0; i < each; i++) {
+                    // Every tenth fails after its insert: its group runs again, input by input.
+                    futures.add(async.submitAsync((i % 10 == 9 ? "bad-" : "load-") + thread + "-" + i));
+                }
+                return futures;
+            }));
+        }
+        start.countDown();
+        Set<Long> transactions = new HashSet<>();
+        int stored = 0;
+        for (int t = 0; t < threads; t++) {
+            List<CompletableFuture<Long>> futures = submitted.get(t).get(60, TimeUnit.SECONDS);
+            for (int i = 0; i < each; i++) {
+                String name = (i % 10 == 9 ? "bad-" : "load-") + t + "-" + i;
+                CompletableFuture<Long> future = futures.get(i);
+                if (name.startsWith("bad-")) {
+                    assertThatThrownBy(() -> future.get(60, TimeUnit.SECONDS)).as(name).hasMessageContaining("division by zero");
+                    assertThat(committedTxid(name)).as(name).isNull();
+                } else {
+                    assertThat(future.get(60, TimeUnit.SECONDS)).as(name).isEqualTo(committedTxid(name));
+                    transactions.add(future.get());
+                    stored++;
+                }
+            }
+        }
+        assertThat(stored).isEqualTo(threads * each * 9 / 10);
+        assertThat(count()).as("nothing stored twice, nothing of a failed unit").isEqualTo(stored);
+        assertThat(MOST_WRITING).as("never more groups at once than writers").hasValueBetween(1, 2);
+        assertThat(transactions).as("submitters arriving together shared commits").hasSizeLessThan(stored);
+    }
+
+    @Test
+    void eachSubmitterKindHasItsOwnConstructor() {
+        GroupCommit<String, Long> async = new GroupCommit<>(dataSource, 1, 32, GroupCommitTest::insertAll, GroupCommitTest::oneStatement);
+        assertThatThrownBy(() -> async.submit("waits")).isInstanceOf(IllegalStateException.class);
+        assertThatThrownBy(() -> commits.submitAsync("goes-on")).isInstanceOf(IllegalStateException.class);
+        assertThat(count()).isZero();
+    }
+
     /** 5 units named {@code prefix} + i that queue behind the blocker's transaction; the transactions that stored them. */
     private Set<Long> queuedBehindABlocker(String prefix) throws Exception {
         Future<Long> blocker = submitters.submit(() -> commits.submit("blocker"));
@@ -179,11 +321,21 @@ class GroupCommitTest {
     }
 
     /**
-     * The group's work: "blocker" holds its transaction for half a second, "bad" fails after its
+     * The group's work: "blocker" holds its transaction for half a second, "held" until the test
+     * releases {@link #HOLD}, "bad" (and bad-*) fails after its
      * insert, "single-bad" fails in its one statement, "multi-statement" runs two; batch-* units
      * are inserted together by one statement.
      */
     private static List<Long> insertAll(Connection c, List<String> names) throws SQLException {
+        MOST_WRITING.accumulateAndGet(WRITING.incrementAndGet(), Math::max);
+        try {
+            return insertEach(c, names);
+        } finally {
+            WRITING.decrementAndGet();
+        }
+    }
+
+    private static List<Long> insertEach(Connection c, List<String> names) throws SQLException {
         if (names.stream().allMatch(name -> name.startsWith("batch-"))) {
             return insertInOneStatement(c, names);
         }
@@ -203,8 +355,13 @@ class GroupCommitTest {
             if (name.equals("blocker")) {
                 sleep(c, 0.5);
             }
+            if (name.equals("held")) {
+                try (Statement s = c.createStatement()) {
+                    s.execute("SELECT pg_advisory_xact_lock_shared(" + HOLD + ")");
+                }
+            }
             txids.add(insert(c, name));
-            if (name.equals("bad")) {
+            if (name.startsWith("bad")) {
                 try (Statement s = c.createStatement()) {
                     s.execute("SELECT 1 / 0");
                 }
@@ -258,6 +415,61 @@ class GroupCommitTest {
                 throw new IllegalStateException(e);
             }
         });
+    }
+
+    /** A connection holding {@link #HOLD}: a "held" unit's group runs until {@link #release}. */
+    private Connection hold() throws SQLException {
+        Connection c = dataSource.getConnection();
+        try (Statement s = c.createStatement()) {
+            s.execute("SELECT pg_advisory_lock(" + HOLD + ")");
+        }
+        return c;
+    }
+
+    private static void release(Connection holder) throws SQLException {
+        try (Statement s = holder.createStatement()) {
+            s.execute("SELECT pg_advisory_unlock(" + HOLD + ")");
+        }
+    }
+
+    /** Waits until a "held" unit's group waits for {@link #HOLD}. */
+    private void awaitHeld() {
+        Await.until("held unit waiting", Duration.ofSeconds(10), () -> {
+            try (Connection c = dataSource.getConnection(); Statement s = c.createStatement();
+                 ResultSet rs = s.executeQuery("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted")) {
+                rs.next();
+                return rs.getLong(1) > 0;
+            } catch (SQLException e) {
+                throw new IllegalStateException(e);
+            }
+        });
+    }
+
+    private static void await(CountDownLatch latch) {
+        try {
+            assertThat(latch.await(30, TimeUnit.SECONDS)).as("latch released").isTrue();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(e);
+        }
+    }
+
+    private long count() {
+        try (Connection c = dataSource.getConnection(); Statement s = c.createStatement();
+             ResultSet rs = s.executeQuery("SELECT count(*) FROM public.group_commit_probe")) {
+            rs.next();
+            return rs.getLong(1);
+        } catch (SQLException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    private Long committedTxidUnchecked(String name) {
+        try {
+            return committedTxid(name);
+        } catch (SQLException e) {
+            throw new IllegalStateException(e);
+        }
     }
 
     private Long committedTxid(String name) throws SQLException {
