@@ -180,7 +180,7 @@ class AlbumAggregatorTest {
                 AlbumDeadlineSweep sweep = server.context().getRegistry().lookupByNameAndType("albumDeadlineSweep", AlbumDeadlineSweep.class);
                 sweeps.add(pool.submit(() -> {
                     together.await();
-                    return sweep.completeOverdueGroups(server.context());
+                    return sweep.completeOverdueGroups();
                 }));
             }
             for (Future<Integer> sweep : sweeps) {
