@@ -66,6 +66,7 @@ public final class AlbumChildSource extends RowWorkSource {
         message.setHeader(STORED_CHILDREN, stored);
         message.setHeader(GROUP_OPEN, row.getBoolean(9));
         message.setHeader(STORED_QUIET_MILLIS, row.getLong(10));
+        // The Aggregator's retries of this child learn through it that a completion of its album won.
         message.getExchange().setProperty(AlbumAggregation.REMOVAL_LOST, new AtomicBoolean());
         FormerHeaderNames.copy(message, AlbumConstants.FORMER_NAMES);
     }
