@@ -36,9 +36,9 @@ import org.springframework.jdbc.core.JdbcTemplate;
  * optimistically locked repository interfaces over the album tables, laid out as camel-sql's
  * {@code JdbcAggregationRepository} lays out its own: the open groups are {@value #NAME} (id =
  * album key, version), the completed ones {@value #COMPLETED} (id = the completion's exchange id,
- * version) until confirmed, and recovery resubmits what stays there. camel-sql's class itself is not
- * used: it serialises each group into its row and writes it back for every child, and 4.18.0 completes
- * one group twice (below). An open album (a deadline on its row) is a group; its children are the
+ * version) until confirmed, and recovery resubmits what stays there. camel-sql's classes themselves
+ * are not used: they serialise each group into its row and write it back for every child, 4.18.0
+ * completes one group twice (below), and its Postgres variants fail every add (CAMEL-24044). An open album (a deadline on its row) is a group; its children are the
  * {@code channel_message} rows the channels stored, in the transaction that also moved the
  * deadline, before the aggregator saw them. So a group never waits for the aggregator to be
  * written, every process sees the same groups, and adding a child writes nothing more.
@@ -59,11 +59,12 @@ import org.springframework.jdbc.core.JdbcTemplate;
  * process's in-flight completions to every process's recovery (CAMEL-4271).</li>
  * <li>{@link #confirmWithResult}: confirmations of many completed groups in one statement.</li>
  * </ul>
- * What one call learns for a later one travels with the exchanges Camel passes, never with the
+ * Nothing is kept per thread, and no call counts on another having come before it on the same
  * thread: a child whose completion by count lost the removal is marked on the child
  * ({@link AlbumAggregation#REMOVAL_LOST}), which the Aggregator's retry of that child aggregates
  * again; a group the sweep removed is handed to its forced completion by album key, and only a
- * removal by force takes it.
+ * removal by force takes it (a child's or a timeout's removal of that album meanwhile goes to the
+ * database and loses).
  * <p>
  * The repository's statements commit without waiting for the disk ({@code synchronous_commit} off
  * for their own transaction only): a lost removal leaves the album overdue, which the sweep
