@@ -16,7 +16,7 @@ public final class AlbumAggregateController extends DefaultAggregateController {
     @Override
     public void onStart(AggregateProcessor processor) {
         // A retry Camel schedules on its background thread completes the child's exchange only
-        // once it succeeds, and the repository's retry state is the worker thread's.
+        // once it succeeds: retries of many albums there never settle, and the workers wait for good.
         if (processor.isOptimisticLocking() && processor.getOptimisticLockRetryPolicy().getDelay(1) > 0) {
             throw new IllegalStateException("the album aggregator must retry a lost race at once, on the same thread:"
                     + " give its aggregate optimisticLockRetryPolicy retryDelay: 0 and exponentialBackOff: false (routes/albums.yaml)");

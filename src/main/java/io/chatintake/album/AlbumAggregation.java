@@ -8,6 +8,7 @@ import java.util.Collection;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.camel.AggregationStrategy;
 import org.apache.camel.Exchange;
 import org.apache.camel.Message;
@@ -20,8 +21,18 @@ import org.apache.camel.Message;
  * group holds already (its work run again) changes nothing.
  */
 public final class AlbumAggregation implements AggregationStrategy {
-    /** On a group: its album was no group when a child of it was loaded (decided, or being decided), so it is not completed by count. */
+    /**
+     * On a group: its album was no group when a child of it was loaded (decided, or being decided),
+     * or a completion of it won over this child's, so it is not completed by count.
+     */
     static final String CLOSED = "AlbumGroupClosed";
+    /**
+     * On a child (an {@link AtomicBoolean} set as it is loaded): whether a completion by count of
+     * its group lost the removal to another completion, which includes the child. The Aggregator
+     * retries the child by aggregating a fresh copy of it, and copies share their property values,
+     * so the retry learns it here and the repository sets it through the group.
+     */
+    static final String REMOVAL_LOST = "AlbumChildRemovalLost";
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final TypeReference<List<AlbumState.Child>> CHILDREN = new TypeReference<>() {
     };
@@ -48,7 +59,11 @@ public final class AlbumAggregation implements AggregationStrategy {
         // as the key it holds already, it costs nothing more. A completion gets its own id as it is removed.
         newExchange.setExchangeId(albumKey);
         group.getMessage().setHeader(AlbumChildSource.PROVIDER, child.getHeader(AlbumChildSource.PROVIDER));
-        if (Boolean.FALSE.equals(child.getHeader(AlbumChildSource.GROUP_OPEN, Boolean.class))) {
+        AtomicBoolean removalLost = newExchange.getProperty(REMOVAL_LOST, AtomicBoolean.class);
+        if (removalLost != null) {
+            group.setProperty(REMOVAL_LOST, removalLost);
+        }
+        if (Boolean.FALSE.equals(child.getHeader(AlbumChildSource.GROUP_OPEN, Boolean.class)) || removalLost != null && removalLost.get()) {
             group.setProperty(CLOSED, true);
         }
         Long quiet = child.getHeader(AlbumChildSource.STORED_QUIET_MILLIS, Long.class);

@@ -14,6 +14,8 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Supplier;
 import java.util.function.ToIntFunction;
 import javax.sql.DataSource;
@@ -21,15 +23,22 @@ import org.apache.camel.CamelContext;
 import org.apache.camel.Exchange;
 import org.apache.camel.ExchangePropertyKey;
 import org.apache.camel.processor.aggregate.AggregateProcessor;
+import org.apache.camel.processor.aggregate.jdbc.JdbcAggregationRepository;
 import org.apache.camel.support.DefaultExchange;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.jdbc.datasource.DataSourceTransactionManager;
 
 /**
  * The {@code aggregationRepository} of {@code routes/albums.yaml}: camel-sql's
- * {@link org.apache.camel.processor.aggregate.jdbc.JdbcAggregationRepository} whose groups are the
- * album tables. An open album (a deadline on its row) is a group; its children are the
+ * {@link JdbcAggregationRepository} (its transaction manager, recovery settings and start-up table
+ * check) with its data methods overridden over its tables: the open groups are {@value #NAME} (id =
+ * album key, version), the completed ones {@value #COMPLETED} (id = the completion's exchange id,
+ * version) until confirmed, and recovery resubmits what stays there. The overrides keep camel-sql
+ * from serialising each group into its row and writing it back for every child, and from
+ * completing one group twice in 4.18.0 (below); its Postgres variants fail every add (CAMEL-24044).
+ * An open album (a deadline on its row) is a group; its children are the
  * {@code channel_message} rows the channels stored, in the transaction that also moved the
  * deadline, before the aggregator saw them. So a group never waits for the aggregator to be
  * written, every process sees the same groups, and adding a child writes nothing more.
@@ -42,25 +51,31 @@ import org.springframework.jdbc.datasource.DataSourceTransactionManager;
  * <li>{@link #remove}: a completed row for the album, only if none exists and the album is open
  * (and, completed by timeout or force, only once its deadline in the database has passed), in one
  * statement whose row count is checked: another process's removal makes this one fail with
- * {@link OptimisticLockingException}, so a group completes once. 4.18.0 ignores the DELETE's row
- * count and records the completion anyway (CAMEL-24048).</li>
+ * {@link OptimisticLockingException}, so a group completes once. camel-sql 4.18.0 ignores its
+ * DELETE's row count and records the completion anyway (CAMEL-24048).</li>
  * <li>{@link #removeOverdue}: the sweep removes every overdue group in one statement and completes
- * them through the aggregator ({@link #completeRemoved}), whose {@code get} and {@code remove} are
- * then answered from what that statement removed.</li>
- * <li>{@link #scan}: recovery takes completed rows older than a grace only. The plain repository
- * hands every process's in-flight completions to every process's recovery (CAMEL-4271).</li>
+ * them through the aggregator ({@link #completeRemoved}).</li>
+ * <li>{@link #scan}: recovery takes completed rows older than a grace only. camel-sql's hands every
+ * process's in-flight completions to every process's recovery (CAMEL-4271).</li>
  * <li>{@link #confirmWithResult}: confirmations of many completed groups in one statement.</li>
  * </ul>
- * {@code PostgresAggregationRepository} is not used: 4.18.0 binds a version its SQL lacks (CAMEL-24044).
+ * Nothing is kept per thread, and no call counts on another having come before it on the same
+ * thread: a child whose completion by count lost the removal is marked on the child
+ * ({@link AlbumAggregation#REMOVAL_LOST}), which the Aggregator's retry of that child aggregates
+ * again; a group the sweep removed is handed to its forced completion by album key, and only a
+ * removal by force takes it (a child's or a timeout's removal of that album meanwhile goes to the
+ * database and loses).
  * <p>
  * The repository's statements commit without waiting for the disk ({@code synchronous_commit} off
  * for their own transaction only): a lost removal leaves the album overdue, which the sweep
  * completes again; a lost confirmation is resubmitted by recovery. The decision is made once
  * either way (it is recorded under the album's lock, once per version).
  */
-public final class AlbumAggregationRepository extends org.apache.camel.processor.aggregate.jdbc.JdbcAggregationRepository {
-    /** The view of open groups ({@code getKeys}); completed groups are in {@code album_aggregation_completed}. */
+public final class AlbumAggregationRepository extends JdbcAggregationRepository {
+    /** The view of open groups ({@code getKeys}). */
     public static final String NAME = "album_aggregation";
+    /** The completed groups until their decision is confirmed: camel-sql's {@code <name>_completed}. */
+    static final String COMPLETED = NAME + "_completed";
     private static final Logger LOG = LoggerFactory.getLogger(AlbumAggregationRepository.class);
 
     /** In a statement that commits on its own: this transaction only, without waiting for the disk. */
@@ -87,32 +102,36 @@ public final class AlbumAggregationRepository extends org.apache.camel.processor
     // It reads the children it removed the group with.
     private static final String CHECKED_REMOVE = """
             WITH removed AS (
-                INSERT INTO album_aggregation_completed (id, album_key, version, completed_by)
+                INSERT INTO %s (id, album_key, version, completed_by)
                 SELECT ?, a.album_key, a.decided_version, ? FROM album a
                  WHERE a.album_key = ? AND a.decide_after IS NOT NULL AND NOT (? AND a.decide_after > now()) FOR UPDATE OF a
                 ON CONFLICT (album_key) DO NOTHING RETURNING album_key)
             SELECT a.provider, s.ids, s.indexes, s.totals, %s
-              FROM removed r JOIN album a ON a.album_key = r.album_key CROSS JOIN LATERAL (%s) s""".formatted(NO_WAIT_FOR_DISK,
+              FROM removed r JOIN album a ON a.album_key = r.album_key CROSS JOIN LATERAL (%s) s""".formatted(COMPLETED, NO_WAIT_FOR_DISK,
             CHILDREN_OF_ALBUM);
     // Every overdue group no other process is removing right now; the completed row's id becomes the exchange's.
     private static final String REMOVE_OVERDUE = """
             WITH due AS (SELECT a.album_key, a.decided_version FROM album a
                           WHERE a.decide_after <= now()
-                            AND NOT EXISTS (SELECT 1 FROM album_aggregation_completed k WHERE k.album_key = a.album_key)
+                            AND NOT EXISTS (SELECT 1 FROM %1$s k WHERE k.album_key = a.album_key)
                           ORDER BY a.decide_after LIMIT ? FOR UPDATE SKIP LOCKED),
-            completed AS (INSERT INTO album_aggregation_completed (id, album_key, version, completed_by)
-                          SELECT gen_random_uuid()::text, album_key, decided_version, '%s' FROM due
+            completed AS (INSERT INTO %1$s (id, album_key, version, completed_by)
+                          SELECT gen_random_uuid()::text, album_key, decided_version, '%2$s' FROM due
                           ON CONFLICT (album_key) DO NOTHING RETURNING id, album_key)
-            SELECT k.id, k.album_key, a.provider, s.ids, s.indexes, s.totals, %s
-              FROM completed k JOIN album a ON a.album_key = k.album_key CROSS JOIN LATERAL (%s) s""".formatted(
-            AggregateProcessor.COMPLETED_BY_FORCE, NO_WAIT_FOR_DISK, CHILDREN_OF_ALBUM);
+            SELECT k.id, k.album_key, a.provider, s.ids, s.indexes, s.totals, %3$s
+              FROM completed k JOIN album a ON a.album_key = k.album_key CROSS JOIN LATERAL (%4$s) s""".formatted(
+            COMPLETED, AggregateProcessor.COMPLETED_BY_FORCE, NO_WAIT_FOR_DISK, CHILDREN_OF_ALBUM);
     private static final String RECOVER = """
             SELECT k.album_key, a.provider, s.ids, s.indexes, s.totals, k.completed_by
-              FROM album_aggregation_completed k JOIN album a ON a.album_key = k.album_key CROSS JOIN LATERAL (%s) s
-             WHERE k.id = ?""".formatted(CHILDREN_OF_ALBUM);
+              FROM %s k JOIN album a ON a.album_key = k.album_key CROSS JOIN LATERAL (%s) s
+             WHERE k.id = ?""".formatted(COMPLETED, CHILDREN_OF_ALBUM);
     private static final String CONFIRM = """
-            WITH confirmed AS (DELETE FROM album_aggregation_completed WHERE id = ANY (?::text[]) RETURNING id)
-            SELECT count(*) FROM confirmed WHERE %s IS NOT NULL""".formatted(NO_WAIT_FOR_DISK);
+            WITH confirmed AS (DELETE FROM %s WHERE id = ANY (?::text[]) RETURNING id)
+            SELECT count(*) FROM confirmed WHERE %s IS NOT NULL""".formatted(COMPLETED, NO_WAIT_FOR_DISK);
+    private static final String KEYS = "SELECT id FROM " + NAME;
+    private static final String SCAN = "SELECT id FROM " + COMPLETED + " WHERE completed_at < now() - make_interval(secs => ?)";
+    private static final String COUNTS = "SELECT (SELECT count(*) FROM " + NAME + ") || ' open, ' || (SELECT count(*) FROM " + COMPLETED
+            + ") || ' completed'";
 
     /**
      * How old a completed group must be before recovery resubmits it: far longer than recording a
@@ -121,45 +140,40 @@ public final class AlbumAggregationRepository extends org.apache.camel.processor
     private static final double RECOVERY_GRACE_SECONDS = 10;
     private static final int CONFIRMS_PER_STATEMENT = 1000;
 
+    /** A group as its removal left it: the completion's id (its completed row's), its channel and its children. */
+    record Removal(String completionId, String provider, List<AlbumState.Child> children) {
+        /** The group completes as this removal: under its id, with its channel, its children as the body (never media). */
+        void into(Exchange group) {
+            group.setExchangeId(completionId);
+            group.getMessage().setHeader(AlbumChildSource.PROVIDER, provider);
+            group.getMessage().setBody(AlbumAggregation.json(children));
+        }
+    }
+
     private final DataSource dataSource;
+    private final JdbcTemplate jdbc;
     private final AlbumAggregateController controller;
-    /**
-     * The group whose removal by count this thread just lost (see {@link #get}): the Aggregator
-     * retries at once on the same thread (the retry policy of routes/albums.yaml), so its next
-     * read is that retry's.
-     */
-    private final ThreadLocal<String> lostRemoval = new ThreadLocal<>();
-    /** The groups {@link #removeOverdue} removed, while this thread completes them through the aggregator. */
-    private final ThreadLocal<Map<String, Exchange>> removedHere = new ThreadLocal<>();
+    /** The groups {@link #completeRemoved} is completing by force, by album key: their removal is made already. */
+    private final Map<String, Removal> removedBySweep = new ConcurrentHashMap<>();
     private final GroupCommit<String, Boolean> confirms;
 
     public AlbumAggregationRepository(DataSource dataSource, AlbumAggregateController controller) {
         super(new DataSourceTransactionManager(dataSource), NAME, dataSource);
         this.dataSource = dataSource;
+        this.jdbc = new JdbcTemplate(dataSource);
         this.controller = controller;
         this.confirms = new GroupCommit<>(dataSource, 2, CONFIRMS_PER_STATEMENT, AlbumAggregationRepository::confirmAll, ids -> true);
         setUseRecovery(true);
     }
 
     /**
-     * The group, without reading it: its children come with each child (loaded with it), with the
-     * sweep's removal, or with this repository's removal, which reads them as it removes the group.
-     * After this thread lost a removal by count, the next read of that group (the aggregator's
-     * retry) finds it closed: the completion that won includes this child, stored before it.
+     * The group, without reading it: its children come with each child (loaded with it) or with
+     * the removal, which reads them as it removes the group.
      */
     @Override
     public Exchange get(CamelContext camelContext, String correlationId) {
-        Map<String, Exchange> removed = removedHere.get();
-        if (removed != null && removed.containsKey(correlationId)) {
-            return removed.get(correlationId);
-        }
         Exchange group = new DefaultExchange(camelContext);
         group.getMessage().setHeader(AlbumChildSource.ALBUM_KEY, correlationId);
-        String lost = lostRemoval.get();
-        lostRemoval.remove();
-        if (correlationId.equals(lost)) {
-            group.setProperty(AlbumAggregation.CLOSED, true);
-        }
         return group;
     }
 
@@ -174,36 +188,39 @@ public final class AlbumAggregationRepository extends org.apache.camel.processor
         long routeMillis = controller.completionTimeoutMillis(group);
         Long storedMillis = group.getProperty(AlbumChildSource.STORED_QUIET_MILLIS, Long.class);
         if (storedMillis == null || storedMillis != routeMillis) {
-            jdbcTemplate.queryForObject(MOVE_DEADLINE, Long.class, routeMillis / 1000.0, correlationId, routeMillis / 1000.0);
+            jdbc.queryForObject(MOVE_DEADLINE, Long.class, routeMillis / 1000.0, correlationId, routeMillis / 1000.0);
             group.setProperty(AlbumChildSource.STORED_QUIET_MILLIS, routeMillis);
         }
         return null;
     }
 
+    /**
+     * The group's one removal, which gives the completion its own id (the group's is its album
+     * key), its completed row's, confirmed and recovered by it. A group the sweep removed already
+     * is taken as it removed it when the completion is by force (the sweep's), and from the
+     * database otherwise. A completion by count that loses marks its child, whose retry then finds
+     * the group closed: the completion that won includes the child, stored before it.
+     */
     @Override
-    public void remove(CamelContext camelContext, String correlationId, Exchange exchange) {
-        Map<String, Exchange> removed = removedHere.get();
-        if (removed != null && removed.remove(correlationId, exchange)) {
-            return;
+    public void remove(CamelContext camelContext, String correlationId, Exchange group) {
+        String completedBy = group.getProperty(ExchangePropertyKey.AGGREGATED_COMPLETED_BY, String.class);
+        AtomicBoolean removalLost = (AtomicBoolean) group.removeProperty(AlbumAggregation.REMOVAL_LOST);
+        Removal removed = AggregateProcessor.COMPLETED_BY_FORCE.equals(completedBy) ? removedBySweep.remove(correlationId) : null;
+        if (removed == null) {
+            boolean byDeadline = AggregateProcessor.COMPLETED_BY_TIMEOUT.equals(completedBy)
+                    || AggregateProcessor.COMPLETED_BY_FORCE.equals(completedBy);
+            String completionId = camelContext.getUuidGenerator().generateUuid();
+            removed = jdbc.query(CHECKED_REMOVE, rs -> rs.next()
+                    ? new Removal(completionId, rs.getString(1), children(rs.getArray(2), rs.getArray(3), rs.getArray(4)))
+                    : null, completionId, completedBy, correlationId, byDeadline);
         }
-        String completedBy = exchange.getProperty(ExchangePropertyKey.AGGREGATED_COMPLETED_BY, String.class);
-        boolean byDeadline = AggregateProcessor.COMPLETED_BY_TIMEOUT.equals(completedBy) || AggregateProcessor.COMPLETED_BY_FORCE.equals(completedBy);
-        // The completion's own id (the group's is its album key): its completed row's, confirmed and recovered by it.
-        exchange.setExchangeId(camelContext.getUuidGenerator().generateUuid());
-        boolean done = Boolean.TRUE.equals(jdbcTemplate.query(CHECKED_REMOVE, rs -> {
-            if (!rs.next()) {
-                return false;
-            }
-            exchange.getMessage().setHeader(AlbumChildSource.PROVIDER, rs.getString(1));
-            exchange.getMessage().setBody(AlbumAggregation.json(children(rs.getArray(2), rs.getArray(3), rs.getArray(4))));
-            return true;
-        }, exchange.getExchangeId(), completedBy, correlationId, byDeadline));
-        if (!done) {
-            if (!byDeadline) {
-                lostRemoval.set(correlationId);
+        if (removed == null) {
+            if (removalLost != null) {
+                removalLost.set(true);
             }
             throw new OptimisticLockingException();
         }
+        removed.into(group);
     }
 
     /**
@@ -211,16 +228,14 @@ public final class AlbumAggregationRepository extends org.apache.camel.processor
      * passed, each a completed row now, in one statement.
      * @return the removed groups by album key, to be completed through {@link #completeRemoved}
      */
-    public Map<String, Exchange> removeOverdue(CamelContext camelContext, int limit) throws SQLException {
-        Map<String, Exchange> removed = new LinkedHashMap<>();
+    Map<String, Removal> removeOverdue(int limit) throws SQLException {
+        Map<String, Removal> removed = new LinkedHashMap<>();
         try (Connection c = dataSource.getConnection(); PreparedStatement ps = PlannedEachTime.prepare(c, REMOVE_OVERDUE)) {
             ps.setInt(1, limit);
             try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {
-                    Exchange exchange = exchange(camelContext, rs.getString(2), rs.getString(3),
-                            children(rs.getArray(4), rs.getArray(5), rs.getArray(6)));
-                    exchange.setExchangeId(rs.getString(1));
-                    removed.put(rs.getString(2), exchange);
+                    removed.put(rs.getString(2), new Removal(rs.getString(1), rs.getString(3), children(rs.getArray(4), rs.getArray(5),
+                            rs.getArray(6))));
                 }
             }
         }
@@ -229,24 +244,22 @@ public final class AlbumAggregationRepository extends org.apache.camel.processor
 
     /**
      * Completes groups {@link #removeOverdue} removed, each through {@code complete} (the
-     * aggregator's {@code forceCompletionOfGroup}): on this thread meanwhile, the aggregator's read
-     * of such a group gets it from memory and its removal is the one already made. A group whose
-     * completion fails stays a completed row, which recovery resubmits.
+     * aggregator's {@code forceCompletionOfGroup}), whose removal by force takes the group as
+     * removed. A group whose completion fails stays a completed row, which recovery resubmits.
      * @return how many were completed
      */
-    public int completeRemoved(Map<String, Exchange> removed, ToIntFunction<String> complete) {
-        removedHere.set(new LinkedHashMap<>(removed));
+    int completeRemoved(Map<String, Removal> removed, ToIntFunction<String> complete) {
         int completed = 0;
-        try {
-            for (String albumKey : removed.keySet()) {
-                try {
-                    completed += complete.applyAsInt(albumKey);
-                } catch (RuntimeException e) {
-                    LOG.warn("album {}: removed as overdue but not completed ({}); recovery resubmits it", albumKey, e.getMessage(), e);
-                }
+        for (Map.Entry<String, Removal> group : removed.entrySet()) {
+            String albumKey = group.getKey();
+            removedBySweep.put(albumKey, group.getValue());
+            try {
+                completed += complete.applyAsInt(albumKey);
+            } catch (RuntimeException e) {
+                LOG.warn("album {}: removed as overdue but not completed ({}); recovery resubmits it", albumKey, e.getMessage(), e);
+            } finally {
+                removedBySweep.remove(albumKey, group.getValue());
             }
-        } finally {
-            removedHere.remove();
         }
         return completed;
     }
@@ -254,12 +267,14 @@ public final class AlbumAggregationRepository extends org.apache.camel.processor
     /** A completed group a process left: its album and children, under the completed row's id. */
     @Override
     public Exchange recover(CamelContext camelContext, String exchangeId) {
-        return jdbcTemplate.query(RECOVER, rs -> {
+        return jdbc.query(RECOVER, rs -> {
             if (!rs.next()) {
                 return null;
             }
-            Exchange recovered = exchange(camelContext, rs.getString(1), rs.getString(2), children(rs.getArray(3), rs.getArray(4), rs.getArray(5)));
-            recovered.setExchangeId(exchangeId);
+            Exchange recovered = new DefaultExchange(camelContext);
+            recovered.getMessage().setHeader(AlbumChildSource.ALBUM_KEY, rs.getString(1));
+            recovered.setProperty(ExchangePropertyKey.AGGREGATED_CORRELATION_KEY, rs.getString(1));
+            new Removal(exchangeId, rs.getString(2), children(rs.getArray(3), rs.getArray(4), rs.getArray(5))).into(recovered);
             // The Aggregator's statistics count recovered completions by how they completed.
             recovered.setProperty(ExchangePropertyKey.AGGREGATED_COMPLETED_BY, rs.getString(6));
             return recovered;
@@ -298,8 +313,7 @@ public final class AlbumAggregationRepository extends org.apache.camel.processor
     /** Recovery every 5 s: a database away means nothing to recover yet; the next scan after its return recovers. */
     @Override
     public Set<String> scan(CamelContext camelContext) {
-        return unlessAway(() -> new LinkedHashSet<>(jdbcTemplate.queryForList("SELECT id FROM album_aggregation_completed"
-                + " WHERE completed_at < now() - make_interval(secs => ?)", String.class, RECOVERY_GRACE_SECONDS)), Set.of());
+        return unlessAway(() -> new LinkedHashSet<>(jdbc.queryForList(SCAN, String.class, RECOVERY_GRACE_SECONDS)), Set.of());
     }
 
     /**
@@ -309,43 +323,40 @@ public final class AlbumAggregationRepository extends org.apache.camel.processor
      */
     @Override
     public Set<String> getKeys() {
-        return unlessAway(super::getKeys, Set.of());
+        return unlessAway(() -> new LinkedHashSet<>(jdbc.queryForList(KEYS, String.class)), Set.of());
     }
 
-    /** Counts the groups for a line in the log, which a database away at start does without. */
+    /**
+     * camel-sql's start (it checks its table) and a line counting the groups, both of which a
+     * database away at start does without: recovery and the sweep find the groups once it is back.
+     */
     @Override
     protected void doStart() throws Exception {
-        unlessAway(() -> {
+        boolean reachable = unlessAway(() -> {
             try {
                 super.doStart();
             } catch (Exception e) {
                 throw e instanceof RuntimeException runtime ? runtime : new IllegalStateException(e);
             }
-            return null;
-        }, null);
+            return true;
+        }, false);
+        String counts = reachable ? unlessAway(() -> jdbc.queryForObject(COUNTS, String.class), null) : null;
+        if (counts != null) {
+            LOG.info("album groups at start: {}", counts);
+        }
     }
 
     private static <T> T unlessAway(Supplier<T> read, T whenAway) {
         try {
             return read.get();
         } catch (RuntimeException e) {
-            // Spring's: DataAccessException, or CannotCreateTransactionException (getKeys runs in a transaction)
+            // Spring's DataAccessException around the driver's
             if (!Database.isUnreachable(e)) {
                 throw e;
             }
             LOG.debug("album groups: database away ({}); read again once it is back", e.getMessage());
             return whenAway;
         }
-    }
-
-    /** A removed group: the album key, its channel, and its children as the body (never media). */
-    private static Exchange exchange(CamelContext camelContext, String albumKey, String provider, List<AlbumState.Child> children) {
-        Exchange exchange = new DefaultExchange(camelContext);
-        exchange.getMessage().setHeader(AlbumChildSource.ALBUM_KEY, albumKey);
-        exchange.getMessage().setHeader(AlbumChildSource.PROVIDER, provider);
-        exchange.getMessage().setBody(AlbumAggregation.json(children));
-        exchange.setProperty(ExchangePropertyKey.AGGREGATED_CORRELATION_KEY, albumKey);
-        return exchange;
     }
 
     static List<AlbumState.Child> children(Array ids, Array indexes, Array totals) throws SQLException {

@@ -6,6 +6,7 @@ import io.chatintake.work.WorkItem;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.util.List;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.camel.Message;
 
 /**
@@ -64,6 +65,8 @@ public final class AlbumChildSource extends RowWorkSource {
         message.setHeader(STORED_CHILDREN, stored);
         message.setHeader(GROUP_OPEN, row.getBoolean(9));
         message.setHeader(STORED_QUIET_MILLIS, row.getLong(10));
+        // The Aggregator's retries of this child learn through it that a completion of its album won.
+        message.getExchange().setProperty(AlbumAggregation.REMOVAL_LOST, new AtomicBoolean());
         FormerHeaderNames.copy(message, AlbumConstants.FORMER_NAMES);
     }
 }

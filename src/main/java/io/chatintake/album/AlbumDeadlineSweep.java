@@ -2,7 +2,6 @@ package io.chatintake.album;
 
 import java.sql.SQLException;
 import java.util.Map;
-import org.apache.camel.CamelContext;
 import org.apache.camel.Exchange;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -38,7 +37,7 @@ public final class AlbumDeadlineSweep {
     /** The timer's step. A failing database is reported once, not at every tick; the deadlines wait in the database. */
     public void sweep(Exchange tick) {
         try {
-            completeOverdueGroups(tick.getContext());
+            completeOverdueGroups();
             if (failing) {
                 failing = false;
                 LOG.info("albums: completing overdue albums again");
@@ -53,16 +52,16 @@ public final class AlbumDeadlineSweep {
 
     /**
      * Removes the overdue groups in one statement and completes each through the aggregator's
-     * {@code forceCompletionOfGroup}, which then finds the group removed already by this thread.
+     * {@code forceCompletionOfGroup}, whose removal by force takes the group as this statement removed it.
      * @return the groups this process completed (the others were being completed by another)
      */
-    public int completeOverdueGroups(CamelContext camel) throws SQLException {
+    public int completeOverdueGroups() throws SQLException {
         if (!controller.running()) {
             return 0;
         }
         int completed = 0;
         for (int batch = 0; batch < MAX_BATCHES; batch++) {
-            Map<String, Exchange> removed = repository.removeOverdue(camel, BATCH);
+            Map<String, AlbumAggregationRepository.Removal> removed = repository.removeOverdue(BATCH);
             completed += repository.completeRemoved(removed, controller::forceCompletionOfGroup);
             if (removed.size() < BATCH) {
                 break;

@@ -3,10 +3,12 @@ package io.chatintake.album;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.util.List;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.camel.CamelContext;
 import org.apache.camel.Exchange;
 import org.apache.camel.impl.DefaultCamelContext;
 import org.apache.camel.support.DefaultExchange;
+import org.apache.camel.support.ExchangeHelper;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -41,6 +43,25 @@ class AlbumAggregationTest {
         group = aggregation.aggregate(group, child(KEY, 2, 2, List.of(new AlbumState.Child(1, 1, 2), new AlbumState.Child(2, 2, 2))));
         assertThat(AlbumAggregation.children(group)).extracting(AlbumState.Child::id).containsExactly(1L, 2L);
         assertThat(aggregation.isComplete(group)).isTrue();
+    }
+
+    @Test
+    void aChildWhoseCompletionLostTheRemovalFindsItsGroupClosedWhenCamelRetriesIt() {
+        List<AlbumState.Child> complete = List.of(new AlbumState.Child(1, 1, 2), new AlbumState.Child(2, 2, 2));
+        Exchange child = child(KEY, 2, 2, complete);
+        child.setProperty(AlbumAggregation.REMOVAL_LOST, new AtomicBoolean());
+
+        // each attempt aggregates a fresh copy of the child, as the Aggregator does
+        Exchange first = aggregation.aggregate(new DefaultExchange(camel), ExchangeHelper.createCorrelatedCopy(child, false));
+        assertThat(aggregation.isComplete(first)).as("the first attempt completes by count").isTrue();
+        // what the repository does when that completion loses the removal
+        first.getProperty(AlbumAggregation.REMOVAL_LOST, AtomicBoolean.class).set(true);
+
+        Exchange retry = aggregation.aggregate(new DefaultExchange(camel), ExchangeHelper.createCorrelatedCopy(child, false));
+        assertThat(AlbumAggregation.children(retry)).hasSize(2);
+        assertThat(aggregation.isComplete(retry)).as("the completion that won includes the child").isFalse();
+        assertThat(aggregation.isComplete(aggregation.aggregate(new DefaultExchange(camel), child(KEY, 2, 2, complete))))
+                .as("another child of the album, not marked").isTrue();
     }
 
     @Test

@@ -21,7 +21,12 @@ import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.atomic.AtomicBoolean;
 import javax.sql.DataSource;
+import org.apache.camel.CamelContext;
+import org.apache.camel.Exchange;
+import org.apache.camel.ExchangePropertyKey;
+import org.apache.camel.processor.aggregate.AggregateProcessor;
 import org.apache.camel.spi.OptimisticLockingAggregationRepository.OptimisticLockingException;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -180,7 +185,7 @@ class AlbumAggregatorTest {
                 AlbumDeadlineSweep sweep = server.context().getRegistry().lookupByNameAndType("albumDeadlineSweep", AlbumDeadlineSweep.class);
                 sweeps.add(pool.submit(() -> {
                     together.await();
-                    return sweep.completeOverdueGroups(server.context());
+                    return sweep.completeOverdueGroups();
                 }));
             }
             for (Future<Integer> sweep : sweeps) {
@@ -196,6 +201,37 @@ class AlbumAggregatorTest {
         assertThat(Sql.count(db, "SELECT count(*) FROM album_decision")).as("one decision each").isEqualTo(albums);
         assertThat(Sql.count(db, "SELECT count(DISTINCT album_key) FROM album_decision WHERE kind = 'provisional'")).isEqualTo(albums);
         assertThat(Sql.count(db, "SELECT count(*) FROM album_aggregation")).isZero();
+    }
+
+    @Test
+    void aGroupTheSweepRemovedIsTakenOnlyByItsCompletionByForce() throws Exception {
+        child("handed", "h1", "handed", 1);
+        awaitGroups(1);
+        Sql.execute(db, "UPDATE album SET decide_after = now() - interval '1 second'");
+        String key = key("handed", "handed");
+        CamelContext camel = products.get(0).context();
+        AlbumAggregationRepository repository = camel.getRegistry().lookupByNameAndType("albumAggregationRepository",
+                AlbumAggregationRepository.class);
+
+        Map<String, AlbumAggregationRepository.Removal> removed = repository.removeOverdue(10);
+        assertThat(removed).containsOnlyKeys(key);
+        int completed = repository.completeRemoved(removed, albumKey -> {
+            // a child's completion by count, and this runner's timeout, reaching the album meanwhile
+            Exchange byCount = repository.get(camel, albumKey);
+            byCount.setProperty(ExchangePropertyKey.AGGREGATED_COMPLETED_BY, AggregateProcessor.COMPLETED_BY_PREDICATE);
+            AtomicBoolean removalLost = new AtomicBoolean();
+            byCount.setProperty(AlbumAggregation.REMOVAL_LOST, removalLost);
+            assertThatThrownBy(() -> repository.remove(camel, albumKey, byCount)).isInstanceOf(OptimisticLockingException.class);
+            assertThat(removalLost).as("the child learns its completion lost").isTrue();
+            Exchange byTimeout = repository.get(camel, albumKey);
+            byTimeout.setProperty(ExchangePropertyKey.AGGREGATED_COMPLETED_BY, AggregateProcessor.COMPLETED_BY_TIMEOUT);
+            assertThatThrownBy(() -> repository.remove(camel, albumKey, byTimeout)).isInstanceOf(OptimisticLockingException.class);
+            return controller(0).forceCompletionOfGroup(albumKey);
+        });
+
+        assertThat(completed).as("the sweep's forced completion took the group it removed").isEqualTo(1);
+        Await.until("the decision", WAIT, () -> Sql.count(db, "SELECT count(*) FROM album_aggregation_completed") == 0);
+        assertThat(Sql.string(db, "SELECT kind || ' ' || jsonb_array_length(child_ids) FROM album_decision")).isEqualTo("provisional 1");
     }
 
     @Test
