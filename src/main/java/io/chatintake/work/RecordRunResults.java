@@ -21,13 +21,16 @@ final class RecordRunResults {
     private static final Duration RECORD_PAUSE_CAP = Duration.ofSeconds(2);
 
     private final WorkQueue queue;
+    /** This process's claims' owner: its runs' work_run.process. */
+    private final String worker;
     private final EffectGuard effects;
     private final ClaimedRuns runs;
     private final AtomicBoolean running;
     private final Duration claim;
 
-    RecordRunResults(WorkQueue queue, EffectGuard effects, ClaimedRuns runs, AtomicBoolean running, Duration claim) {
+    RecordRunResults(WorkQueue queue, String worker, EffectGuard effects, ClaimedRuns runs, AtomicBoolean running, Duration claim) {
         this.queue = queue;
+        this.worker = worker;
         this.effects = effects;
         this.runs = runs;
         this.running = running;
@@ -55,6 +58,7 @@ final class RecordRunResults {
             }
         }
         long giveUpAt = System.nanoTime() + claim.toNanos();
+        boolean answerMaybeLost = false;
         for (int attempt = 1; ; attempt++) {
             try {
                 if (!settled) {
@@ -64,9 +68,10 @@ final class RecordRunResults {
                 }
                 for (Long token : queue.finish(finished)) {
                     ActiveRun run = runs.get(token);
-                    int dropped = finished.stream().filter(f -> f.run().token() == token).mapToInt(f -> f.outcomes().size()).sum();
-                    if (run != null) {
-                        runs.claimLost(run, dropped);
+                    List<RunResult> dropped = finished.stream().filter(f -> f.run().token() == token)
+                            .flatMap(f -> f.outcomes().stream()).toList();
+                    if (run != null && !(answerMaybeLost && recordedHere(dropped))) {
+                        runs.claimLost(run, dropped.size());
                     }
                 }
                 // A run that ended is no longer this process's to extend, though its slice goes on.
@@ -81,6 +86,8 @@ final class RecordRunResults {
                 }
                 return;
             } catch (SQLException e) {
+                // The failure may have come after the commit (a database restarting): the next try then finds its own outcomes recorded.
+                answerMaybeLost = true;
                 if (!running.get() || System.nanoTime() - giveUpAt >= 0) {
                     // The claims expire and the items run again: handlers are guarded for that.
                     for (FinishedRun f : finished) {
@@ -99,6 +106,16 @@ final class RecordRunResults {
                 pause(attempt);
             }
         }
+    }
+
+    /**
+     * Whether a try whose answer was lost recorded these outcomes already: each run of them is in
+     * work_run as this process's, at its attempt. A deferral leaves no run, so outcomes that are all
+     * deferrals cannot tell, and count as a claim lost.
+     */
+    private boolean recordedHere(List<RunResult> outcomes) throws SQLException {
+        List<RunResult> runsOfThem = outcomes.stream().filter(o -> !o.isDeferred()).toList();
+        return !runsOfThem.isEmpty() && queue.recordedBy(worker, runsOfThem).size() == runsOfThem.size();
     }
 
     private static void pause(int attempt) {

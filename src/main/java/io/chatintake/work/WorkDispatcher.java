@@ -112,7 +112,7 @@ public final class WorkDispatcher {
         this.pacing = new IntakePacing(options.concurrency(), options.concurrencyWhileIntakeBehind(), options.gatherWhileIntakeBehind(),
                 options.gatherWhileBacklogAtSource(), options.intakeFirst(), options.maxDeferral(), options.pollInterval(), runs, wakeups,
                 running);
-        this.recorder = new RecordRunResults(queue, effects, runs, running, options.claim());
+        this.recorder = new RecordRunResults(queue, process, effects, runs, running, options.claim());
         RunResults outcomes = new RunResults(this.sources::rules, effects, metrics);
         this.executing = new ExecutePicked(camel, queue.dataSource(), this.sources, outcomes, metrics, runs, recorder, running,
                 options.claim());

@@ -13,8 +13,10 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.TreeSet;
 
 /**
@@ -218,6 +220,26 @@ final class WorkItemRepository {
             INSERT INTO work_run (work_item_id, attempt, state, outcome, error, process, claimed_at)
             SELECT id, attempts, state, result, error, (claimed).claimed_by, (claimed).updated_at FROM recorded WHERE state <> 'pending')
             SELECT token FROM recorded""".formatted(RECORD);
+
+    private static final String RECORDED_BY = """
+            SELECT r.work_item_id FROM work_run r
+              JOIN unnest(?::bigint[], ?::int[]) AS o(id, attempt) ON r.work_item_id = o.id AND r.attempt = o.attempt
+             WHERE r.process = ?""";
+
+    static Set<Long> recordedBy(Connection c, String worker, List<RunResult> results) throws SQLException {
+        Set<Long> recorded = new HashSet<>();
+        try (PreparedStatement ps = c.prepareStatement(RECORDED_BY)) {
+            ps.setArray(1, c.createArrayOf("bigint", results.stream().map(o -> o.item().id()).toArray()));
+            ps.setArray(2, c.createArrayOf("integer", results.stream().map(o -> o.item().attempts()).toArray()));
+            ps.setString(3, worker);
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    recorded.add(rs.getLong(1));
+                }
+            }
+        }
+        return recorded;
+    }
 
     /** @return outcomes recorded per token: only those of items that still carry their run's token */
     static Map<Long, Integer> recordOutcomes(Connection c, List<FinishedRun> finished) throws SQLException {

@@ -217,6 +217,13 @@ public final class WorkQueue {
         return finishing.finish(finished);
     }
 
+    /** Of these results, the items whose run at that attempt {@code worker} has recorded (work_run). */
+    public Set<Long> recordedBy(String worker, List<RunResult> results) throws SQLException {
+        try (Connection c = dataSource.getConnection()) {
+            return WorkItemRepository.recordedBy(c, worker, results);
+        }
+    }
+
     /**
      * Extends the claims of runs still running in this process (their handlers may be slow).
      * @return the tokens still held; a token missing was lost (released or taken over)

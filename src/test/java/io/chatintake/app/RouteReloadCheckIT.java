@@ -31,17 +31,26 @@ class RouteReloadCheckIT {
         try (RunnerProcess runner = RunnerProcess.start(work, env).awaitReady()) {
             assertThat(runner.get("/greeting").body()).isEqualTo("v1");
 
-            Files.writeString(greeting, greeting("v2", "?httpMethodRestrct=GET"));
+            save(greeting, greeting("v2", "?httpMethodRestrct=GET"));
             runner.awaitOutput("greeting.yaml refused", WAIT);
             assertThat(runner.output()).contains("greeting.yaml refused, not reloaded: its running routes stay as they were: "
                     + greeting.toAbsolutePath() + ":4: platform-http: unknown option 'httpMethodRestrct'");
             assertThat(runner.get("/greeting").body()).as("the running version").isEqualTo("v1");
 
-            Files.writeString(greeting, greeting("v3", "?httpMethodRestrict=GET"));
+            save(greeting, greeting("v3", "?httpMethodRestrict=GET"));
             Await.until("the next good version answers", WAIT, () -> "v3".equals(runner.get("/greeting").body()));
             assertThat(runner.output().lines().filter(line -> line.contains("greeting.yaml refused"))).as("said once").hasSize(1);
             assertThat(runner.output()).doesNotContain("\tat ");
         }
+    }
+
+    /**
+     * Saves as an editor does, whole: a file truncated and then written can be seen empty in
+     * between, which the reload refuses too, and the test counts refusals.
+     */
+    private void save(Path file, String content) throws Exception {
+        Path saving = Files.writeString(work.resolve(file.getFileName() + ".saving"), content);
+        Files.move(saving, file, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
     }
 
     /** A ConfigMap volume (files linked through ..data) updated with an invalid version, as the kubelet swaps it in. */

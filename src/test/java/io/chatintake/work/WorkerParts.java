@@ -50,7 +50,7 @@ final class WorkerParts implements AutoCloseable {
         sources = new HandlerSources(camel, all,
                 kind -> new KindRules(kind.equals(ORDERED), 3, Duration.ofMillis(200), Duration.ofMillis(800)));
         EffectGuard effects = new EffectGuard(dataSource);
-        recorder = new RecordRunResults(queue, effects, runs, running, CLAIM);
+        recorder = new RecordRunResults(queue, WORKER, effects, runs, running, CLAIM);
         executing = new ExecutePicked(camel, dataSource, sources, new RunResults(sources::rules, effects, metrics), metrics, runs,
                 recorder, running, CLAIM);
     }
