@@ -159,6 +159,7 @@ public final class ScheduleCheckpoint {
         long bound = known ? through : Math.min(through, stored.above());
         List<WorkQueue.NewWork> work = known ? stored.between(mark, bound, CHUNK) : read(c, botId, mark, bound);
         WorkQueue.schedule(c, work);
+        UpdateText.copy(c, work.stream().map(WorkQueue.NewWork::sourceId).toList());
         long reached = work.size() == CHUNK ? work.get(CHUNK - 1).sourceId() : bound;
         try (PreparedStatement ps = c.prepareStatement(ADVANCE)) {
             ps.setLong(1, reached);

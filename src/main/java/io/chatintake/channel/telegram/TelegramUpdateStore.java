@@ -272,6 +272,7 @@ public final class TelegramUpdateStore {
         }
         List<StoredUpdate> stored = stored(botId, batch, inserted, TraceContext.Call.NONE);
         WorkQueue.schedule(c, stored.stream().map(u -> u.work(botId)).toList());
+        UpdateText.copy(c, stored.stream().map(StoredUpdate::rowId).toList());
         storeChildren(c, stored);
         return stored;
     }
