@@ -3,7 +3,7 @@ package io.chatintake.routes;
 import io.chatintake.album.QuietPeriods;
 import io.chatintake.channel.ChildMessages;
 import io.chatintake.channel.webhook.SignatureScheme;
-import io.chatintake.channel.webhook.WebhookEventStore;
+import io.chatintake.channel.webhook.DerivingEventStore;
 import io.chatintake.config.Secret;
 import io.chatintake.config.Settings;
 import io.chatintake.sim.SignedDeliverySender;
@@ -99,8 +99,7 @@ public abstract class RouteTestSupport extends CamelTestSupport {
      * on stored messages; albums get {@code quietPeriod} until their deadline.
      */
     protected final void storeUnifyPortMessage(String eventId, String dataJson, Duration quietPeriod) throws Exception {
-        new WebhookEventStore(db, Duration.ofSeconds(5), "default", "unifyport", "unifyport-event",
-                ChildMessages.listener(new QuietPeriods(quietPeriod, quietPeriod)), () -> { })
+        new DerivingEventStore(db, "default", ChildMessages.listener(new QuietPeriods(quietPeriod, quietPeriod)))
                 .store(RouteFile.unifyPortEvents(SignedDeliverySender.envelope(eventId, "message.received", "whatsapp", "acc_1",
                         Instant.now(), dataJson), "dlv_" + eventId));
     }
