@@ -3,7 +3,6 @@ package io.chatintake.routes;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.sun.net.httpserver.HttpServer;
-import io.chatintake.channel.webhook.WebhookEventDeriver;
 import io.chatintake.channel.webhook.WebhookInboxConstants;
 import io.chatintake.config.Settings;
 import io.chatintake.testkit.LogCapture;
@@ -95,8 +94,7 @@ class DiscordRouteTest extends RouteTestSupport {
 
         assertThat(Sql.string(db, "SELECT string_agg(channel || ' ' || event_id || ' ' || event_type || ' ' || account_id, ', ') FROM webhook_event"))
                 .isEqualTo("discord 1180000000000000002 3 app_1");
-        // No dispatcher here: the deriver its webhook-inbox endpoint bound runs as the dispatcher's scheduler would.
-        assertThat(context.getRegistry().findSingleByType(WebhookEventDeriver.class).deriveNext(100)).isEqualTo(1);
+        deriveStoredEvents();
         assertThat(Sql.string(db, "SELECT provider || '/' || account_id || '/' || conversation_id || '/' || message_id || ' ' || text"
                 + " FROM channel_message")).isEqualTo("discord/app_1/chan_9/msg_7 Approve the deploy?");
         assertThat(Sql.string(db, "SELECT kind FROM work_item UNION ALL SELECT kind FROM work_staged")).isEqualTo("discord-event");
