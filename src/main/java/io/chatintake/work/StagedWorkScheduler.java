@@ -87,9 +87,9 @@ final class StagedWorkScheduler {
                 staged = false;
             }
             try {
-                // A look of its own finds nothing almost always: it costs no lock and no transaction then.
-                // Staged work first: it was committed before any row still to derive (work_staged is older than derivation).
-                boolean any = told || queue.anyStaged();
+                // A look finds nothing almost always (intake no longer stages; a look of its own finds no row to derive): it
+                // costs no lock and no transaction then. Staged work first: it is older than any row still to derive.
+                boolean any = queue.anyStaged();
                 if (any) {
                     drain(queue::scheduleStaged);
                 }
