@@ -16,6 +16,7 @@ import io.chatintake.channel.telegram.SecondPollerGuard;
 import io.chatintake.channel.telegram.TelegramBots;
 import io.chatintake.channel.telegram.TelegramFileSource;
 import io.chatintake.channel.telegram.TelegramWorkSource;
+import io.chatintake.channel.webhook.WebhookEventDeriver;
 import io.chatintake.config.ConfigurationException;
 import io.chatintake.config.Settings;
 import io.chatintake.content.ContentExpiry;
@@ -142,6 +143,16 @@ public class CamelConfiguration implements org.apache.camel.CamelConfiguration, 
     @BindToRegistry("childMessageListener")
     public ChildMessageListener childMessageListener() {
         return ChildMessages.listener(QuietPeriods.from(settings()));
+    }
+
+    /**
+     * Derives stored webhook events after their 2xx (children, albums, attachments, work items), in
+     * every process, whether or not its routes receive the events' channel: a process that died
+     * leaves them to whoever runs next. The work dispatcher's scheduler runs it.
+     */
+    @BindToRegistry("webhookEventDeriver")
+    public WebhookEventDeriver webhookEventDeriver() {
+        return new WebhookEventDeriver(dataSource(), childMessageListener());
     }
 
     @BindToRegistry("albumDecisions")

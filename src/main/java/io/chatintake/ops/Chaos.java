@@ -281,6 +281,7 @@ public final class Chaos {
                 && count("SELECT count(*) FROM telegram_update WHERE bot_id = " + BOT_ID) == updates.get()
                 && count("SELECT count(*) FROM work_item WHERE state NOT IN ('done', 'parked')") == 0
                 && count("SELECT count(*) FROM work_staged") == 0
+                && count("SELECT count(*) FROM webhook_event WHERE derived_at IS NULL") == 0
                 // open albums include decided ones with a late child waiting out its quiet period
                 && count("SELECT count(*) FROM album WHERE decide_after IS NOT NULL") == 0
                 && count("SELECT count(*) FROM album_decision") == count("SELECT count(*) FROM work_item WHERE kind = 'album-decision'");

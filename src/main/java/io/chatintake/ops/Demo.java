@@ -192,7 +192,8 @@ public final class Demo {
         started = System.nanoTime();
         startRunner(env, base);
         await("the whole stream stored", () -> count("SELECT count(*) FROM telegram_update WHERE update_type = 'channel_post'") == STREAM);
-        await("all work done", () -> count("SELECT count(*) FROM work_item WHERE state <> 'done'") + count("SELECT count(*) FROM work_staged") == 0);
+        await("all work done", () -> count("SELECT count(*) FROM work_item WHERE state <> 'done'") + count("SELECT count(*) FROM work_staged")
+                + count("SELECT count(*) FROM webhook_event WHERE derived_at IS NULL") == 0);
         check(simulator.violations().isEmpty(), "the simulator saw updates confirmed before they were stored: " + simulator.violations());
         check(count("SELECT count(DISTINCT update_id) FROM telegram_update WHERE update_type = 'channel_post'") == STREAM,
                 "a post was stored twice");

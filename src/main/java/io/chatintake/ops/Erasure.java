@@ -99,7 +99,7 @@ final class Erasure {
                 rows.put("media_files", (long) removal.files());
                 rows.put("effect_results", removal.effects(found.effects()));
                 rows.put("work_items_erased", (long) WorkQueue.erase(c, found.items().toArray(Long[]::new)));
-                rows.put("staged_work_dropped", deleteStaged(c, found.staged()));
+                rows.put("staged_work_dropped", deleteStaged(c, found.staged()) + endUnderived(c, found.events()));
                 Counts counts = new Counts(rows);
                 String sentence;
                 if (dryRun) {
@@ -145,13 +145,14 @@ final class Erasure {
                     EXISTS (SELECT 1 FROM work_item w WHERE w.source_id = e.id AND w.kind NOT IN %1$s AND starts_with(w.chat_key, e.workspace || ':')
                                 AND right(w.chat_key, length(?)) = ?)
                     OR EXISTS (SELECT 1 FROM work_staged s WHERE s.source_id = e.id AND s.kind NOT IN %1$s AND starts_with(s.chat_key, e.workspace || ':')
-                                AND right(s.chat_key, length(?)) = ?)""".formatted(OTHER_KINDS);
+                                AND right(s.chat_key, length(?)) = ?)
+                    OR right(e.chat_key, length(?)) = ?""".formatted(OTHER_KINDS);
             String suffix = ":" + p.get(2) + ":" + p.get(3);
             String sql = "SELECT e.id FROM webhook_event e WHERE e.channel = ? AND e.workspace = ? AND e.account_id = ? AND ("
                     + (sender ? "e.payload #>> '{data,sender,id}' = ?" : "e.payload #>> '{data,conversation,id}' = ? OR " + byChatKey)
                     + ") FOR UPDATE";
             events = sender ? ids(c, sql, p.get(0), p.get(1), p.get(2), p.get(3))
-                    : ids(c, sql, p.get(0), p.get(1), p.get(2), p.get(3), suffix, suffix, suffix, suffix);
+                    : ids(c, sql, p.get(0), p.get(1), p.get(2), p.get(3), suffix, suffix, suffix, suffix, suffix, suffix);
             messages = sender
                     ? ids(c, """
                     SELECT m.id FROM channel_message m JOIN webhook_event e ON e.workspace = m.workspace AND e.event_id = m.first_event_id
@@ -204,6 +205,14 @@ final class Erasure {
     private static long deleteStaged(Connection c, List<Long> ids) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement("DELETE FROM work_staged WHERE id = ANY (?)")) {
             ps.setArray(1, c.createArrayOf("bigint", ids.toArray()));
+            return ps.executeUpdate();
+        }
+    }
+
+    /** Events not derived yet: their content is gone, so nothing is derived from them (no child, no work item). */
+    private static long endUnderived(Connection c, List<Long> events) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement("UPDATE webhook_event SET derived_at = now() WHERE id = ANY (?) AND derived_at IS NULL")) {
+            ps.setArray(1, c.createArrayOf("bigint", events.toArray()));
             return ps.executeUpdate();
         }
     }

@@ -40,10 +40,15 @@ final class StatusQueries {
     private static final String ERASURES = "SELECT erased_at, erased_by, subject, key, counts::text FROM erasure ORDER BY id DESC LIMIT "
             + PAGE;
 
+    /** A stored event not derived yet counts as a pending item of its kind, due since it was stored (V41's partial index). */
     private static final String WORK = """
-            SELECT kind, state, count(*),
-                   min(next_attempt_at) FILTER (WHERE state IN ('pending', 'failed') AND next_attempt_at <= now())
-              FROM work_item WHERE state IN ('pending', 'failed', 'running', 'parked')
+            SELECT kind, state, sum(n), min(due) FROM (
+                SELECT kind, state, count(*) AS n,
+                       min(next_attempt_at) FILTER (WHERE state IN ('pending', 'failed') AND next_attempt_at <= now()) AS due
+                  FROM work_item WHERE state IN ('pending', 'failed', 'running', 'parked')
+                 GROUP BY kind, state
+                UNION ALL
+                SELECT work_kind, 'pending', count(*), min(received_at) FROM webhook_event WHERE derived_at IS NULL GROUP BY work_kind) w
              GROUP BY kind, state ORDER BY kind, state""";
 
     private static final String PARKED = """

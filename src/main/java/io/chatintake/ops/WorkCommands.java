@@ -171,6 +171,10 @@ public final class WorkCommands {
             query(c, "SELECT count(*), min(staged_at) FROM work_staged",
                     rs -> out.printf("staged, not yet work items: %d%s%n", rs.getLong(1),
                             rs.getTimestamp(2) == null ? "" : " (oldest staged " + rs.getTimestamp(2).toInstant() + ")"));
+            // Normally none: every runner's scheduler derives stored events right after intake commits, or within a second.
+            query(c, "SELECT count(*), min(received_at) FROM webhook_event WHERE derived_at IS NULL",
+                    rs -> out.printf("webhook events stored, not yet derived (child message, work item): %d%s%n", rs.getLong(1),
+                            rs.getTimestamp(2) == null ? "" : " (oldest stored " + rs.getTimestamp(2).toInstant() + ")"));
             out.println("unmapped deliveries (verified, stored whole: no event the mapping knows; webhook_event.parse_error):");
             query(c, "SELECT channel, workspace, count(*), max(received_at) FROM webhook_event WHERE parse_error = 'unmapped'"
                     + " GROUP BY channel, workspace ORDER BY channel, workspace",

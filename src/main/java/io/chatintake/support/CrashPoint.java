@@ -11,8 +11,10 @@ public final class CrashPoint {
     public static final String TELEGRAM_AFTER_RECEIVE = "telegram.after-receive";
     public static final String TELEGRAM_DURING_TRANSACTION = "telegram.during-transaction";
     public static final String TELEGRAM_AFTER_COMMIT = "telegram.after-commit";
-    /** A webhook delivery's events and staged work are committed; no answer sent, no work item written yet. */
+    /** A webhook delivery's events are committed; no answer sent, nothing derived from them yet. */
     public static final String WEBHOOK_AFTER_COMMIT = "webhook.after-commit";
+    /** Webhook events' children, listeners' rows and work items are written in the deriving transaction, not committed yet. */
+    public static final String WEBHOOK_DURING_DERIVATION = "webhook.during-derivation";
     /** An album's group is removed from the aggregation repository (and kept as completed); its decision is not recorded yet. */
     public static final String ALBUM_AFTER_GROUP_REMOVED = "album.after-group-removed";
 

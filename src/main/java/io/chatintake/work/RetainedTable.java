@@ -17,8 +17,11 @@ import java.util.List;
  * @param workKind   the kind whose {@code source_id} is the row's id, or null for plain rows
  * @param before     common table expressions run with each batch before its rows go (reading
  *                   {@code doomed}, the batch's keys as {@code k}), each ending in ", "; or null
+ * @param pending    the condition (on {@code x}, the row) of a row that is itself work not done yet (a
+ *                   stored event not derived yet), which no age purges; or null
  */
-public record RetainedTable(String table, String key, String ageColumn, String settingKey, String workKind, String before) {
+public record RetainedTable(String table, String key, String ageColumn, String settingKey, String workKind, String before,
+                            String pending) {
 
     /** What a channel registers (in {@code META-INF/services}) so that retention purges its tables. */
     public interface Contributor {
@@ -26,16 +29,20 @@ public record RetainedTable(String table, String key, String ageColumn, String s
     }
 
     public static RetainedTable workSource(String table, String ageColumn, String settingKey, String workKind) {
-        return new RetainedTable(table, "id", ageColumn, settingKey, workKind, null);
+        return new RetainedTable(table, "id", ageColumn, settingKey, workKind, null, null);
     }
 
     /** Rows without a unique column, claimed and deleted by their row address. */
     public static RetainedTable plain(String table, String ageColumn, String settingKey) {
-        return new RetainedTable(table, "ctid", ageColumn, settingKey, null, null);
+        return new RetainedTable(table, "ctid", ageColumn, settingKey, null, null, null);
     }
 
     public RetainedTable before(String commonTableExpressions) {
-        return new RetainedTable(table, key, ageColumn, settingKey, workKind, commonTableExpressions);
+        return new RetainedTable(table, key, ageColumn, settingKey, workKind, commonTableExpressions, pending);
+    }
+
+    public RetainedTable pending(String condition) {
+        return new RetainedTable(table, key, ageColumn, settingKey, workKind, before, condition);
     }
 
     /** The tables the channels on the class path contribute, in the order they are registered. */

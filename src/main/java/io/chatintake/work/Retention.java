@@ -82,8 +82,9 @@ public final class Retention {
             sourceKinds.stream().filter(k -> !k.equals(t.workKind())).forEach(otherKinds::add);
             policies.add(new Policy(t.table(), t.key(), t.settingKey(), """
                     SELECT x.id AS k FROM %s x
-                     WHERE x.%s < now() - make_interval(days => ?) AND %s"""
-                    .formatted(t.table(), t.ageColumn(), noUnfinishedWork(quoted(otherKinds))), 1,
+                     WHERE x.%s < now() - make_interval(days => ?) AND %s%s"""
+                    .formatted(t.table(), t.ageColumn(), noUnfinishedWork(quoted(otherKinds)),
+                            t.pending() == null ? "" : " AND NOT (" + t.pending() + ")"), 1,
                     "w.kind = '" + t.workKind() + "' AND w.source_id = doomed.k", t.before()));
         }
         List<String> keptWithSources = new ArrayList<>(sourceKinds);

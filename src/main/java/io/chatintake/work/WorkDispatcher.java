@@ -130,8 +130,10 @@ public final class WorkDispatcher {
             return;
         }
         if (scheduler == null) {
-            // Whether or not this process handles anything: what its intake staged must become work for whoever does.
-            scheduler = new StagedWorkScheduler(camel, queue, options.gather(), this::nudge);
+            // Whether or not this process handles anything: what any intake staged or stored must become work for whoever does.
+            // Looked up at start: the application binds each channel's derivation before the routes start.
+            scheduler = new StagedWorkScheduler(camel, queue, List.copyOf(camel.getRegistry().findByType(Derivation.class)),
+                    options.gather(), this::nudge);
         }
         // Started even while no work: route runs here: one started later (a file added) is run at once.
         Set<String> kinds = sources.kinds();
@@ -200,7 +202,10 @@ public final class WorkDispatcher {
         }
     }
 
-    /** Work was staged ({@link WorkQueue#stageFrom}) and committed: its scheduler turns it into items now, then wakes a worker. */
+    /**
+     * Work was staged ({@link WorkQueue#stageFrom}), or rows to derive stored ({@link Derivation}), and committed: its
+     * scheduler turns them into items now, then wakes a worker.
+     */
     public void staged() {
         StagedWorkScheduler now = scheduler;
         if (now != null) {

@@ -4,7 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.chatintake.channel.ChildMessages;
-import io.chatintake.channel.webhook.WebhookEventStore;
+import io.chatintake.channel.webhook.DerivingEventStore;
 import io.chatintake.sim.SignedDeliverySender;
 import io.chatintake.testkit.Await;
 import io.chatintake.testkit.RouteFile;
@@ -44,8 +44,8 @@ class AlbumAggregatorTest {
 
     private final DataSource db = TestDatabase.dataSource();
     /** Deadlines an hour away: only what a test forces completes a group. */
-    private final WebhookEventStore store = new WebhookEventStore(db, Duration.ofSeconds(5), "default", "unifyport", "unifyport-event",
-            ChildMessages.listener(new QuietPeriods(Duration.ofHours(1), Duration.ofHours(1))), () -> { });
+    private final DerivingEventStore store = new DerivingEventStore(db, "default",
+            ChildMessages.listener(new QuietPeriods(Duration.ofHours(1), Duration.ofHours(1))));
     private final List<WebhookServer> products = new ArrayList<>();
     private int events;
 

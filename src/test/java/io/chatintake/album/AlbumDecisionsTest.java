@@ -5,7 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.chatintake.app.Runner;
 import io.chatintake.channel.ChildMessages;
 import io.chatintake.testkit.RouteFile;
-import io.chatintake.channel.webhook.WebhookEventStore;
+import io.chatintake.channel.webhook.DerivingEventStore;
 import io.chatintake.sim.SignedDeliverySender;
 import io.chatintake.testkit.Sql;
 import io.chatintake.testkit.TestDatabase;
@@ -36,8 +36,8 @@ class AlbumDecisionsTest {
 
     private final DataSource db = TestDatabase.dataSource();
     /** A quiet period far longer than any test: a decision made here is made by count or by a moved deadline. */
-    private final WebhookEventStore store = new WebhookEventStore(db, Duration.ofSeconds(5), "default", "unifyport", "unifyport-event",
-            ChildMessages.listener(new QuietPeriods(Duration.ofHours(1), Duration.ofHours(1))), () -> { });
+    private final DerivingEventStore store = new DerivingEventStore(db, "default",
+            ChildMessages.listener(new QuietPeriods(Duration.ofHours(1), Duration.ofHours(1))));
     private final AlbumDecisions decisions = new AlbumDecisions(db);
     private int events;
 

@@ -5,7 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.chatintake.attachment.MediaStore;
 import io.chatintake.channel.ChildMessages;
 import io.chatintake.channel.webhook.WebhookEventSink;
-import io.chatintake.channel.webhook.WebhookEventStore;
+import io.chatintake.channel.webhook.DerivingEventStore;
 import io.chatintake.config.Settings;
 import io.chatintake.sim.SignedDeliverySender;
 import io.chatintake.testkit.RouteFile;
@@ -45,12 +45,10 @@ class ContentExpiryTest {
         Path dataDir = Files.createTempDirectory("chat-intake-expiry");
         Settings settings = TestDatabase.commandSettings(Map.of("chat-intake.data-dir", dataDir.toString(),
                 "retention.content-days", "1", "retention.metadata-days", "400"));
-        WebhookEventStore intake = new WebhookEventStore(db, Duration.ofSeconds(5), "default", "unifyport", "unifyport-event",
-                ChildMessages.listener(), () -> { });
+        DerivingEventStore intake = new DerivingEventStore(db, "default", ChildMessages.listener());
         byte[] oldBody = body("old-1", OLD);
         intake.store(RouteFile.unifyPortEvents(oldBody, "dlv-old-1"));
         intake.store(RouteFile.unifyPortEvents(body("young-1", YOUNG), "dlv-young-1"));
-        new WorkQueue(db).scheduleStaged(1000);
         try (MediaStore media = MediaStore.configured(settings)) {
             for (List<Object> row : Sql.rows(db, "SELECT a.id, m.text FROM message_attachment a JOIN channel_message m ON m.id = a.channel_message_id")) {
                 MediaStore.StoredFile file = media.save(new ByteArrayInputStream((row.get(1) + " file bytes").getBytes(StandardCharsets.UTF_8)),

@@ -5,7 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import com.zaxxer.hikari.HikariDataSource;
 import io.chatintake.attachment.MediaStore;
 import io.chatintake.channel.ChildMessages;
-import io.chatintake.channel.webhook.WebhookEventStore;
+import io.chatintake.channel.webhook.DerivingEventStore;
 import io.chatintake.config.Settings;
 import io.chatintake.sim.SignedDeliverySender;
 import io.chatintake.testkit.RouteFile;
@@ -173,12 +173,10 @@ class ErasureTest {
      * and a message of another conversation with a file of its own.
      */
     private void seedUnifyPort(Settings settings, String name) throws Exception {
-        WebhookEventStore intake = new WebhookEventStore(db, Duration.ofSeconds(5), "default", "unifyport", "unifyport-event",
-                ChildMessages.listener(), () -> { });
+        DerivingEventStore intake = new DerivingEventStore(db, "default", ChildMessages.listener());
         store(intake, "e1-" + name, "conv-" + name, "user-" + name, ERASED + "-UP-TEXT-" + name, null);
         store(intake, "e2-" + name, "conv-" + name, "user-" + name, null, ERASED + "-UP-CAPTION-" + name);
         store(intake, "k1-" + name, "conv-keep-" + name, "user-keep-" + name, KEPT + "-UP-TEXT-" + name, null);
-        new WorkQueue(db).scheduleStaged(1000);
         try (MediaStore media = MediaStore.configured(settings)) {
             for (List<Object> row : Sql.rows(db, """
                     SELECT a.id, m.conversation_id FROM message_attachment a JOIN channel_message m ON m.id = a.channel_message_id
@@ -197,7 +195,7 @@ class ErasureTest {
                  WHERE source_key = 'default:unifyport:e1-%1$s';""".formatted(name, ERASED));
     }
 
-    private static void store(WebhookEventStore intake, String eventId, String conversation, String sender, String text,
+    private static void store(DerivingEventStore intake, String eventId, String conversation, String sender, String text,
                               String caption) throws Exception {
         String data = """
                 {"conversation":{"id":"%s","type":"user"},"sender":{"id":"%s","type":"user","name":"%s-NAME"},

@@ -3,7 +3,7 @@ package io.chatintake.ops;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.chatintake.channel.ChildMessages;
-import io.chatintake.channel.webhook.WebhookEventStore;
+import io.chatintake.channel.webhook.DerivingEventStore;
 import io.chatintake.sim.SignedDeliverySender;
 import io.chatintake.testkit.RouteFile;
 import io.chatintake.testkit.Sql;
@@ -22,14 +22,12 @@ class OperatorActionsTest {
 
     @Test
     void aRetryOfAnItemWhoseContentIsGoneIsRefusedAndTheOthersGoBack() throws Exception {
-        WebhookEventStore intake = new WebhookEventStore(db, Duration.ofSeconds(5), "default", "unifyport", "unifyport-event",
-                ChildMessages.listener(), () -> { });
+        DerivingEventStore intake = new DerivingEventStore(db, "default", ChildMessages.listener());
         for (String eventId : new String[] {"gone-1", "kept-1"}) {
             intake.store(RouteFile.unifyPortEvents(SignedDeliverySender.envelope(eventId, "message.received", "whatsapp", "acc_1",
                     Instant.now(), "{\"conversation\":{\"id\":\"c-" + eventId + "\",\"type\":\"user\"},\"sender\":{\"id\":\"u1\",\"type\":\"user\"},"
                             + "\"message\":{\"id\":\"m-" + eventId + "\",\"type\":\"text\",\"text\":\"hi\"}}"), "dlv-" + eventId));
         }
-        new WorkQueue(db).scheduleStaged(1000);
         Sql.execute(db, "UPDATE work_item SET state = 'parked', attempts = 8 WHERE kind = 'unifyport-event'");
         // What retention.content-days or an erasure leaves: the row, its content marked removed.
         Sql.execute(db, "UPDATE webhook_event SET body = NULL, payload = NULL, content_removed_at = now() WHERE event_id = 'gone-1'");

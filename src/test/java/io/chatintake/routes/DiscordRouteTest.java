@@ -94,6 +94,7 @@ class DiscordRouteTest extends RouteTestSupport {
 
         assertThat(Sql.string(db, "SELECT string_agg(channel || ' ' || event_id || ' ' || event_type || ' ' || account_id, ', ') FROM webhook_event"))
                 .isEqualTo("discord 1180000000000000002 3 app_1");
+        deriveStoredEvents();
         assertThat(Sql.string(db, "SELECT provider || '/' || account_id || '/' || conversation_id || '/' || message_id || ' ' || text"
                 + " FROM channel_message")).isEqualTo("discord/app_1/chan_9/msg_7 Approve the deploy?");
         assertThat(Sql.string(db, "SELECT kind FROM work_item UNION ALL SELECT kind FROM work_staged")).isEqualTo("discord-event");

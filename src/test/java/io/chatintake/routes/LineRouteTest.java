@@ -31,6 +31,7 @@ class LineRouteTest extends RouteTestSupport {
         assertThat(stored.getMessage().getBody(String.class)).isEqualTo("{\"status\":\"stored\"}");
         assertThat(postSigned("direct:webhook", "line", "guess", body).getMessage().getHeader(Exchange.HTTP_RESPONSE_CODE)).isEqualTo(401);
         assertThat(Sql.string(db, "SELECT string_agg(event_id || ' ' || event_type, ', ' ORDER BY event_id) FROM webhook_event")).isEqualTo("01HL1 message");
+        deriveStoredEvents();
         assertThat(Sql.string(db, "SELECT account_id || ' ' || conversation_id || ' ' || text FROM channel_message")).isEqualTo("U-bot U1 hi");
 
         try (LogCapture log = new LogCapture()) {

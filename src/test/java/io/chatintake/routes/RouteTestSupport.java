@@ -3,7 +3,8 @@ package io.chatintake.routes;
 import io.chatintake.album.QuietPeriods;
 import io.chatintake.channel.ChildMessages;
 import io.chatintake.channel.webhook.SignatureScheme;
-import io.chatintake.channel.webhook.WebhookEventStore;
+import io.chatintake.channel.webhook.WebhookEventDeriver;
+import io.chatintake.channel.webhook.DerivingEventStore;
 import io.chatintake.config.Secret;
 import io.chatintake.config.Settings;
 import io.chatintake.sim.SignedDeliverySender;
@@ -98,9 +99,16 @@ public abstract class RouteTestSupport extends CamelTestSupport {
      * the shipped UnifyPort route would (its message, album and attachments), for routes that work
      * on stored messages; albums get {@code quietPeriod} until their deadline.
      */
+    /**
+     * Derives the events stored so far (children, work items) with the deriver the webhook-inbox
+     * endpoint bound: no dispatcher runs here to do it after the answer.
+     */
+    protected final void deriveStoredEvents() throws Exception {
+        context.getRegistry().findSingleByType(WebhookEventDeriver.class).deriveNext(1000);
+    }
+
     protected final void storeUnifyPortMessage(String eventId, String dataJson, Duration quietPeriod) throws Exception {
-        new WebhookEventStore(db, Duration.ofSeconds(5), "default", "unifyport", "unifyport-event",
-                ChildMessages.listener(new QuietPeriods(quietPeriod, quietPeriod)), () -> { })
+        new DerivingEventStore(db, "default", ChildMessages.listener(new QuietPeriods(quietPeriod, quietPeriod)))
                 .store(RouteFile.unifyPortEvents(SignedDeliverySender.envelope(eventId, "message.received", "whatsapp", "acc_1",
                         Instant.now(), dataJson), "dlv_" + eventId));
     }

@@ -31,6 +31,7 @@ class SlackRouteTest extends RouteTestSupport {
         assertThat(stored.getMessage().getBody(String.class)).isEqualTo("{\"status\":\"stored\"}");
         assertThat(postSigned("direct:webhook", "slack", "guess", body).getMessage().getHeader(Exchange.HTTP_RESPONSE_CODE)).isEqualTo(401);
         assertThat(Sql.string(db, "SELECT string_agg(event_id || ' ' || event_type, ', ' ORDER BY event_id) FROM webhook_event")).isEqualTo("Ev1 message");
+        deriveStoredEvents();
         assertThat(Sql.string(db, "SELECT conversation_id || ' ' || text FROM channel_message")).isEqualTo("C1 quarterly numbers");
 
         try (LogCapture log = new LogCapture()) {

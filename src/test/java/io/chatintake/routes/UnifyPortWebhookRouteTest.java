@@ -36,6 +36,7 @@ class UnifyPortWebhookRouteTest extends RouteTestSupport {
 
         assertThat(Sql.string(db, "SELECT workspace || ' ' || event_id || ' ' || event_type || ' ' || delivery_count FROM webhook_event"))
                 .isEqualTo("default evt_1 message.received 2");
+        deriveStoredEvents();
         assertThat(Sql.string(db, "SELECT provider || ' ' || conversation_id || ' ' || message_id || ' ' || text FROM channel_message"))
                 .isEqualTo("whatsapp conv_1 msg_1 hello");
     }

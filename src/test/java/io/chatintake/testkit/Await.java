@@ -48,11 +48,13 @@ public final class Await {
     }
 
     /**
-     * Waits until the runner's scheduler has made work items of all the work its intake staged
-     * (webhook deliveries are answered before their work items exist; the items follow at once).
+     * Waits until the runner's scheduler has made work items of all the work its intake staged and
+     * derived every stored webhook event (deliveries are answered before their children and work
+     * items exist; those follow at once).
      */
     public static void workScheduled(DataSource db) {
-        until("staged work to become work items", Duration.ofSeconds(10), () -> Sql.count(db, "SELECT count(*) FROM work_staged") == 0);
+        until("staged work and stored events to become work items", Duration.ofSeconds(10), () -> Sql.count(db,
+                "SELECT (SELECT count(*) FROM work_staged) + (SELECT count(*) FROM webhook_event WHERE derived_at IS NULL)") == 0);
     }
 
     private static boolean holds(BooleanSupplier condition) {

@@ -5,7 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.chatintake.app.Runner;
 import io.chatintake.channel.ChildMessages;
 import io.chatintake.testkit.RouteFile;
-import io.chatintake.channel.webhook.WebhookEventStore;
+import io.chatintake.channel.webhook.DerivingEventStore;
 import io.chatintake.sim.SignedDeliverySender;
 import io.chatintake.testkit.Sql;
 import io.chatintake.testkit.TestDatabase;
@@ -111,8 +111,7 @@ class RetentionTest {
         assertThat(tableCounts()).as("a dry run changes nothing").isEqualTo(before);
 
         // intake keeps storing events (each with its work item) for as long as the purge runs
-        WebhookEventStore intake = new WebhookEventStore(db, Duration.ofSeconds(5), "default", "unifyport", "unifyport-event",
-                ChildMessages.listener(), () -> { });
+        DerivingEventStore intake = new DerivingEventStore(db, "default", ChildMessages.listener());
         AtomicBoolean purging = new AtomicBoolean(true);
         AtomicInteger stored = new AtomicInteger();
         CompletableFuture<Void> deliveries = CompletableFuture.runAsync(() -> {
@@ -144,7 +143,7 @@ class RetentionTest {
                 + " FROM webhook_event_purged")).as("the keys of the deleted events stay").isEqualTo(
                 "default:unifyport:old1,default:unifyport:old2,default:unifyport:old3,default:unifyport:old4,default:unifyport:old5");
         assertThat(Sql.count(db, "SELECT count(*) FROM webhook_event WHERE event_id LIKE 'live%'")).isEqualTo(stored.get());
-        new WorkQueue(db).scheduleStaged(1000);
+        intake.deriveAll();
         assertThat(Sql.count(db, "SELECT count(*) FROM work_item WHERE source_key LIKE 'default:unifyport:live%'")).isEqualTo(stored.get());
         // what stays: unfinished, parked and young rows, and everything that belongs to them
         assertThat(Sql.string(db, "SELECT string_agg(update_id::text, ',' ORDER BY update_id) FROM telegram_update"))

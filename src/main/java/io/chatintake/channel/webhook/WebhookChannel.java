@@ -16,7 +16,7 @@ import java.util.List;
 public final class WebhookChannel implements RetainedTable.Contributor, ExpiringContent.Contributor {
     /** Events' bodies, removed by content expiry and erasure while the row (and so its key) stays; its kinds are each channel's own. */
     public static final ExpiringContent CONTENT = new ExpiringContent("webhook_event", "received_at", null,
-            "body = NULL, payload = NULL", "body IS NOT NULL OR payload IS NOT NULL");
+            "body = NULL, payload = NULL, child = NULL", "body IS NOT NULL OR payload IS NOT NULL OR child IS NOT NULL");
 
     @Override
     public List<RetainedTable> retainedTables() {
@@ -25,7 +25,9 @@ public final class WebhookChannel implements RetainedTable.Contributor, Expiring
                         .before("""
                                 keys AS (INSERT INTO webhook_event_purged (workspace, channel, event_id)
                                          SELECT x.workspace, x.channel, x.event_id FROM webhook_event x JOIN doomed ON x.id = doomed.k
-                                         ON CONFLICT ON CONSTRAINT webhook_event_purged_key DO UPDATE SET purged_at = now() RETURNING 1), """),
+                                         ON CONFLICT ON CONSTRAINT webhook_event_purged_key DO UPDATE SET purged_at = now() RETURNING 1), """)
+                        // Not derived yet: its child and work item are still to come from it.
+                        .pending("x.derived_at IS NULL"),
                 // The kept keys themselves, once older than any replay worth refusing.
                 RetainedTable.plain("webhook_event_purged", "purged_at", "retention.dedupe-key-days"));
     }

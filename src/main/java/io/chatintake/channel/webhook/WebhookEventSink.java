@@ -15,8 +15,9 @@ public interface WebhookEventSink {
     }
 
     /**
-     * Stores every event of one verified delivery, with everything they imply (child messages,
-     * album scheduling, work items), in ONE transaction. Returning means committed: only then
+     * Stores every event of one verified delivery in ONE transaction, as a durable job for
+     * everything they imply (child messages, album scheduling, work items: written with them, or
+     * derived from them right after, as {@link WebhookEventStore} does). Returning means committed: only then
      * may the caller answer 2xx. A failure means nothing of the delivery was committed.
      */
     List<Stored> store(Delivery delivery, List<WebhookEvent> events) throws SQLException;

@@ -62,8 +62,8 @@ public class WebhookInboxEndpoint extends DefaultEndpoint {
     @UriParam(label = "advanced", description = "The earlier name of statementTimeoutMillis, still accepted")
     @Metadata(deprecationNote = "use statementTimeoutMillis")
     private Long statementTimeoutMs;
-    @UriParam(description = "The kind of work each stored event is queued as, in the same transaction; its handler is the"
-            + " route from work:KIND. Default CHANNEL-event")
+    @UriParam(description = "The kind of work each stored event is queued as (stored with the event, scheduled right after its"
+            + " commit); its handler is the route from work:KIND. Default CHANNEL-event")
     private String workKind;
     @UriParam(description = "Request header naming the delivery attempt (logs, webhook_event.last_delivery_id)")
     private String deliveryIdHeader;
@@ -167,8 +167,12 @@ public class WebhookInboxEndpoint extends DefaultEndpoint {
         // Bound before any route starts when the runner's configuration is in use; absent when the component is used alone.
         dispatcher = WorkDispatcher.of(getCamelContext());
         sink = eventSink != null ? eventSink : new WebhookEventStore(dataSource(), Duration.ofMillis(statementTimeoutMillis),
-                workspace, channel, getWorkKind(), childMessageListener(), this::intakeBehind);
+                workspace, channel, getWorkKind(), this::intakeBehind);
         if (eventSink == null) {
+            if (CamelContextHelper.findSingleByType(getCamelContext(), WebhookEventDeriver.class) == null) {
+                // The application binds one for every process; the component used on its own (without it) still derives.
+                getCamelContext().getRegistry().bind("webhookEventDeriver", new WebhookEventDeriver(dataSource(), childMessageListener()));
+            }
             // The dispatcher finds every WorkSource in the registry: this channel's events reach its handler.
             getCamelContext().getRegistry().bind("workSource:" + getWorkKind(), new WebhookWorkSource(getWorkKind(),
                     secretFields == null ? List.of() : Arrays.stream(secretFields.split(",")).map(String::trim).filter(f -> !f.isEmpty()).toList()));
@@ -239,8 +243,8 @@ public class WebhookInboxEndpoint extends DefaultEndpoint {
         return sink;
     }
 
-    /** New events' work was staged and committed: the dispatcher's scheduler makes it work items now. */
-    void workStaged() {
+    /** New events were committed: the dispatcher's scheduler derives them (children, work items) now. */
+    void eventsStored() {
         if (dispatcher != null) {
             dispatcher.staged();
         }

@@ -112,8 +112,8 @@ public final class WebhookInboxProducer extends DefaultProducer {
         String answer = endpoint.answers().stored(events.get(0).type());
         reply(exchange, 200, answer != null ? answer : "{\"status\":\"" + outcome + "\"}", outcome);
         if (anyNew) {
-            // Its work is staged and committed: the scheduler makes the items now instead of at its next look.
-            endpoint.workStaged();
+            // The events are committed: the scheduler derives them now instead of at its next look.
+            endpoint.eventsStored();
         }
     }
 

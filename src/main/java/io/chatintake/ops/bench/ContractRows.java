@@ -9,8 +9,9 @@ import java.sql.Timestamp;
 import java.time.Instant;
 
 /**
- * {@code bench webhook}'s contender: what the webhook contract commits before its 2xx, written the
- * plain way: the event, its child message and its work item, three {@code INSERT}s and one
+ * {@code bench webhook}'s reference (not judged): the three rows the webhook contract was once
+ * taken to commit before its 2xx, written the plain way: the event, its child message and its
+ * work item, three {@code INSERT}s and one
  * {@code COMMIT} a delivery, on one JDBC connection. Into copies of the runner's tables (same
  * columns, defaults and indexes, in schema public) so that the runner's handlers never see them.
  */

@@ -60,9 +60,12 @@ public final class SoakBenchmark {
     private static final String SAMPLE = """
             SELECT count(*), count(*) FILTER (WHERE state = 'done'), count(*) FILTER (WHERE state = 'parked'),
                    count(*) FILTER (WHERE state = 'running'),
-                   count(*) FILTER (WHERE state NOT IN ('done', 'parked')) + (SELECT count(*) FROM chat_intake.work_staged),
+                   count(*) FILTER (WHERE state NOT IN ('done', 'parked')) + (SELECT count(*) FROM chat_intake.work_staged)
+                       + (SELECT count(*) FROM chat_intake.webhook_event WHERE derived_at IS NULL),
                    coalesce(extract(epoch FROM now() - least(min(created_at) FILTER (WHERE state NOT IN ('done', 'parked')),
-                                                             (SELECT min(staged_at) FROM chat_intake.work_staged))), 0)
+                                                             (SELECT min(staged_at) FROM chat_intake.work_staged),
+                                                             (SELECT min(received_at) FROM chat_intake.webhook_event
+                                                               WHERE derived_at IS NULL))), 0)
               FROM chat_intake.work_item""";
 
     private final PrintStream out;

@@ -1,6 +1,5 @@
 package io.chatintake.ops.bench;
 
-import io.chatintake.channel.ChildMessages;
 import io.chatintake.channel.webhook.EventMapping;
 import io.chatintake.channel.webhook.WebhookEventStore;
 import io.chatintake.channel.webhook.WebhookRouteFile;
@@ -31,14 +30,13 @@ import java.util.function.Supplier;
 
 /**
  * {@code bench webhook [N]}: signed UnifyPort deliveries over HTTP to the runner's shipped
- * route (child process) against what the webhook contract costs on the same database: the rows a
- * delivery must have committed before its 2xx (the event, its child message, its work item),
- * written by plain JDBC clients, one delivery per transaction, in alternating rounds. At 16
- * clients ours must reach 0.6x of it and at 1 client 0.5x (median round), p99 < 50 ms over all
- * rounds. Every delivery must be answered 200. Printed as a reference, not judged: one
- * single-row {@code INSERT} + {@code COMMIT} per delivery (the database's commit limit), and the
- * same rounds with storage alone, so each run tells how much of what ours lacks is the write and
- * how much HTTP and the runner.
+ * route (child process) against the database's commit limit: one single-row {@code INSERT} +
+ * {@code COMMIT} per delivery from plain JDBC clients, in alternating rounds. At 16 clients ours
+ * must reach 0.8x of it and at 1 client 0.6x (median round), p99 < 20 ms over the 16-client
+ * rounds. Every delivery must be answered 200. Printed, not judged: the rate end to end (stored,
+ * derived, handled), the three rows the contract was once taken to commit before the 2xx (event,
+ * child message, work item) written the plain way, and the same rounds with storage alone, so
+ * each run tells how much of what ours lacks is the write and how much HTTP and the runner.
  */
 public final class WebhookIntakeBenchmark {
     private static final String SECRET = "bench-signing-secret-not-a-real-one";
@@ -87,7 +85,7 @@ public final class WebhookIntakeBenchmark {
         }
     }
 
-    /** The contender's phase, the reference's and ours right after them, on the same machine within seconds. */
+    /** The contender's phase (single-row INSERT + COMMIT), the reference's (the three rows) and ours right after them, within seconds. */
     record Round(Result limit, Result reference, Result ours) {
         double ratio() {
             return ours.rate() / limit.rate();
@@ -119,9 +117,12 @@ public final class WebhookIntakeBenchmark {
                 String afterWarmUp = settle(database);
                 Result http16 = deliver(hello, ids, 16, deliveries, cpu);
                 List<String> settled = new ArrayList<>();
+                List<Duration> endToEnd = new ArrayList<>();
                 List<Round> rounds16 = rounds(16, deliveries, database, ids, cpu, n -> {
+                    long start = System.nanoTime();
                     Result ours = deliver(endpoint, ids, 16, n, cpu);
                     settled.add(settle(database));
+                    endToEnd.add(Duration.ofNanos(System.nanoTime() - start));
                     return ours;
                 });
                 int single = Math.max(1, deliveries / 4);
@@ -129,7 +130,7 @@ public final class WebhookIntakeBenchmark {
                 List<Round> rounds1 = rounds(1, single, database, ids, cpu, n -> deliver(endpoint, ids, 1, n, cpu));
                 EventMapping mapping = WebhookRouteFile.eventMapping(SHIPPED_ROUTE, "unifyport");
                 WebhookEventStore store = new WebhookEventStore(database.dataSource(), Duration.ofSeconds(5), "default", "unifyport",
-                        "unifyport-event", ChildMessages.listener(), () -> { });
+                        "unifyport-event", () -> { });
                 // This process has not run the store yet: its JIT would be timed too.
                 storeAlone(mapping, store, ids, 16, WARM_UP, cpu);
                 storeAlone(mapping, store, ids, 1, WARM_UP / 10, cpu);
@@ -144,15 +145,20 @@ public final class WebhookIntakeBenchmark {
                 double ratio1 = medianRatio(rounds1);
                 Result ours16 = Result.pooled(rounds16.stream().map(Round::ours).toList());
                 Result ours1 = Result.pooled(rounds1.stream().map(Round::ours).toList());
-                boolean met16 = ratio16 >= 0.6 && ours16.p99Millis() < 50;
-                boolean met1 = ratio1 >= 0.5 && ours1.p99Millis() < 50;
+                boolean met16 = ratio16 >= 0.8 && ours16.p99Millis() < 20;
+                boolean met1 = ratio1 >= 0.6;
                 out.printf("deliveries: %d at 16 clients, %d at 1 client, ~1 KB signed UnifyPort message events, fsync on, each in %d rounds"
                         + " of the contender and then ours; the runner warmed up with %d deliveries (%s)%n", deliveries, single, ROUNDS,
                         warmed.rounds() * (WARM_UP + WARM_UP / 10), warmed.describe());
                 out.printf("the runner finished the work earlier deliveries left (handlers hold back while deliveries queue):"
                         + " after the warm-up %s, after each 16-client round %s%n", afterWarmUp, String.join("; ", settled));
-                print("16 clients", rounds16, http16, ratio16, "median ratio >= 0.60 and p99 < 50 ms", met16);
-                print("1 client", rounds1, http1, ratio1, "median ratio >= 0.50 and p99 < 50 ms", met1);
+                print("16 clients", rounds16, http16, ratio16, "median ratio >= 0.80 and p99 < 20 ms", met16);
+                double endToEndRate = rounds16.stream().mapToInt(r -> r.ours().operations()).sum()
+                        / (endToEnd.stream().mapToLong(Duration::toNanos).sum() / 1e9);
+                out.printf("16 clients end to end (stored, derived, handled by the shipped handler; from a round's first delivery to its"
+                                + " last item done), not judged: %.0f/s, %.2f of the single-row INSERT + COMMIT%n", endToEndRate,
+                        endToEndRate / Result.pooled(rounds16.stream().map(Round::limit).toList()).rate());
+                print("1 client", rounds1, http1, ratio1, "median ratio >= 0.60", met1);
                 printStoreAlone("16 clients", alone16, ratio16);
                 printStoreAlone("1 client", alone1, ratio1);
                 return met16 && met1 ? 0 : 1;
@@ -175,8 +181,8 @@ public final class WebhookIntakeBenchmark {
         List<Round> rounds = new ArrayList<>();
         int each = Math.max(1, total / ROUNDS);
         for (int r = 0; r < ROUNDS; r++) {
-            Result limit = contractRows(database, ids, clients, each, cpu);
-            Result reference = commitLimit(database, clients, each, cpu);
+            Result limit = commitLimit(database, clients, each, cpu);
+            Result reference = contractRows(database, ids, clients, each, cpu);
             rounds.add(new Round(limit, reference, ours.run(each)));
         }
         return rounds;
@@ -212,23 +218,25 @@ public final class WebhookIntakeBenchmark {
 
     private static long unfinishedWork(BenchDatabase database) throws SQLException {
         return database.queryLong("SELECT (SELECT count(*) FROM chat_intake.work_staged)"
+                + " + (SELECT count(*) FROM chat_intake.webhook_event WHERE derived_at IS NULL)"
                 + " + (SELECT count(*) FROM chat_intake.work_item WHERE state NOT IN ('done', 'parked'))");
     }
 
     private void print(String clients, List<Round> rounds, Result http, double ratio, String target, boolean met) {
         for (int r = 0; r < rounds.size(); r++) {
             Round round = rounds.get(r);
-            out.printf("%-10s round %d: the contract's rows by JDBC %.0f/s, POST /webhooks/unifyport %.0f/s (p50 %.1f ms, p99 %.1f ms): %.2f;"
-                            + " single-row INSERT + COMMIT %.0f/s%n", clients, r + 1, round.limit().rate(), round.ours().rate(),
+            out.printf("%-10s round %d: single-row INSERT + COMMIT %.0f/s, POST /webhooks/unifyport %.0f/s (p50 %.1f ms, p99 %.1f ms): %.2f;"
+                            + " the three rows by JDBC %.0f/s%n", clients, r + 1, round.limit().rate(), round.ours().rate(),
                     round.ours().p50Millis(), round.ours().p99Millis(), round.ratio(), round.reference().rate());
         }
         Result limit = Result.pooled(rounds.stream().map(Round::limit).toList());
         Result reference = Result.pooled(rounds.stream().map(Round::reference).toList());
         Result ours = Result.pooled(rounds.stream().map(Round::ours).toList());
-        out.printf("%-10s the contract's rows (event, child message, work item; one delivery a transaction, plain JDBC): %.0f/s"
-                + " (p50 %.1f ms, p99 %.1f ms)%n", clients, limit.rate(), limit.p50Millis(), limit.p99Millis());
-        out.printf("%-10s single-row INSERT + COMMIT (reference, not a target): %.0f/s (p50 %.1f ms, p99 %.1f ms); ours %.2f of it%n",
-                clients, reference.rate(), reference.p50Millis(), reference.p99Millis(), ours.rate() / reference.rate());
+        out.printf("%-10s single-row INSERT + COMMIT (the contender, plain JDBC): %.0f/s (p50 %.1f ms, p99 %.1f ms); ours %.2f of it%n",
+                clients, limit.rate(), limit.p50Millis(), limit.p99Millis(), ours.rate() / limit.rate());
+        out.printf("%-10s the three rows (event, child message, work item; one delivery a transaction, plain JDBC; reference, not a"
+                + " target): %.0f/s (p50 %.1f ms, p99 %.1f ms); ours %.2f of it%n", clients, reference.rate(), reference.p50Millis(),
+                reference.p99Millis(), ours.rate() / reference.rate());
         out.printf("%-10s POST /hello (HTTP alone):   %.0f/s (p50 %.1f ms, p99 %.1f ms)%n", clients, http.rate(), http.p50Millis(), http.p99Millis());
         out.printf("%-10s POST /webhooks/unifyport:   %.0f/s (p50 %.1f ms, p99 %.1f ms), %.2f of HTTP alone%n", clients, ours.rate(),
                 ours.p50Millis(), ours.p99Millis(), ours.rate() / http.rate());
@@ -242,7 +250,7 @@ public final class WebhookIntakeBenchmark {
     private void printStoreAlone(String clients, List<Round> rounds, double oursRatio) {
         Result alone = Result.pooled(rounds.stream().map(Round::ours).toList());
         out.printf("%-10s storage alone, not judged (this process calls the runner's mapping and WebhookEventStore: the same group"
-                        + " commit, statements and staged work, no HTTP): %.0f/s (p50 %.2f ms, p99 %.1f ms), median ratio %.2f against"
+                        + " commit and statement, no HTTP): %.0f/s (p50 %.2f ms, p99 %.1f ms), median ratio %.2f against"
                         + " ours %.2f; %s%n", clients, alone.rate(), alone.p50Millis(), alone.p99Millis(), medianRatio(rounds), oursRatio,
                 alone.cpu().describe(alone.operations(), "delivery", alone.wall()));
     }
@@ -281,7 +289,7 @@ public final class WebhookIntakeBenchmark {
         });
     }
 
-    /** The contender: the rows the contract commits before the 2xx, one delivery per transaction, three plain INSERTs. */
+    /** The reference: the three rows once taken to be committed before the 2xx, one delivery per transaction, three plain INSERTs. */
     private static Result contractRows(BenchDatabase database, AtomicLong ids, int clients, int deliveries, Supplier<CpuUse> cpu)
             throws Exception {
         return measure(clients, deliveries, cpu, () -> {

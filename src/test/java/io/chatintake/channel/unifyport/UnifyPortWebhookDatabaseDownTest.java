@@ -10,6 +10,7 @@ import io.chatintake.sim.SignedDeliverySender.Response;
 import io.chatintake.sim.SignedDeliverySender.TimestampForm;
 import io.chatintake.store.EmbeddedDatabase;
 import io.chatintake.store.Migrations;
+import io.chatintake.testkit.Await;
 import io.chatintake.testkit.RunnerProcess;
 import io.chatintake.testkit.TestDatabase;
 import io.chatintake.testkit.WebhookServer;
@@ -63,6 +64,7 @@ class UnifyPortWebhookDatabaseDownTest {
             assertThat(UnifyPortWebhookTest.eventIds(pool)).containsExactlyInAnyOrder("evt_before", "evt_outage");
             assertThat(UnifyPortWebhookTest.count(pool, "SELECT delivery_count FROM webhook_event WHERE event_id = 'evt_outage'"))
                     .as("the 503 delivery left nothing behind").isEqualTo(1);
+            Await.workScheduled(pool);
             assertThat(UnifyPortWebhookTest.count(pool, "SELECT count(*) FROM channel_message")).isEqualTo(2);
         } finally {
             database.close();

@@ -92,7 +92,7 @@ class UnifyPortWebhookIT {
     }
 
     @Test
-    void aRunnerKilledRightAfterTheCommitLeavesTheWorkStagedAndTheNextRunnerHandlesTheEventOnce() throws Exception {
+    void aRunnerKilledRightAfterTheCommitLeavesTheEventUnderivedAndTheNextRunnerHandlesItOnce() throws Exception {
         Map<String, String> env = env();
         env.put("UNIFYPORT_SIGNING_SECRETS", SECRET);
         DataSource db = RunnerProcess.embeddedDatabase(env);
@@ -108,9 +108,9 @@ class UnifyPortWebhookIT {
         assertThat(first.post(delivery).status()).as("no answer: the runner died first").isZero();
         assertThat(crashed.awaitExit(Duration.ofSeconds(30))).as(crashed.output()).isEqualTo(137);
         assertThat(crashed.output()).contains("crash point " + CrashPoint.WEBHOOK_AFTER_COMMIT + " reached");
-        // The orphaned postgres still runs: the event and its staged work survived, no work item was written.
-        assertThat(Sql.count(db, "SELECT count(*) FROM webhook_event WHERE event_id = 'evt_crash'")).isEqualTo(1);
-        assertThat(Sql.count(db, "SELECT count(*) FROM work_staged")).isEqualTo(1);
+        // The orphaned postgres still runs: the event survived, not derived yet; no child, no work item was written.
+        assertThat(Sql.count(db, "SELECT count(*) FROM webhook_event WHERE event_id = 'evt_crash' AND derived_at IS NULL")).isEqualTo(1);
+        assertThat(Sql.count(db, "SELECT count(*) FROM channel_message")).isZero();
         assertThat(Sql.count(db, "SELECT count(*) FROM work_item")).isZero();
 
         try (RunnerProcess resumed = RunnerProcess.start(work, env).awaitReady()) {
@@ -122,7 +122,8 @@ class UnifyPortWebhookIT {
             Await.until("handled", Duration.ofSeconds(20),
                     () -> Sql.count(db, "SELECT count(*) FROM work_item WHERE kind = 'unifyport-event' AND state = 'done'") == 1);
             assertThat(Sql.count(db, "SELECT count(*) FROM work_item")).as("one work item, however often delivered").isEqualTo(1);
-            assertThat(Sql.count(db, "SELECT count(*) FROM work_staged")).isZero();
+            assertThat(Sql.count(db, "SELECT count(*) FROM webhook_event WHERE derived_at IS NULL")).isZero();
+            assertThat(Sql.count(db, "SELECT count(*) FROM channel_message")).as("its child once").isEqualTo(1);
             assertThat(Pattern.compile("unifyport event evt_crash ").matcher(resumed.output()).results().count()).isEqualTo(1);
         }
     }

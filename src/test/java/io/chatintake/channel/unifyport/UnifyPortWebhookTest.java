@@ -217,8 +217,8 @@ class UnifyPortWebhookTest {
         }
         assertThat(count(db, "SELECT count(*) FROM webhook_event")).isEqualTo(1);
         assertThat(count(db, "SELECT delivery_count FROM webhook_event")).isEqualTo(20);
-        assertThat(count(db, "SELECT count(*) FROM channel_message")).isEqualTo(1);
         Await.workScheduled(db);
+        assertThat(count(db, "SELECT count(*) FROM channel_message")).isEqualTo(1);
         assertThat(count(db, "SELECT count(*) FROM work_item")).isEqualTo(1);
         assertThat(answers.stream().filter(a -> body(a).contains("\"stored\"")).count()).isEqualTo(1);
     }
@@ -281,6 +281,7 @@ class UnifyPortWebhookTest {
         post(SignedDeliverySender.envelope("evt_rcv", "message.received", "whatsapp", "acc_1", t0,
                 messageData("12345678901234567890123", "original",
                         ",\"attachments\":[{\"url\":\"https://media.example/signed?sig=abc\"}],\"album\":{\"id\":\"alb_1\",\"index\":2}")));
+        Await.workScheduled(db);
         try (Connection c = db.getConnection(); ResultSet rs = c.createStatement().executeQuery(
                 "SELECT message_id, conversation_id, text, album_id, album_index, album_total, attachments->0->>'url' AS url,"
                         + " first_event_id, deleted_at FROM channel_message")) {
@@ -298,10 +299,12 @@ class UnifyPortWebhookTest {
         }
         post(SignedDeliverySender.envelope("evt_del", "message.deleted", "whatsapp", "acc_1", t0.plusSeconds(120),
                 messageData("12345678901234567890123", null, null)));
+        Await.workScheduled(db);
         assertThat(count(db, "SELECT count(*) FROM channel_message WHERE deleted_at IS NOT NULL AND text = 'edited'")).isEqualTo(1);
         // An older edit arriving last neither overwrites newer content nor undeletes.
         post(SignedDeliverySender.envelope("evt_upd_old", "message.updated", "whatsapp", "acc_1", t0.plusSeconds(30),
                 messageData("12345678901234567890123", "stale edit", null)));
+        Await.workScheduled(db);
         assertThat(count(db, "SELECT count(*) FROM channel_message WHERE deleted_at IS NOT NULL AND text = 'edited'")).isEqualTo(1);
         assertThat(count(db, "SELECT count(*) FROM webhook_event")).isEqualTo(4);
     }

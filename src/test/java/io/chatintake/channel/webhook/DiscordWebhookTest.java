@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.chatintake.config.Secret;
 import io.chatintake.sim.SignedDeliverySender;
 import io.chatintake.sim.SignedDeliverySender.Response;
+import io.chatintake.testkit.Await;
 import io.chatintake.testkit.LogCapture;
 import io.chatintake.testkit.Sql;
 import io.chatintake.testkit.TestDatabase;
@@ -53,6 +54,7 @@ class DiscordWebhookTest {
             assertThat(Sql.string(db, "SELECT string_agg(event_id || ' ' || event_type || ' ' || account_id, ', ' ORDER BY event_id)"
                     + " FROM webhook_event WHERE channel = 'discord'"))
                     .isEqualTo("1180000000000000002 3 app_1, 1180000000000000003 2 app_1");
+            Await.workScheduled(db);
             assertThat(Sql.string(db, "SELECT provider || '/' || account_id || '/' || conversation_id || '/' || message_id || ' ' || text"
                     + " FROM channel_message")).isEqualTo("discord/app_1/chan_9/msg_7 Approve the deploy?");
         }

@@ -9,7 +9,6 @@ import io.chatintake.sim.SignedDeliverySender;
 import io.chatintake.testkit.RouteFile;
 import io.chatintake.testkit.Sql;
 import io.chatintake.testkit.TestDatabase;
-import io.chatintake.work.WorkQueue;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.SQLException;
@@ -35,7 +34,8 @@ import org.junit.jupiter.api.extension.ExtendWith;
 class WebhookEventStoreTest {
     private final DataSource db = TestDatabase.dataSource();
     private final WebhookEventStore store = new WebhookEventStore(db, Duration.ofSeconds(5), "default", "unifyport", "unifyport-event",
-            ChildMessages.listener(), () -> { });
+            () -> { });
+    private final WebhookEventDeriver deriver = new WebhookEventDeriver(db, ChildMessages.listener());
     private final Instant now = Instant.parse("2026-12-01T08:00:00Z");
 
     @Test
@@ -52,11 +52,13 @@ class WebhookEventStoreTest {
         assertThat(stored.get(3).id()).as("the repeat finds the row its first occurrence wrote").isEqualTo(stored.get(0).id());
         assertThat(Sql.rows(db, "SELECT event_id, delivery_count, id FROM webhook_event ORDER BY id")).containsExactly(
                 List.of("evt_rcv", 2L, stored.get(0).id()), List.of("evt_upd", 1L, stored.get(1).id()), List.of("evt_del", 1L, stored.get(2).id()));
+        assertThat(Sql.count(db, "SELECT count(*) FROM channel_message") + Sql.count(db, "SELECT count(*) FROM work_item"))
+                .as("the answer waits for one row per event: children and work items come after").isZero();
+        assertThat(deriver.deriveNext(1000)).as("each new event derived once").isEqualTo(3);
+        assertThat(deriver.deriveNext(1000)).isZero();
         assertThat(Sql.rows(db, "SELECT text, deleted_at IS NOT NULL, first_event_id FROM channel_message"))
                 .as("one child: the newest content, marked deleted, first written by the first event")
                 .containsExactly(List.of("edited text", true, "evt_rcv"));
-        assertThat(Sql.count(db, "SELECT count(*) FROM work_item")).as("the answer does not wait for work items").isZero();
-        assertThat(new WorkQueue(db).scheduleStaged(1000)).as("staged with the events").isEqualTo(3);
         assertThat(Sql.rows(db, "SELECT source_id FROM work_item ORDER BY id")).as("one work item per new event, in order")
                 .containsExactly(List.of(stored.get(0).id()), List.of(stored.get(1).id()), List.of(stored.get(2).id()));
     }
@@ -76,13 +78,14 @@ class WebhookEventStoreTest {
                         "dlv-evt_acct"),
                 RouteFile.unifyPortEvents("not json at all".getBytes(StandardCharsets.UTF_8), "dlv-broken"));
         WebhookEventStore grouped = new WebhookEventStore(db, Duration.ofSeconds(5), "grouped", "unifyport", "unifyport-event",
-                ChildMessages.listener(), () -> { });
+                () -> { });
 
         List<Boolean> alone = new ArrayList<>();
         for (List<WebhookEvent> delivery : deliveries) {
             alone.add(store.store(delivery).get(0).firstDelivery());
         }
         List<Boolean> together = grouped.store(deliveries.stream().flatMap(List::stream).toList()).stream().map(Stored::firstDelivery).toList();
+        deriver.deriveNext(1000);
 
         assertThat(alone).containsExactly(true, true, true, false, true, true, true, true, true).isEqualTo(together);
         assertThat(rowsOf("default")).isEqualTo(rowsOf("grouped")).hasSize(8 + 2 + 8);
@@ -96,7 +99,7 @@ class WebhookEventStoreTest {
                         List.of("default", 0L, "pending"), List.of("grouped", 0L, "pending"));
     }
 
-    /** What the store wrote for one workspace: events, children and staged work, without ids and arrival times. */
+    /** What the store and the deriver wrote for one workspace: events, children and work items, without ids and arrival times. */
     private List<List<Object>> rowsOf(String workspace) throws SQLException {
         List<List<Object>> rows = new ArrayList<>();
         rows.addAll(Sql.rows(db, "SELECT event_id, first_delivery_id, last_delivery_id, delivery_count, event_type, provider, account_id,"
@@ -105,8 +108,8 @@ class WebhookEventStoreTest {
         rows.addAll(Sql.rows(db, "SELECT provider, account_id, conversation_id, message_id, message_type, text, caption, attachments::text,"
                 + " sent_at::text, album_id, deleted_at::text, first_event_id, last_event_at::text FROM channel_message WHERE workspace = '"
                 + workspace + "' ORDER BY message_id"));
-        rows.addAll(Sql.rows(db, "SELECT s.kind, split_part(s.source_key, ':', 3), split_part(s.chat_key, ':', 4), e.event_id"
-                + " FROM work_staged s JOIN webhook_event e ON e.id = s.source_id WHERE s.source_key LIKE '" + workspace + ":%' ORDER BY s.id"));
+        rows.addAll(Sql.rows(db, "SELECT w.kind, split_part(w.source_key, ':', 3), split_part(w.chat_key, ':', 4), e.event_id"
+                + " FROM work_item w JOIN webhook_event e ON e.id = w.source_id WHERE w.source_key LIKE '" + workspace + ":%' ORDER BY w.id"));
         return rows;
     }
 
@@ -136,7 +139,7 @@ class WebhookEventStoreTest {
     @Test
     void aDeliveryHeldUpByALockFailsAtTheStatementTimeoutStoringNothing() throws Exception {
         WebhookEventStore bounded = new WebhookEventStore(db, Duration.ofMillis(300), "default", "unifyport", "unifyport-event",
-                ChildMessages.listener(), () -> { });
+                () -> { });
         try (Connection locker = db.getConnection(); Statement s = locker.createStatement()) {
             locker.setAutoCommit(false);
             s.execute("LOCK TABLE webhook_event IN ACCESS EXCLUSIVE MODE");

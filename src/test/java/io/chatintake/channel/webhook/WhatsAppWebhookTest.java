@@ -69,6 +69,7 @@ class WhatsAppWebhookTest {
                 .isEqualTo("{\"status\":\"stored\"}");
         assertThat(Sql.string(db, "SELECT string_agg(coalesce(event_type, parse_error), ', ' ORDER BY id) FROM webhook_event"))
                 .isEqualTo("invalid_json, message");
+        Await.workScheduled(db);
         assertThat(Sql.string(db, "SELECT provider || '/' || account_id || '/' || conversation_id || ' ' || text FROM channel_message"))
                 .isEqualTo("whatsapp/106540352242922/16505551234 Does it come in another color?");
     }
