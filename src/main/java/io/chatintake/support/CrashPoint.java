@@ -11,6 +11,8 @@ public final class CrashPoint {
     public static final String TELEGRAM_AFTER_RECEIVE = "telegram.after-receive";
     public static final String TELEGRAM_DURING_TRANSACTION = "telegram.during-transaction";
     public static final String TELEGRAM_AFTER_COMMIT = "telegram.after-commit";
+    /** A polled batch and its offset are committed; its work items and album children are about to be derived, not committed yet. */
+    public static final String TELEGRAM_BEFORE_DERIVATION = "telegram.before-derivation";
     /** A webhook delivery's events and staged work are committed; no answer sent, no work item written yet. */
     public static final String WEBHOOK_AFTER_COMMIT = "webhook.after-commit";
     /** An album's group is removed from the aggregation repository (and kept as completed); its decision is not recorded yet. */
