@@ -146,7 +146,7 @@ public final class MessageSearch {
         q.where(f.bot(), " AND u.bot_id IN (SELECT bot_id FROM telegram_checkpoint WHERE bot_name = ?)");
         q.where(f.conversation(), " AND telegram_chat_id(u.payload) = ?");
         q.where(f.sender(), " AND telegram_sender_id(u.payload) = ?");
-        q.where(f.text() == null ? null : contains(f.text()), " AND telegram_text(u.payload) ILIKE ?");
+        q.where(f.text() == null ? null : contains(f.text()), " AND u.id IN (SELECT t.update_row_id FROM telegram_update_text t WHERE t.text ILIKE ?)");
         q.where(f.event() == null ? null : Long.parseLong(f.event()), " AND u.update_id = ?");
         return q.page("u", f, after, 1, rs -> new Found(TELEGRAM + "-" + rs.getLong(1), TELEGRAM, rs.getString(2), rs.getString(3),
                 rs.getString(4), rs.getString(5), rs.getString(6), rs.getString(7), rs.getTimestamp(8).toInstant()), c);

@@ -156,6 +156,7 @@ class ErasureTest {
                 SELECT 'telegram-update', '%1$d:' || update_id, id, '%1$d:' || (payload #>> '{message,chat,id}'),
                        CASE update_id WHEN 1 THEN 'done' ELSE 'pending' END, CASE update_id WHEN 1 THEN now() END
                   FROM telegram_update;
+                INSERT INTO telegram_update_text (update_row_id, text) SELECT id, telegram_text(payload) FROM telegram_update;
                 INSERT INTO outbound_effect (effect_key, work_item_id, state, done_at, result)
                 SELECT 'reply:' || source_key, id, 'done', now(), '{"text":"you wrote %2$s-TG-REPLY"}' FROM work_item WHERE source_key = '%1$d:1';
                 INSERT INTO outbound_effect (effect_key, work_item_id, state, done_at, result)

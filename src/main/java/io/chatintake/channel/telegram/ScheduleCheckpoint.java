@@ -194,6 +194,7 @@ public final class ScheduleCheckpoint {
         Chunk chunk = known ? stored.between(mark, bound, CHUNK) : read(c, botId, mark, bound);
         List<WorkQueue.NewWork> work = chunk.work();
         WorkQueue.schedule(c, work);
+        UpdateText.copy(c, work.stream().map(WorkQueue.NewWork::sourceId).toList());
         Map<Long, String> traces = new HashMap<>();
         work.forEach(w -> traces.put(w.sourceId(), w.traceContext()));
         MediaGroupChildren.derive(c, childListener, chunk.parts(), traces);

@@ -255,6 +255,7 @@ public final class TelegramUpdateStore {
         }
         List<StoredUpdate> stored = stored(botId, batch, inserted, TraceContext.Call.NONE);
         WorkQueue.schedule(c, stored.stream().map(u -> u.work(botId)).toList());
+        UpdateText.copy(c, stored.stream().map(StoredUpdate::rowId).toList());
         Map<Long, String> traces = new HashMap<>();
         stored.forEach(u -> traces.put(u.rowId(), u.traceContext()));
         MediaGroupChildren.derive(c, childListener, StoredBatch.mediaGroupParts(stored), traces);
