@@ -11,6 +11,8 @@ public final class CrashPoint {
     public static final String TELEGRAM_AFTER_RECEIVE = "telegram.after-receive";
     public static final String TELEGRAM_DURING_TRANSACTION = "telegram.during-transaction";
     public static final String TELEGRAM_AFTER_COMMIT = "telegram.after-commit";
+    /** A polled batch and its offset are committed; its work items and album children are about to be derived, not committed yet. */
+    public static final String TELEGRAM_BEFORE_DERIVATION = "telegram.before-derivation";
     /** A webhook delivery's events are committed; no answer sent, nothing derived from them yet. */
     public static final String WEBHOOK_AFTER_COMMIT = "webhook.after-commit";
     /** Webhook events' children, listeners' rows and work items are written in the deriving transaction, not committed yet. */

@@ -2,21 +2,32 @@ package io.chatintake.channel.telegram;
 
 import static io.chatintake.store.Transactions.inRedoableTransaction;
 
+import io.chatintake.channel.ChildMessages;
+import io.chatintake.message.ChildMessageListener;
+import io.chatintake.support.CrashPoint;
 import io.chatintake.work.WorkQueue;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
+import java.util.stream.Collectors;
 import javax.sql.DataSource;
 
 /**
  * How far a bot's stored updates have become work ({@code telegram_schedule_checkpoint}): the
  * offset checkpoint says what Telegram may forget, this one what the work queue has. The poller's
  * transaction only stores and confirms; the updates after this mark are scheduled here, in their
- * row order (which is their order per chat), in transactions of their own.
+ * row order (which is their order per chat), in transactions of their own, and what is derived
+ * from them goes with their work: the album children of media-group parts, with their attachment
+ * rows and album scheduling ({@link MediaGroupChildren}). The mark moves in the same transaction,
+ * so rows a crash left underived are above it, and whoever schedules next derives them.
  * <p>
  * Scheduling is bounded by a row id the caller knows to be committed for the bot: the last row a
  * poller stored, or, for the holder of the poll lease, the inbox's highest row (every earlier
@@ -43,7 +54,8 @@ public final class ScheduleCheckpoint {
     // bots stored among them. The bot is filtered outside the range (OFFSET 0 keeps it there): a
     // plan cached while the inbox was small otherwise found the rows by bot, all of its history.
     static final String AFTER = """
-            SELECT id, update_id, generation, %s, CASE WHEN payload IS NULL THEN raw_payload END
+            SELECT id, update_id, generation, %s, CASE WHEN payload IS NULL THEN raw_payload END,
+                   jsonb_exists(COALESCE(payload -> 'message', payload -> 'channel_post', payload -> 'business_message'), 'media_group_id')
               FROM (SELECT id, bot_id, update_id, generation, payload, raw_payload FROM telegram_update
                      WHERE id > ? AND id <= ? ORDER BY id OFFSET 0) u
              WHERE bot_id = ?
@@ -60,18 +72,26 @@ public final class ScheduleCheckpoint {
                         THEN (SELECT COALESCE(max(id), 0) FROM telegram_update) ELSE -1 END""";
 
     private final DataSource dataSource;
+    private final ChildMessageListener childListener;
 
     /**
      * What one poller stored for its bot under its current lease and has not seen scheduled yet, in
      * row order: every row of the bot above {@code above} that polling stored is among them (rows of
-     * webhook mode are not: they were scheduled when stored).
+     * webhook mode are not: they were scheduled and derived when stored).
+     *
+     * @param mediaGroupParts the rows among {@code work} that may be media-group parts
      */
-    public record Stored(long above, List<WorkQueue.NewWork> work) {
+    public record Stored(long above, List<WorkQueue.NewWork> work, Set<Long> mediaGroupParts) {
         /** Nothing known: every row is read from storage. */
         public static final Stored NONE = new Stored(Long.MAX_VALUE, List.of());
 
+        /** Without knowing which rows are media-group parts: each is looked at. */
+        public Stored(long above, List<WorkQueue.NewWork> work) {
+            this(above, work, work.stream().map(WorkQueue.NewWork::sourceId).collect(Collectors.toSet()));
+        }
+
         /** At most {@code limit} of the rows in ({@code after}, {@code through}], in row order. */
-        List<WorkQueue.NewWork> between(long after, long through, int limit) {
+        Chunk between(long after, long through, int limit) {
             List<WorkQueue.NewWork> found = new ArrayList<>();
             for (WorkQueue.NewWork row : work) {
                 if (row.sourceId() > through || found.size() == limit) {
@@ -81,12 +101,24 @@ public final class ScheduleCheckpoint {
                     found.add(row);
                 }
             }
-            return found;
+            return new Chunk(found, found.stream().map(WorkQueue.NewWork::sourceId).filter(mediaGroupParts::contains)
+                    .collect(Collectors.toSet()));
         }
     }
 
-    public ScheduleCheckpoint(DataSource dataSource) {
+    /** One transaction's rows in row order, and those among them that may be media-group parts. */
+    private record Chunk(List<WorkQueue.NewWork> work, Set<Long> parts) {
+    }
+
+    /** @param childListener told about the album children derived from the scheduled rows, in their transaction */
+    public ScheduleCheckpoint(DataSource dataSource, ChildMessageListener childListener) {
         this.dataSource = dataSource;
+        this.childListener = childListener;
+    }
+
+    /** With the listeners every runner has, at the default quiet periods (commands, benchmarks). */
+    public ScheduleCheckpoint(DataSource dataSource) {
+        this(dataSource, ChildMessages.listener());
     }
 
     /**
@@ -126,8 +158,9 @@ public final class ScheduleCheckpoint {
     }
 
     /**
-     * Schedules the bot's updates after the mark up to row {@code through} (committed), one
-     * transaction per {@link #CHUNK} rows, and returns the mark reached: {@code through} or beyond.
+     * Schedules the bot's updates after the mark up to row {@code through} (committed) and derives
+     * their children, one transaction per {@link #CHUNK} rows, and returns the mark reached:
+     * {@code through} or beyond.
      */
     public long scheduleThrough(long botId, long through) throws SQLException {
         return scheduleThrough(botId, through, Stored.NONE);
@@ -142,7 +175,7 @@ public final class ScheduleCheckpoint {
         return reached;
     }
 
-    private static long scheduleChunk(Connection c, long botId, long through, Stored stored) throws SQLException {
+    private long scheduleChunk(Connection c, long botId, long through, Stored stored) throws SQLException {
         long mark;
         try (PreparedStatement ps = c.prepareStatement(LOCK)) {
             ps.setLong(1, botId);
@@ -154,12 +187,17 @@ public final class ScheduleCheckpoint {
         if (mark >= through) {
             return mark;
         }
+        CrashPoint.reach(CrashPoint.TELEGRAM_BEFORE_DERIVATION);
         boolean known = mark >= stored.above();
         // Rows below what the poller stored (an earlier holder's, a crash's leftovers) come from storage first.
         long bound = known ? through : Math.min(through, stored.above());
-        List<WorkQueue.NewWork> work = known ? stored.between(mark, bound, CHUNK) : read(c, botId, mark, bound);
+        Chunk chunk = known ? stored.between(mark, bound, CHUNK) : read(c, botId, mark, bound);
+        List<WorkQueue.NewWork> work = chunk.work();
         WorkQueue.schedule(c, work);
         UpdateText.copy(c, work.stream().map(WorkQueue.NewWork::sourceId).toList());
+        Map<Long, String> traces = new HashMap<>();
+        work.forEach(w -> traces.put(w.sourceId(), w.traceContext()));
+        MediaGroupChildren.derive(c, childListener, chunk.parts(), traces);
         long reached = work.size() == CHUNK ? work.get(CHUNK - 1).sourceId() : bound;
         try (PreparedStatement ps = c.prepareStatement(ADVANCE)) {
             ps.setLong(1, reached);
@@ -170,8 +208,9 @@ public final class ScheduleCheckpoint {
     }
 
     /** The bot's rows in ({@code after}, {@code through}] from storage, at most {@link #CHUNK}. */
-    private static List<WorkQueue.NewWork> read(Connection c, long botId, long after, long through) throws SQLException {
+    private static Chunk read(Connection c, long botId, long after, long through) throws SQLException {
         List<WorkQueue.NewWork> work = new ArrayList<>();
+        Set<Long> parts = new HashSet<>();
         try (PreparedStatement ps = c.prepareStatement(AFTER)) {
             ps.setLong(1, after);
             ps.setLong(2, through);
@@ -186,9 +225,12 @@ public final class ScheduleCheckpoint {
                         chat = UpdateChat.idOf(raw).orElse(null);
                     }
                     work.add(TelegramWorkSource.workFor(botId, rs.getLong(1), rs.getLong(2), rs.getInt(3), chat, null));
+                    if (rs.getBoolean(6)) {
+                        parts.add(rs.getLong(1));
+                    }
                 }
             }
         }
-        return work;
+        return new Chunk(work, parts);
     }
 }

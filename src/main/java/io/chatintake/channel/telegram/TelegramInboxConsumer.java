@@ -76,7 +76,7 @@ public class TelegramInboxConsumer extends DefaultConsumer implements BotPoller.
         String holder = ProcessIdentity.name();
         BotApiClient client = new BotApiClient(endpoint.resolveApiUrl(), token.get(), component.botApiHttp());
         TelegramMetrics metrics = new TelegramMetrics(MeterRegistryLookup.of(endpoint.getCamelContext()), bot, component.getClock());
-        scheduleCheckpoints = new ScheduleCheckpoint(dataSource);
+        scheduleCheckpoints = new ScheduleCheckpoint(dataSource, component.getChildMessageListener());
         handoff = new HandoffQueue(bot, component.handoff());
         poller = new BotPoller(new BotPoller.Parts(bot, tokenVariable, client, new PollLease(dataSource),
                 component.leaseShare(holder, endpoint.leaseDuration()), new OffsetCheckpoint(dataSource),

@@ -18,6 +18,8 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
+import java.util.stream.Collectors;
 import javax.sql.DataSource;
 
 /**
@@ -27,9 +29,11 @@ import javax.sql.DataSource;
  * higher offset, which is what confirms the batch to Telegram.
  * <p>
  * The lease renewal, the batch (arrays unnested server-side) and the checkpoint go in with one
- * statement, so storing 100 updates costs one round trip and the commit, not 100. Their work
- * items follow from storage ({@link ScheduleCheckpoint}), in a transaction of their own: the
- * next getUpdates waits only for what confirming needs. An
+ * statement, so storing 100 updates costs one round trip and the commit, not 100: one row per
+ * update and the checkpoint, nothing else. What is derived from the updates (their work items, the
+ * album children of media-group parts with their attachment rows and album scheduling) follows
+ * from storage ({@link ScheduleCheckpoint}), in a transaction of its own: the next getUpdates
+ * waits only for what confirming needs. An
  * update PostgreSQL's jsonb refuses ({@link JsonbText}) goes in with the others, as text, flagged
  * with the reason: it must not hold up its batch, and with it the bot, forever.
  */
@@ -72,6 +76,15 @@ public final class TelegramUpdateStore {
         /** The stored updates' work items, in row order. */
         public List<WorkQueue.NewWork> work(long botId) {
             return stored.stream().map(u -> u.work(botId)).toList();
+        }
+
+        /** The rows that may be media-group parts, whose album children scheduling derives. */
+        public Set<Long> mediaGroupParts() {
+            return mediaGroupParts(stored);
+        }
+
+        private static Set<Long> mediaGroupParts(List<StoredUpdate> stored) {
+            return stored.stream().filter(u -> MediaGroupChildren.mayBePart(u.json())).map(StoredUpdate::rowId).collect(Collectors.toSet());
         }
     }
 
@@ -128,36 +141,6 @@ public final class TelegramUpdateStore {
                    i.id, i.update_id, i.generation, i.update_type, i.chat_id, i.raw_reason
               FROM (SELECT 1) AS one LEFT JOIN gap g ON true LEFT JOIN inserted i ON true"""
             .formatted(PollLease.RENEWED, UpdateGap.recordedIf(LEASE_HELD), insertBatchIf(LEASE_HELD), LEASE_HELD);
-
-    // Parts of a media group become album children in channel_message like any channel's
-    // (provider telegram-bot, account = bot id, conversation = chat id) and are scheduled into their
-    // album in this same transaction. Other messages stay only in telegram_update: copying every
-    // text would double the write cost of intake for nothing albums need. Files are described,
-    // not fetched: the attachment fetcher does that.
-    private static final String CHILDREN = """
-            WITH msgs AS (
-                SELECT u.bot_id, u.update_id,
-                       COALESCE(u.payload -> 'message', u.payload -> 'channel_post', u.payload -> 'business_message') AS m
-                  FROM telegram_update u WHERE u.id = ANY (?::bigint[]))
-            INSERT INTO channel_message (workspace, provider, account_id, conversation_id, message_id, message_type,
-                                         text, caption, attachments, sent_at, album_id, first_event_id, last_event_at)
-            SELECT '%s', '%s', bot_id::text, m -> 'chat' ->> 'id', m ->> 'message_id',
-                   COALESCE((SELECT k FROM unnest(ARRAY['photo', 'video', 'document', 'audio', 'voice', 'animation',
-                                                        'video_note', 'sticker', 'location', 'contact', 'text']) k
-                              WHERE jsonb_exists(m, k) LIMIT 1), 'unknown'),
-                   m ->> 'text', m ->> 'caption',
-                   (SELECT jsonb_agg(jsonb_build_object('telegram_bot_id', bot_id, 'telegram_file_id', f ->> 'file_id',
-                                                        'file_unique_id', f ->> 'file_unique_id', 'kind', k,
-                                                        'file_size', f -> 'file_size', 'mime_type', f ->> 'mime_type',
-                                                        'file_name', f ->> 'file_name'))
-                      FROM (SELECT e.key AS k, CASE WHEN e.key = 'photo' THEN e.value -> -1 ELSE e.value END AS f
-                              FROM jsonb_each(m) e
-                             WHERE e.key IN ('photo', 'video', 'document', 'audio', 'voice', 'animation', 'video_note', 'sticker')) files),
-                   to_timestamp((m ->> 'date')::bigint), m ->> 'media_group_id',
-                   'telegram:' || bot_id || ':' || update_id, to_timestamp((m ->> 'date')::bigint)
-              FROM msgs WHERE m ->> 'media_group_id' IS NOT NULL AND m -> 'chat' ->> 'id' IS NOT NULL AND m ->> 'message_id' IS NOT NULL
-            ON CONFLICT (workspace, provider, account_id, conversation_id, message_id) DO NOTHING
-            RETURNING id, first_event_id""".formatted(WORKSPACE, TelegramChannel.PROVIDER);
 
     public StoredBatch store(PollLease.Held lease, Duration leaseDuration, List<BotApiClient.RawUpdate> batch)
             throws SQLException, LeaseLostException {
@@ -218,7 +201,6 @@ public final class TelegramUpdateStore {
                     throw new SQLException("no checkpoint row for bot " + botId);
                 }
                 List<StoredUpdate> stored = stored(botId, batch, polled.inserted(), span);
-                storeChildren(c, stored);
                 CrashPoint.reach(CrashPoint.TELEGRAM_DURING_TRANSACTION);
                 c.commit();
                 return new StoredBatch(stored, batch.size() - stored.size(), nextOffset, polled.gap());
@@ -233,8 +215,9 @@ public final class TelegramUpdateStore {
 
     /**
      * Webhook mode: one update Telegram pushed, stored exactly as a polled one (same keys, same
-     * work, same media-group children), in one transaction with its work item: pushes commit in
-     * any order, so no mark could tell which of them are scheduled. There is no lease (Telegram
+     * work, same media-group children), in one transaction with its work item and children: pushes
+     * commit in any order, so no mark could tell which of them are scheduled or derived, and with
+     * no poller in webhook mode nothing would come back for a push whose derivation a crash lost. There is no lease (Telegram
      * sends to one URL) and the offset is not moved: a webhook's 2xx is what confirms an update,
      * and after a switch back to polling the saved offset only ever re-reads updates, which are
      * then recognised as stored. Returns the update if this delivery stored it first, else empty.
@@ -273,7 +256,9 @@ public final class TelegramUpdateStore {
         List<StoredUpdate> stored = stored(botId, batch, inserted, TraceContext.Call.NONE);
         WorkQueue.schedule(c, stored.stream().map(u -> u.work(botId)).toList());
         UpdateText.copy(c, stored.stream().map(StoredUpdate::rowId).toList());
-        storeChildren(c, stored);
+        Map<Long, String> traces = new HashMap<>();
+        stored.forEach(u -> traces.put(u.rowId(), u.traceContext()));
+        MediaGroupChildren.derive(c, childListener, StoredBatch.mediaGroupParts(stored), traces);
         return stored;
     }
 
@@ -372,30 +357,6 @@ public final class TelegramUpdateStore {
                             : span.linkedTrace("telegram update", "chat_intake.telegram.update_type", u.type())));
         }
         return stored;
-    }
-
-    /**
-     * The media-group parts among the stored updates as children, and the children's listeners;
-     * a batch without one costs no round trip.
-     */
-    private void storeChildren(Connection c, List<StoredUpdate> stored) throws SQLException {
-        List<StoredUpdate> parts = stored.stream().filter(u -> u.json().contains("\"media_group_id\"")).toList();
-        if (parts.isEmpty()) {
-            return;
-        }
-        // A child's first_event_id is telegram:<bot>:<update id>, and a batch is one bot's.
-        Map<String, String> traces = new HashMap<>();
-        parts.forEach(u -> traces.put(Long.toString(u.updateId()), u.traceContext()));
-        List<ChildMessageListener.StoredChild> children = new ArrayList<>();
-        try (PreparedStatement ps = c.prepareStatement(CHILDREN)) {
-            ps.setArray(1, c.createArrayOf("bigint", parts.stream().map(StoredUpdate::rowId).toArray()));
-            try (ResultSet rs = ps.executeQuery()) {
-                while (rs.next()) {
-                    children.add(new ChildMessageListener.StoredChild(rs.getLong(1), true, true, true, traces.get(rs.getString(2).substring(rs.getString(2).lastIndexOf(':') + 1))));
-                }
-            }
-        }
-        childListener.stored(c, children);
     }
 
     private static void rollbackQuietly(Connection c) {

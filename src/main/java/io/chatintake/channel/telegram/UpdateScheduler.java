@@ -5,8 +5,10 @@ import io.chatintake.work.WorkQueue;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -14,7 +16,8 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Turns one bot's stored updates into work right behind its poller ({@link ScheduleCheckpoint}):
+ * Turns one bot's stored updates into work, and media-group parts into album children, right
+ * behind its poller ({@link ScheduleCheckpoint}):
  * the poller hands over what it stored and goes on to its next getUpdates at once; a pass on
  * the executor every bot shares schedules everything up to there, however many batches that has
  * become meanwhile, and then tells the handlers. What the poller stored under the lease is
@@ -43,6 +46,8 @@ final class UpdateScheduler {
     private PollLease.Held catchUp;
     /** What the poller stored under the current lease and is not scheduled yet, in row order. */
     private final List<WorkQueue.NewWork> stored = new ArrayList<>();
+    /** The rows among {@link #stored} that may be media-group parts. */
+    private final Set<Long> parts = new HashSet<>();
     /** The row above which every row the poller stored is in {@link #stored}; unknown until the catch-up read. */
     private long storedAbove = Long.MAX_VALUE;
 
@@ -70,6 +75,7 @@ final class UpdateScheduler {
     synchronized void catchUp(PollLease.Held lease) {
         catchUp = lease;
         stored.clear();
+        parts.clear();
         storedAbove = Long.MAX_VALUE;
         submit(0);
     }
@@ -77,6 +83,7 @@ final class UpdateScheduler {
     /** The poller committed this batch, and every earlier row of the bot is committed: schedule up to it. */
     synchronized void follow(TelegramUpdateStore.StoredBatch batch) {
         stored.addAll(batch.work(botId));
+        parts.addAll(batch.mediaGroupParts());
         if (batch.lastRowId() > through) {
             through = batch.lastRowId();
             submit(0);
@@ -137,12 +144,13 @@ final class UpdateScheduler {
             }
             synchronized (this) {
                 target = through;
-                known = new ScheduleCheckpoint.Stored(storedAbove, List.copyOf(stored));
+                known = new ScheduleCheckpoint.Stored(storedAbove, List.copyOf(stored), Set.copyOf(parts));
             }
             long done = checkpoint.scheduleThrough(botId, target, known);
             synchronized (this) {
                 reached = done;
                 stored.removeIf(w -> w.sourceId() <= done);
+                parts.removeIf(row -> row <= done);
             }
             backoff.reset();
             afterScheduling.run();
