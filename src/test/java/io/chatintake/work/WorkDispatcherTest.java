@@ -739,14 +739,16 @@ class WorkDispatcherTest {
         WorkDispatcher.of(camel).stop();
         assertThat(registry.find("chat_intake_work_items").gauges()).as("a stopped dispatcher's gauges would shadow the next one's").isEmpty();
 
+        // Held running until counted: a count taken only after it was done would find nothing unfinished.
+        held.add(BOT + ":2");
         store(1, 2);
         WorkDispatcher next = new WorkDispatcher(camel, new WorkQueue(dataSource), List.of(new TelegramWorkSource()),
                 WorkDispatcher.Options.from(Settings.of(Map.of("work.ordered-kinds", "telegram-update"))));
         next.start();
         try {
-            // Item 2 is pending or already claimed at its first count (done items are not counted).
             Await.until("the next dispatcher's own count of the unfinished item", WAIT, () -> registry.find("chat_intake_work_items")
                     .tag("kind", "telegram-update").gauges().stream().mapToDouble(Gauge::value).sum() == 1);
+            release.countDown();
             Await.until("handled by the next dispatcher", WAIT, () -> handled.contains(BOT + ":2"));
         } finally {
             next.stop();
