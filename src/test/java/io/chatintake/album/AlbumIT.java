@@ -9,6 +9,7 @@ import io.chatintake.sim.SignedDeliverySender;
 import io.chatintake.sim.SignedDeliverySender.TimestampForm;
 import io.chatintake.store.EmbeddedDatabase;
 import io.chatintake.testkit.Await;
+import io.chatintake.testkit.ClusterTemplate;
 import io.chatintake.testkit.RunnerProcess;
 import io.chatintake.testkit.Sql;
 import java.net.URI;
@@ -116,7 +117,7 @@ class AlbumIT {
 
     @Test
     void unifyPortAlbumsFollowEveryRuleOfTheSeed() throws Exception {
-        Map<String, String> env = env(work);
+        Map<String, String> env = ClusterTemplate.seed(env(work));
         env.remove("TELEGRAM_BOT_TOKEN");
         DataSource db = RunnerProcess.embeddedDatabase(env);
         try (RunnerProcess runner = RunnerProcess.start(work, env).awaitReady()) {
@@ -207,7 +208,7 @@ class AlbumIT {
 
     @Test
     void telegramAlbumsCloseByTheQuietPeriodAndAHundredPartsAcrossPagesMakeOneAlbum() throws Exception {
-        Map<String, String> env = env(work);
+        Map<String, String> env = ClusterTemplate.seed(env(work));
         env.put("TELEGRAM_POLL_LIMIT", "30");
         // The quiet period runs from each stored part: longer than a page's handling on a loaded machine.
         env.put("ALBUMS_TELEGRAM_QUIET_PERIOD_SECONDS", "6");
@@ -249,7 +250,7 @@ class AlbumIT {
 
     @Test
     void afterAKill9WithAlbumsOpenEveryAlbumIsDecidedOnceWithAllItsChildren() throws Exception {
-        Map<String, String> env = env(work);
+        Map<String, String> env = ClusterTemplate.seed(env(work));
         env.remove("TELEGRAM_BOT_TOKEN");
         env.put("WORK_CLAIM_SECONDS", "3");
         DataSource db = RunnerProcess.embeddedDatabase(env);
@@ -278,7 +279,7 @@ class AlbumIT {
 
     @Test
     void twoProcessesOnOneDatabaseMakeEachDecisionVersionOnce() throws Exception {
-        EmbeddedDatabase database = EmbeddedDatabase.start(work.resolve("shared-pg"), RunnerProcess.freePort(), false);
+        EmbeddedDatabase database = ClusterTemplate.start(work.resolve("shared-pg"), RunnerProcess.freePort(), false);
         DataSource db = Sql.dataSource(database);
         Map<String, String> envA = sharedEnv(work.resolve("a"), database);
         Map<String, String> envB = sharedEnv(work.resolve("b"), database);
@@ -307,7 +308,7 @@ class AlbumIT {
 
     @Test
     void outOfOrderChildrenCompleteByCountAndAKilledRunnersAlbumsAreDecidedByTheOtherOnce() throws Exception {
-        EmbeddedDatabase database = EmbeddedDatabase.start(work.resolve("shared-pg"), RunnerProcess.freePort(), false);
+        EmbeddedDatabase database = ClusterTemplate.start(work.resolve("shared-pg"), RunnerProcess.freePort(), false);
         DataSource db = Sql.dataSource(database);
         int quietSeconds = 8;
         Map<String, String> envA = sharedEnv(work.resolve("a"), database);

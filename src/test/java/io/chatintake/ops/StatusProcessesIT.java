@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.chatintake.store.EmbeddedDatabase;
 import io.chatintake.testkit.Await;
+import io.chatintake.testkit.ClusterTemplate;
 import io.chatintake.testkit.Browser;
 import io.chatintake.testkit.RunnerProcess;
 import io.chatintake.testkit.Sql;
@@ -31,7 +32,7 @@ class StatusProcessesIT {
 
     @Test
     void aKilledRunnerShowsDeadWithinTheIntervalAndLeavesAfterRetention() throws Exception {
-        EmbeddedDatabase database = EmbeddedDatabase.start(work.resolve("shared-pg"), RunnerProcess.freePort(), false);
+        EmbeddedDatabase database = ClusterTemplate.start(work.resolve("shared-pg"), RunnerProcess.freePort(), false);
         DataSource db = Sql.dataSource(database);
         try (RunnerProcess survivor = RunnerProcess.start(work.resolve("a"), env(database, "a")).awaitReady();
              RunnerProcess victim = RunnerProcess.start(work.resolve("b"), env(database, "b")).awaitReady();

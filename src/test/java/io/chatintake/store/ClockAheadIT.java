@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.chatintake.testkit.Await;
+import io.chatintake.testkit.ClusterTemplate;
 import io.chatintake.testkit.RunnerProcess;
 import io.chatintake.testkit.Sql;
 import java.nio.file.Path;
@@ -39,7 +40,7 @@ class ClockAheadIT {
     @Test
     void aRunnerWhoseClockIs90SecondsAheadChangesNothing() throws Exception {
         assumeTrue(RunnerProcess.faketimeInstalled(), "faketime is not installed (apt-get install faketime; .ci/run does)");
-        try (EmbeddedDatabase database = EmbeddedDatabase.start(work.resolve("pg"), RunnerProcess.freePort(), true);
+        try (EmbeddedDatabase database = ClusterTemplate.start(work.resolve("pg"), RunnerProcess.freePort(), true);
              RunnersUnderLoad load = new RunnersUnderLoad(work, database, AHEAD, RETENTION)) {
             DataSource db = Sql.dataSource(database);
             // Albums with a part missing: only their quiet period decides them, half of them on the runner ahead.

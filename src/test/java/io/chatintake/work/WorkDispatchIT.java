@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.chatintake.sim.BotApiSimulator;
 import io.chatintake.store.EmbeddedDatabase;
 import io.chatintake.testkit.Await;
+import io.chatintake.testkit.ClusterTemplate;
 import io.chatintake.testkit.RunnerProcess;
 import io.chatintake.testkit.Sql;
 import java.nio.file.Files;
@@ -56,7 +57,7 @@ class WorkDispatchIT {
 
     @Test
     void theShippedEchoHandlerRepliesOncePerUpdate() throws Exception {
-        Map<String, String> env = env(work, Path.of("routes").toAbsolutePath());
+        Map<String, String> env = ClusterTemplate.seed(env(work, Path.of("routes").toAbsolutePath()));
         env.put("TELEGRAM_ECHO_REPLIES", "true");
         // Queued before the first poll: that poll names the types the bot takes (allowed_updates,
         // sticky), and Telegram withholds a type left out, as a brand-new one always is.
@@ -98,7 +99,7 @@ class WorkDispatchIT {
                         - delay: { constant: "5000" }
                         - bean: { ref: effectGuard, method: complete }
                 """);
-        Map<String, String> env = env(work, routes);
+        Map<String, String> env = ClusterTemplate.seed(env(work, routes));
         DataSource db = RunnerProcess.embeddedDatabase(env);
         RunnerProcess first = RunnerProcess.start(work, env).awaitReady();
         simulator.enqueueText(token, 7, "please answer once");
@@ -120,7 +121,7 @@ class WorkDispatchIT {
     @Test
     void twoDispatcherProcessesHandleFiveThousandItemsExactlyOnce() throws Exception {
         int dbPort = RunnerProcess.freePort();
-        EmbeddedDatabase database = EmbeddedDatabase.start(work.resolve("shared-pg"), dbPort, false);
+        EmbeddedDatabase database = ClusterTemplate.start(work.resolve("shared-pg"), dbPort, false);
         DataSource db = Sql.dataSource(database);
         Path routes = Files.createDirectories(work.resolve("routes"));
         Files.writeString(routes.resolve("ledger.yaml"), """
@@ -188,7 +189,7 @@ class WorkDispatchIT {
     @Test
     void afterAKill9TheRunnerAlreadyRunningTakesOverEveryChatWithinSecondsAndNoItemRunsTwice() throws Exception {
         int dbPort = RunnerProcess.freePort();
-        EmbeddedDatabase database = EmbeddedDatabase.start(work.resolve("shared-pg"), dbPort, false);
+        EmbeddedDatabase database = ClusterTemplate.start(work.resolve("shared-pg"), dbPort, false);
         DataSource db = Sql.dataSource(database);
         Path routes = Files.createDirectories(work.resolve("routes"));
         // The ledger counts each item's handling inside the effect guard: an item run twice would count twice.
