@@ -288,8 +288,11 @@ class AlbumIT {
         for (Map<String, String> env : List.of(envA, envB)) {
             env.put("ALBUMS_QUIET_PERIOD_SECONDS", "6");
         }
-        try (RunnerProcess a = RunnerProcess.start(work.resolve("a"), envA).awaitReady();
-             RunnerProcess b = RunnerProcess.start(work.resolve("b"), envB).awaitReady()) {
+        // Both started at once, each starting while the other does.
+        try (RunnerProcess a = RunnerProcess.start(work.resolve("a"), envA);
+             RunnerProcess b = RunnerProcess.start(work.resolve("b"), envB)) {
+            a.awaitReady();
+            b.awaitReady();
             List<SignedDeliverySender> senders = List.of(sender(a), sender(b));
             for (int album = 0; album < 10; album++) {
                 for (int i = 1; i <= 4; i++) {
@@ -317,8 +320,10 @@ class AlbumIT {
             env.put("ALBUMS_QUIET_PERIOD_SECONDS", Integer.toString(quietSeconds));
             env.put("WORK_CLAIM_SECONDS", "3");
         }
-        RunnerProcess a = RunnerProcess.start(work.resolve("a"), envA).awaitReady();
-        try (RunnerProcess b = RunnerProcess.start(work.resolve("b"), envB).awaitReady()) {
+        RunnerProcess a = RunnerProcess.start(work.resolve("a"), envA);
+        try (RunnerProcess b = RunnerProcess.start(work.resolve("b"), envB)) {
+            a.awaitReady();
+            b.awaitReady();
             SignedDeliverySender toA = sender(a);
 
             // Reactions name m1 and m2 first (the rows exist without an album), then both are received.

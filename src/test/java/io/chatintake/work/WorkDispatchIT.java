@@ -142,19 +142,21 @@ class WorkDispatchIT {
         }
         envA.put("RUNNER_NAME", "a");
         envB.put("RUNNER_NAME", "b");
-        try (RunnerProcess a = RunnerProcess.start(work.resolve("a"), envA).awaitReady()) {
+        // Both started at once, each starting while the other does; neither has work before it is scheduled.
+        try (RunnerProcess a = RunnerProcess.start(work.resolve("a"), envA);
+             RunnerProcess b = RunnerProcess.start(work.resolve("b"), envB)) {
+            a.awaitReady();
+            b.awaitReady();
             Sql.execute(db, "CREATE TABLE handled_log (work_key text NOT NULL, runner text NOT NULL)");
             Sql.execute(db, """
                     INSERT INTO telegram_update (bot_id, update_id, update_type, payload)
                     SELECT 1, n, 'message', jsonb_build_object('update_id', n, 'message', jsonb_build_object('chat', jsonb_build_object('id', n % 50)))
                       FROM generate_series(1, 5000) AS n""");
-            try (RunnerProcess b = RunnerProcess.start(work.resolve("b"), envB).awaitReady()) {
-                scheduleStoredUpdates(db, 50);
-                Await.until("condition", WAIT, () -> Sql.count(db, "SELECT count(*) FROM work_item WHERE state = 'done'") == 5000);
-                assertThat(Sql.count(db, "SELECT count(*) FROM handled_log")).isEqualTo(5000);
-                assertThat(Sql.count(db, "SELECT count(DISTINCT work_key) FROM handled_log")).isEqualTo(5000);
-                assertThat(Sql.count(db, "SELECT count(DISTINCT runner) FROM handled_log")).as("both processes took work").isEqualTo(2);
-            }
+            scheduleStoredUpdates(db, 50);
+            Await.until("condition", WAIT, () -> Sql.count(db, "SELECT count(*) FROM work_item WHERE state = 'done'") == 5000);
+            assertThat(Sql.count(db, "SELECT count(*) FROM handled_log")).isEqualTo(5000);
+            assertThat(Sql.count(db, "SELECT count(DISTINCT work_key) FROM handled_log")).isEqualTo(5000);
+            assertThat(Sql.count(db, "SELECT count(DISTINCT runner) FROM handled_log")).as("both processes took work").isEqualTo(2);
         } finally {
             database.close();
         }
@@ -215,8 +217,10 @@ class WorkDispatchIT {
         }
         envA.put("WORK_CONCURRENCY", "10");
         envB.put("WORK_CONCURRENCY", "2");
-        try (RunnerProcess a = RunnerProcess.start(work.resolve("a"), envA).awaitReady();
-             RunnerProcess b = RunnerProcess.start(work.resolve("b"), envB).awaitReady()) {
+        try (RunnerProcess a = RunnerProcess.start(work.resolve("a"), envA);
+             RunnerProcess b = RunnerProcess.start(work.resolve("b"), envB)) {
+            a.awaitReady();
+            b.awaitReady();
             Sql.execute(db, "CREATE TABLE handled_log (seq bigserial, work_key text NOT NULL, runner text NOT NULL,"
                     + " handled_at timestamptz NOT NULL DEFAULT clock_timestamp())");
             Sql.execute(db, """

@@ -184,8 +184,11 @@ class TelegramIntakeIT {
             env.put("CHAT_INTAKE_DB_USER", database.user());
             env.put("CHAT_INTAKE_DB_PASSWORD", database.password().reveal());
         }
-        try (RunnerProcess a = RunnerProcess.start(work.resolve("a"), envA).awaitReady();
-             RunnerProcess b = RunnerProcess.start(work.resolve("b"), envB).awaitReady()) {
+        // Both started at once, each starting while the other does.
+        try (RunnerProcess a = RunnerProcess.start(work.resolve("a"), envA);
+             RunnerProcess b = RunnerProcess.start(work.resolve("b"), envB)) {
+            a.awaitReady();
+            b.awaitReady();
             for (int i = 0; i < 200; i++) {
                 simulator.enqueueText(token, 21, "shared " + i);
             }
