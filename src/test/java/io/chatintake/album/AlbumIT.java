@@ -9,6 +9,7 @@ import io.chatintake.sim.SignedDeliverySender;
 import io.chatintake.sim.SignedDeliverySender.TimestampForm;
 import io.chatintake.store.EmbeddedDatabase;
 import io.chatintake.testkit.Await;
+import io.chatintake.testkit.ClusterTemplate;
 import io.chatintake.testkit.RunnerProcess;
 import io.chatintake.testkit.Sql;
 import java.net.URI;
@@ -116,7 +117,7 @@ class AlbumIT {
 
     @Test
     void unifyPortAlbumsFollowEveryRuleOfTheSeed() throws Exception {
-        Map<String, String> env = env(work);
+        Map<String, String> env = ClusterTemplate.seed(env(work));
         env.remove("TELEGRAM_BOT_TOKEN");
         DataSource db = RunnerProcess.embeddedDatabase(env);
         try (RunnerProcess runner = RunnerProcess.start(work, env).awaitReady()) {
@@ -207,7 +208,7 @@ class AlbumIT {
 
     @Test
     void telegramAlbumsCloseByTheQuietPeriodAndAHundredPartsAcrossPagesMakeOneAlbum() throws Exception {
-        Map<String, String> env = env(work);
+        Map<String, String> env = ClusterTemplate.seed(env(work));
         env.put("TELEGRAM_POLL_LIMIT", "30");
         // The quiet period runs from each stored part: longer than a page's handling on a loaded machine.
         env.put("ALBUMS_TELEGRAM_QUIET_PERIOD_SECONDS", "6");
@@ -249,7 +250,7 @@ class AlbumIT {
 
     @Test
     void afterAKill9WithAlbumsOpenEveryAlbumIsDecidedOnceWithAllItsChildren() throws Exception {
-        Map<String, String> env = env(work);
+        Map<String, String> env = ClusterTemplate.seed(env(work));
         env.remove("TELEGRAM_BOT_TOKEN");
         env.put("WORK_CLAIM_SECONDS", "3");
         DataSource db = RunnerProcess.embeddedDatabase(env);
@@ -278,7 +279,7 @@ class AlbumIT {
 
     @Test
     void twoProcessesOnOneDatabaseMakeEachDecisionVersionOnce() throws Exception {
-        EmbeddedDatabase database = EmbeddedDatabase.start(work.resolve("shared-pg"), RunnerProcess.freePort(), false);
+        EmbeddedDatabase database = ClusterTemplate.start(work.resolve("shared-pg"), RunnerProcess.freePort(), false);
         DataSource db = Sql.dataSource(database);
         Map<String, String> envA = sharedEnv(work.resolve("a"), database);
         Map<String, String> envB = sharedEnv(work.resolve("b"), database);
@@ -287,8 +288,11 @@ class AlbumIT {
         for (Map<String, String> env : List.of(envA, envB)) {
             env.put("ALBUMS_QUIET_PERIOD_SECONDS", "6");
         }
-        try (RunnerProcess a = RunnerProcess.start(work.resolve("a"), envA).awaitReady();
-             RunnerProcess b = RunnerProcess.start(work.resolve("b"), envB).awaitReady()) {
+        // Both started at once, each starting while the other does.
+        try (RunnerProcess a = RunnerProcess.start(work.resolve("a"), envA);
+             RunnerProcess b = RunnerProcess.start(work.resolve("b"), envB)) {
+            a.awaitReady();
+            b.awaitReady();
             List<SignedDeliverySender> senders = List.of(sender(a), sender(b));
             for (int album = 0; album < 10; album++) {
                 for (int i = 1; i <= 4; i++) {
@@ -307,7 +311,7 @@ class AlbumIT {
 
     @Test
     void outOfOrderChildrenCompleteByCountAndAKilledRunnersAlbumsAreDecidedByTheOtherOnce() throws Exception {
-        EmbeddedDatabase database = EmbeddedDatabase.start(work.resolve("shared-pg"), RunnerProcess.freePort(), false);
+        EmbeddedDatabase database = ClusterTemplate.start(work.resolve("shared-pg"), RunnerProcess.freePort(), false);
         DataSource db = Sql.dataSource(database);
         int quietSeconds = 8;
         Map<String, String> envA = sharedEnv(work.resolve("a"), database);
@@ -316,8 +320,10 @@ class AlbumIT {
             env.put("ALBUMS_QUIET_PERIOD_SECONDS", Integer.toString(quietSeconds));
             env.put("WORK_CLAIM_SECONDS", "3");
         }
-        RunnerProcess a = RunnerProcess.start(work.resolve("a"), envA).awaitReady();
-        try (RunnerProcess b = RunnerProcess.start(work.resolve("b"), envB).awaitReady()) {
+        RunnerProcess a = RunnerProcess.start(work.resolve("a"), envA);
+        try (RunnerProcess b = RunnerProcess.start(work.resolve("b"), envB)) {
+            a.awaitReady();
+            b.awaitReady();
             SignedDeliverySender toA = sender(a);
 
             // Reactions name m1 and m2 first (the rows exist without an album), then both are received.

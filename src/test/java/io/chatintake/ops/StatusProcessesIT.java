@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.chatintake.store.EmbeddedDatabase;
 import io.chatintake.testkit.Await;
+import io.chatintake.testkit.ClusterTemplate;
 import io.chatintake.testkit.Browser;
 import io.chatintake.testkit.RunnerProcess;
 import io.chatintake.testkit.Sql;
@@ -31,11 +32,14 @@ class StatusProcessesIT {
 
     @Test
     void aKilledRunnerShowsDeadWithinTheIntervalAndLeavesAfterRetention() throws Exception {
-        EmbeddedDatabase database = EmbeddedDatabase.start(work.resolve("shared-pg"), RunnerProcess.freePort(), false);
+        EmbeddedDatabase database = ClusterTemplate.start(work.resolve("shared-pg"), RunnerProcess.freePort(), false);
         DataSource db = Sql.dataSource(database);
-        try (RunnerProcess survivor = RunnerProcess.start(work.resolve("a"), env(database, "a")).awaitReady();
-             RunnerProcess victim = RunnerProcess.start(work.resolve("b"), env(database, "b")).awaitReady();
+        // Both runners and the browser started at once, each starting while the others do.
+        try (RunnerProcess survivor = RunnerProcess.start(work.resolve("a"), env(database, "a"));
+             RunnerProcess victim = RunnerProcess.start(work.resolve("b"), env(database, "b"));
              Browser browser = Browser.start()) {
+            survivor.awaitReady();
+            victim.awaitReady();
             Await.until("both runners beating", Duration.ofSeconds(60),
                     () -> Sql.count(db, "SELECT count(*) FROM runner_heartbeat WHERE pid = " + victim.pid()) == 1);
             String victimId = Sql.string(db, "SELECT process_id FROM runner_heartbeat WHERE pid = " + victim.pid());

@@ -3,6 +3,7 @@ package io.chatintake.store;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.chatintake.testkit.Await;
+import io.chatintake.testkit.ClusterTemplate;
 import io.chatintake.testkit.FreezingProxy;
 import io.chatintake.testkit.RunnerProcess;
 import io.chatintake.testkit.Sql;
@@ -48,7 +49,7 @@ class FrozenLinkIT {
 
     @Test
     void aRunnerCutOffFor60sStopsOnItsOwnClockIsTakenOverAndRejoinsWithoutARestart() throws Exception {
-        try (EmbeddedDatabase database = EmbeddedDatabase.start(work.resolve("pg"), RunnerProcess.freePort(), true);
+        try (EmbeddedDatabase database = ClusterTemplate.start(work.resolve("pg"), RunnerProcess.freePort(), true);
              FreezingProxy linkA = FreezingProxy.to(database.port());
              FreezingProxy linkB = FreezingProxy.to(database.port());
              RunnersUnderLoad load = new RunnersUnderLoad(work, database, through(database, linkA), through(database, linkB))) {

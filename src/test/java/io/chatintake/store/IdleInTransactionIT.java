@@ -7,6 +7,7 @@ import io.chatintake.sim.BotApiSimulator;
 import io.chatintake.sim.SignedDeliverySender;
 import io.chatintake.sim.SignedDeliverySender.TimestampForm;
 import io.chatintake.testkit.Await;
+import io.chatintake.testkit.ClusterTemplate;
 import io.chatintake.testkit.RunnerProcess;
 import io.chatintake.testkit.Sql;
 import java.net.URI;
@@ -60,7 +61,7 @@ class IdleInTransactionIT {
 
     @Test
     void aSessionIdleInTransactionLeavesIntakeAndClaimsAtLeastHalfAsFastAndIsNamed() throws Exception {
-        try (EmbeddedDatabase database = EmbeddedDatabase.start(work.resolve("pg"), RunnerProcess.freePort(), true);
+        try (EmbeddedDatabase database = ClusterTemplate.start(work.resolve("pg"), RunnerProcess.freePort(), true);
              BotApiSimulator simulator = BotApiSimulator.start()) {
             String token = simulator.addBot(708, "FAKE-idle-in-transaction-token", "idle_tx_bot");
             Map<String, String> env = RunnerProcess.pollingEnv(work.resolve("a"), simulator.url(), token);

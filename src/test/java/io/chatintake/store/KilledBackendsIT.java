@@ -3,6 +3,7 @@ package io.chatintake.store;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.chatintake.testkit.Await;
+import io.chatintake.testkit.ClusterTemplate;
 import io.chatintake.testkit.RunnerProcess;
 import io.chatintake.testkit.Sql;
 import java.nio.file.Path;
@@ -25,7 +26,7 @@ class KilledBackendsIT {
 
     @Test
     void killingOneRunnersBackendsEvery5SecondsCostsNothing() throws Exception {
-        try (EmbeddedDatabase database = EmbeddedDatabase.start(work.resolve("pg"), RunnerProcess.freePort(), true);
+        try (EmbeddedDatabase database = ClusterTemplate.start(work.resolve("pg"), RunnerProcess.freePort(), true);
              RunnersUnderLoad load = new RunnersUnderLoad(work, database)) {
             DataSource db = Sql.dataSource(database);
             // The pool names each backend after its process (host:pid:suffix): only this runner's.

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.chatintake.sim.BotApiSimulator;
 import io.chatintake.store.EmbeddedDatabase;
 import io.chatintake.testkit.Await;
+import io.chatintake.testkit.ClusterTemplate;
 import io.chatintake.testkit.RunnerProcess;
 import io.chatintake.testkit.Sql;
 import java.nio.file.Files;
@@ -56,7 +57,7 @@ class WorkDispatchIT {
 
     @Test
     void theShippedEchoHandlerRepliesOncePerUpdate() throws Exception {
-        Map<String, String> env = env(work, Path.of("routes").toAbsolutePath());
+        Map<String, String> env = ClusterTemplate.seed(env(work, Path.of("routes").toAbsolutePath()));
         env.put("TELEGRAM_ECHO_REPLIES", "true");
         // Queued before the first poll: that poll names the types the bot takes (allowed_updates,
         // sticky), and Telegram withholds a type left out, as a brand-new one always is.
@@ -98,7 +99,7 @@ class WorkDispatchIT {
                         - delay: { constant: "5000" }
                         - bean: { ref: effectGuard, method: complete }
                 """);
-        Map<String, String> env = env(work, routes);
+        Map<String, String> env = ClusterTemplate.seed(env(work, routes));
         DataSource db = RunnerProcess.embeddedDatabase(env);
         RunnerProcess first = RunnerProcess.start(work, env).awaitReady();
         simulator.enqueueText(token, 7, "please answer once");
@@ -120,7 +121,7 @@ class WorkDispatchIT {
     @Test
     void twoDispatcherProcessesHandleFiveThousandItemsExactlyOnce() throws Exception {
         int dbPort = RunnerProcess.freePort();
-        EmbeddedDatabase database = EmbeddedDatabase.start(work.resolve("shared-pg"), dbPort, false);
+        EmbeddedDatabase database = ClusterTemplate.start(work.resolve("shared-pg"), dbPort, false);
         DataSource db = Sql.dataSource(database);
         Path routes = Files.createDirectories(work.resolve("routes"));
         Files.writeString(routes.resolve("ledger.yaml"), """
@@ -141,19 +142,21 @@ class WorkDispatchIT {
         }
         envA.put("RUNNER_NAME", "a");
         envB.put("RUNNER_NAME", "b");
-        try (RunnerProcess a = RunnerProcess.start(work.resolve("a"), envA).awaitReady()) {
+        // Both started at once, each starting while the other does; neither has work before it is scheduled.
+        try (RunnerProcess a = RunnerProcess.start(work.resolve("a"), envA);
+             RunnerProcess b = RunnerProcess.start(work.resolve("b"), envB)) {
+            a.awaitReady();
+            b.awaitReady();
             Sql.execute(db, "CREATE TABLE handled_log (work_key text NOT NULL, runner text NOT NULL)");
             Sql.execute(db, """
                     INSERT INTO telegram_update (bot_id, update_id, update_type, payload)
                     SELECT 1, n, 'message', jsonb_build_object('update_id', n, 'message', jsonb_build_object('chat', jsonb_build_object('id', n % 50)))
                       FROM generate_series(1, 5000) AS n""");
-            try (RunnerProcess b = RunnerProcess.start(work.resolve("b"), envB).awaitReady()) {
-                scheduleStoredUpdates(db, 50);
-                Await.until("condition", WAIT, () -> Sql.count(db, "SELECT count(*) FROM work_item WHERE state = 'done'") == 5000);
-                assertThat(Sql.count(db, "SELECT count(*) FROM handled_log")).isEqualTo(5000);
-                assertThat(Sql.count(db, "SELECT count(DISTINCT work_key) FROM handled_log")).isEqualTo(5000);
-                assertThat(Sql.count(db, "SELECT count(DISTINCT runner) FROM handled_log")).as("both processes took work").isEqualTo(2);
-            }
+            scheduleStoredUpdates(db, 50);
+            Await.until("condition", WAIT, () -> Sql.count(db, "SELECT count(*) FROM work_item WHERE state = 'done'") == 5000);
+            assertThat(Sql.count(db, "SELECT count(*) FROM handled_log")).isEqualTo(5000);
+            assertThat(Sql.count(db, "SELECT count(DISTINCT work_key) FROM handled_log")).isEqualTo(5000);
+            assertThat(Sql.count(db, "SELECT count(DISTINCT runner) FROM handled_log")).as("both processes took work").isEqualTo(2);
         } finally {
             database.close();
         }
@@ -188,7 +191,7 @@ class WorkDispatchIT {
     @Test
     void afterAKill9TheRunnerAlreadyRunningTakesOverEveryChatWithinSecondsAndNoItemRunsTwice() throws Exception {
         int dbPort = RunnerProcess.freePort();
-        EmbeddedDatabase database = EmbeddedDatabase.start(work.resolve("shared-pg"), dbPort, false);
+        EmbeddedDatabase database = ClusterTemplate.start(work.resolve("shared-pg"), dbPort, false);
         DataSource db = Sql.dataSource(database);
         Path routes = Files.createDirectories(work.resolve("routes"));
         // The ledger counts each item's handling inside the effect guard: an item run twice would count twice.
@@ -214,8 +217,10 @@ class WorkDispatchIT {
         }
         envA.put("WORK_CONCURRENCY", "10");
         envB.put("WORK_CONCURRENCY", "2");
-        try (RunnerProcess a = RunnerProcess.start(work.resolve("a"), envA).awaitReady();
-             RunnerProcess b = RunnerProcess.start(work.resolve("b"), envB).awaitReady()) {
+        try (RunnerProcess a = RunnerProcess.start(work.resolve("a"), envA);
+             RunnerProcess b = RunnerProcess.start(work.resolve("b"), envB)) {
+            a.awaitReady();
+            b.awaitReady();
             Sql.execute(db, "CREATE TABLE handled_log (seq bigserial, work_key text NOT NULL, runner text NOT NULL,"
                     + " handled_at timestamptz NOT NULL DEFAULT clock_timestamp())");
             Sql.execute(db, """

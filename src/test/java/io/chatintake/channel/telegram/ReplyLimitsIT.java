@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.chatintake.sim.BotApiSimulator;
 import io.chatintake.store.EmbeddedDatabase;
 import io.chatintake.testkit.Await;
+import io.chatintake.testkit.ClusterTemplate;
 import io.chatintake.testkit.RunnerProcess;
 import io.chatintake.testkit.Sql;
 import java.nio.file.Files;
@@ -44,7 +45,7 @@ class ReplyLimitsIT {
         work = Files.createTempDirectory("reply-limits-it");
         simulator = BotApiSimulator.start();
         token = simulator.addBot(BOT, "FAKE-limits-test-token", "limits_test_bot");
-        database = EmbeddedDatabase.start(work.resolve("pg"), RunnerProcess.freePort(), false);
+        database = ClusterTemplate.start(work.resolve("pg"), RunnerProcess.freePort(), false);
         db = Sql.dataSource(database);
         runner = RunnerProcess.start(work.resolve("a"), env("a")).awaitReady();
     }

@@ -7,6 +7,7 @@ import io.chatintake.sim.BotApiSimulator;
 import io.chatintake.sim.InboxAudit;
 import io.chatintake.store.EmbeddedDatabase;
 import io.chatintake.testkit.Await;
+import io.chatintake.testkit.ClusterTemplate;
 import io.chatintake.testkit.RunnerProcess;
 import io.chatintake.testkit.Sql;
 import java.net.http.HttpResponse;
@@ -55,7 +56,7 @@ class TelegramIntakeIT {
 
     @Test
     void aRefusedTokenShowsAsStoppedOnHealthWhileReadinessAndLivenessStayUp() throws Exception {
-        Map<String, String> env = RunnerProcess.pollingEnv(work, simulator.url(), "999:FAKE-refused-token-secret");
+        Map<String, String> env = ClusterTemplate.seed(RunnerProcess.pollingEnv(work, simulator.url(), "999:FAKE-refused-token-secret"));
         try (RunnerProcess runner = RunnerProcess.start(work, env).awaitReady()) {
             Await.until("the bot shows as stopped", WAIT, () -> runner.get("/observe/health").body().contains("stopped: unauthorized"));
             HttpResponse<String> health = runner.get("/observe/health");
@@ -74,7 +75,7 @@ class TelegramIntakeIT {
     @ParameterizedTest
     @ValueSource(strings = {CrashPoint.TELEGRAM_AFTER_RECEIVE, CrashPoint.TELEGRAM_DURING_TRANSACTION, CrashPoint.TELEGRAM_AFTER_COMMIT})
     void eachCrashBoundaryResumesWithNothingLostAndNoDuplicate(String crashPoint) throws Exception {
-        Map<String, String> env = env(work);
+        Map<String, String> env = ClusterTemplate.seed(env(work));
         DataSource db = RunnerProcess.embeddedDatabase(env);
         simulator.setAudit(new InboxAudit(db));
         for (int i = 0; i < 5; i++) {
@@ -107,7 +108,7 @@ class TelegramIntakeIT {
 
     @Test
     void chaosTwentyThousandUpdatesThroughTwentyKills() throws Exception {
-        Map<String, String> env = env(work);
+        Map<String, String> env = ClusterTemplate.seed(env(work));
         DataSource db = RunnerProcess.embeddedDatabase(env);
         simulator.setAudit(new InboxAudit(db));
         Random random = new Random(20_000);
@@ -139,7 +140,7 @@ class TelegramIntakeIT {
     void aTenSecondDatabaseOutageAdvancesNothingAndLosesNothing() throws Exception {
         int dbPort = RunnerProcess.freePort();
         Path dbDir = work.resolve("external-pg");
-        EmbeddedDatabase database = EmbeddedDatabase.start(dbDir, dbPort, false);
+        EmbeddedDatabase database = ClusterTemplate.start(dbDir, dbPort, false);
         Map<String, String> env = env(work);
         env.put("CHAT_INTAKE_DB_URL", database.jdbcUrl());
         env.put("CHAT_INTAKE_DB_USER", database.user());
@@ -173,7 +174,7 @@ class TelegramIntakeIT {
     @Test
     void twoProcessesNeverPollTogetherAndAKilledHolderIsReplacedWithinTheLease() throws Exception {
         int dbPort = RunnerProcess.freePort();
-        EmbeddedDatabase database = EmbeddedDatabase.start(work.resolve("shared-pg"), dbPort, false);
+        EmbeddedDatabase database = ClusterTemplate.start(work.resolve("shared-pg"), dbPort, false);
         DataSource db = Sql.dataSource(database);
         simulator.setAudit(new InboxAudit(db));
         Map<String, String> envA = env(work.resolve("a"));
@@ -183,8 +184,11 @@ class TelegramIntakeIT {
             env.put("CHAT_INTAKE_DB_USER", database.user());
             env.put("CHAT_INTAKE_DB_PASSWORD", database.password().reveal());
         }
-        try (RunnerProcess a = RunnerProcess.start(work.resolve("a"), envA).awaitReady();
-             RunnerProcess b = RunnerProcess.start(work.resolve("b"), envB).awaitReady()) {
+        // Both started at once, each starting while the other does.
+        try (RunnerProcess a = RunnerProcess.start(work.resolve("a"), envA);
+             RunnerProcess b = RunnerProcess.start(work.resolve("b"), envB)) {
+            a.awaitReady();
+            b.awaitReady();
             for (int i = 0; i < 200; i++) {
                 simulator.enqueueText(token, 21, "shared " + i);
             }
@@ -211,7 +215,7 @@ class TelegramIntakeIT {
 
     @Test
     void theTokenNeverReachesTheLogOrTheMetricsAndStatusReadsWithoutConfirming() throws Exception {
-        Map<String, String> env = env(work);
+        Map<String, String> env = ClusterTemplate.seed(env(work));
         simulator.injectFault(token, BotApiSimulator.Fault.serverError());
         // Queued before the first poll: that poll names the types the bot takes (allowed_updates,
         // sticky), and Telegram withholds a type left out, as a brand-new one always is.
