@@ -308,6 +308,7 @@ class StatusConsoleTest {
         byte[] body = SignedDeliverySender.envelope(id, "message.received", "whatsapp", "acc", Instant.now(), """
                 {"conversation":{"id":"conv-page"},"sender":{"id":"u-page"},"message":{"id":"m-page","type":"text","text":"PAGEMARKER hi"}}""");
         assertThat(sender.post(sender.sign(id, body, TimestampForm.RFC3339)).status()).isEqualTo(200);
+        Await.workScheduled(db);
         String key = "unifyport:ws-console:acc:conv-page";
 
         browser.open(first.uri("/status").toString());

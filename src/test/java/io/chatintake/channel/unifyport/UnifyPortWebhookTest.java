@@ -178,8 +178,8 @@ class UnifyPortWebhookTest {
         assertThat(count(db, "SELECT delivery_count FROM webhook_event")).isEqualTo(2);
         assertThat(text(db, "SELECT last_delivery_id FROM webhook_event")).isEqualTo(second.delivery().deliveryId());
         assertThat(text(db, "SELECT first_delivery_id FROM webhook_event")).isEqualTo(first.get(0).delivery().deliveryId());
-        assertThat(count(db, "SELECT count(*) FROM channel_message")).isEqualTo(1);
         Await.workScheduled(db);
+        assertThat(count(db, "SELECT count(*) FROM channel_message")).isEqualTo(1);
         assertThat(text(db, "SELECT source_key || ' ' || chat_key FROM work_item WHERE kind = 'unifyport-event'"))
                 .as("scheduled once, with the event, in its conversation")
                 .isEqualTo("ws-test:unifyport:evt_dup ws-test:whatsapp:acc_1:conv_9");

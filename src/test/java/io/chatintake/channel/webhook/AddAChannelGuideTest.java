@@ -52,10 +52,10 @@ class AddAChannelGuideTest {
             assertThat(Sql.string(db, "SELECT string_agg(event_id || ' ' || event_type || ' ' || account_id || ' ' || delivery_count, ', '"
                     + " ORDER BY event_id) FROM webhook_event WHERE channel = 'heron'"))
                     .isEqualTo("e1 message.new t-42 2, e2 message.new t-42 2, e3 room.joined t-42 2");
-            assertThat(Sql.string(db, "SELECT string_agg(provider || '/' || account_id || '/' || conversation_id || '/' || message_id || ' ' || text,"
-                    + " ', ' ORDER BY message_id) FROM channel_message")).isEqualTo("heron/t-42/r-1/m1 first, heron/t-42/r-1/m2 second");
             Await.until("the guide's handler ran every event", Duration.ofSeconds(20),
                     () -> Sql.count(db, "SELECT count(*) FROM work_item WHERE kind = 'heron-event' AND state = 'done'") == 3);
+            assertThat(Sql.string(db, "SELECT string_agg(provider || '/' || account_id || '/' || conversation_id || '/' || message_id || ' ' || text,"
+                    + " ', ' ORDER BY message_id) FROM channel_message")).isEqualTo("heron/t-42/r-1/m1 first, heron/t-42/r-1/m2 second");
             Await.until("the gallery's album decision", Duration.ofSeconds(20),
                     () -> "complete 2".equals(Sql.string(db, "SELECT kind || ' ' || jsonb_array_length(child_ids) FROM album_decision")));
         }
