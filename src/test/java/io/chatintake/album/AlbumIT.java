@@ -343,6 +343,8 @@ class AlbumIT {
                     child(toA, "kill-" + album, "k" + album + "-" + i, "open-" + album, i, album % 2 == 0 ? null : 4);
                 }
             }
+            // Deliveries are answered before their album rows are derived; kill only once all six albums are open.
+            Await.workScheduled(db);
             assertThat(Sql.count(db, "SELECT count(*) FROM album WHERE album_id LIKE 'open-%' AND decided_version = 0")).isEqualTo(6);
             a.kill9();
             long killedAt = System.nanoTime();

@@ -93,10 +93,10 @@ class LineWebhookTest {
         assertThat(Sql.string(db, "SELECT string_agg(event_id || ' ' || event_type || ' ' || delivery_count, ', ' ORDER BY event_id)"
                 + " FROM webhook_event WHERE channel = 'line'"))
                 .isEqualTo("01HLINEEVENT00000000000011 message 2, 01HLINEEVENT00000000000012 message 2, 01HLINEEVENT00000000000013 follow 1");
+        Await.workScheduled(db);
         assertThat(Sql.string(db, "SELECT string_agg(provider || '/' || account_id || '/' || conversation_id || '/' || message_id || ' ' || text, ', '"
                 + " ORDER BY message_id) FROM channel_message"))
                 .isEqualTo("line/U_destination/C_group/m11 one, line/U_destination/C_group/m12 two");
-        Await.workScheduled(db);
         assertThat(Sql.count(db, "SELECT count(*) FROM work_item WHERE kind = 'line-event'")).isEqualTo(3);
         Await.until("the line-event handler ran every event", Duration.ofSeconds(20),
                 () -> Sql.count(db, "SELECT count(*) FROM work_item WHERE kind = 'line-event' AND state = 'done'") == 3);

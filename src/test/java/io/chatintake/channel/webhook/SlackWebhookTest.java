@@ -114,9 +114,9 @@ class SlackWebhookTest {
         assertThat(slack.postRaw(body, "application/json", retry).body()).isEqualTo("{\"status\":\"duplicate\"}");
         assertThat(Sql.string(db, "SELECT event_id || ' ' || event_type || ' ' || delivery_count FROM webhook_event"))
                 .isEqualTo("Ev08MFMKH6 message 2");
+        Await.workScheduled(db);
         assertThat(Sql.string(db, "SELECT provider || '/' || account_id || '/' || conversation_id || '/' || message_id || ' ' || text"
                 + " FROM channel_message")).isEqualTo("slack/T01234567/C04567890/1715600000.001500 deploy staging please");
-        Await.workScheduled(db);
         assertThat(Sql.string(db, "SELECT source_key FROM work_item WHERE kind = 'slack-event'")).isEqualTo("default:slack:Ev08MFMKH6");
     }
 

@@ -96,8 +96,8 @@ class WhatsAppWebhookTest {
         assertThat(Sql.string(db, "SELECT string_agg(event_id || ' ' || event_type || ' ' || account_id || ' ' || delivery_count, ', ' ORDER BY id)"
                 + " FROM webhook_event WHERE channel = 'whatsapp'"))
                 .isEqualTo("wamid.A message PN1 2, wamid.B message PN1 2, wamid.OUT:delivered status.delivered PN1 2, wamid.OUT:read status.read PN1 2");
-        assertThat(Sql.count(db, "SELECT count(*) FROM channel_message")).as("statuses are not messages").isEqualTo(2);
         Await.workScheduled(db);
+        assertThat(Sql.count(db, "SELECT count(*) FROM channel_message")).as("statuses are not messages").isEqualTo(2);
         assertThat(Sql.count(db, "SELECT count(*) FROM work_item WHERE kind = 'whatsapp-event'")).isEqualTo(4);
     }
 
