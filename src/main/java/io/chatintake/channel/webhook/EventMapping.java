@@ -42,6 +42,8 @@ public final class EventMapping {
 
     /** The parse error (and type) of a verified body in which the mapping found no event: stored whole, as one raw event. */
     public static final String UNMAPPED = "unmapped";
+    /** Under a btree entry's limit (about 2.7 kB) with the workspace and channel beside it. */
+    static final int LONGEST_ID_BYTES = 512;
 
     private static final ObjectMapper JSON = new ObjectMapper()
             // "{...} trailing garbage" is not JSON for PostgreSQL either; refusing it here keeps
@@ -190,14 +192,14 @@ public final class EventMapping {
         String json = new String(bytes, StandardCharsets.UTF_8);
         // A form body is stored as received; its fields as JSON are what handlers and jsonb get.
         String payload = json.startsWith("{") || json.startsWith("[") ? json : node.toString();
-        return new WebhookEvent(id != null ? id : digest(bytes), deliveryId, type, providerName, accountId, occurred,
+        return new WebhookEvent(key(id, bytes), deliveryId, type, providerName, accountId, occurred,
                 bytes, payload, null, message, change, TraceContext.current());
     }
 
     private WebhookEvent raw(byte[] body, Function<String, String> headers, String deliveryId, String payloadJson, String parseError) {
         String id = eventId.text(new FieldSpec.Scope(MissingNode.getInstance(), List.of(), headers));
         // An unmapped body's type says so too, for handlers that route on ChatIntakeEventType.
-        return new WebhookEvent(id != null ? id : digest(body), deliveryId, UNMAPPED.equals(parseError) ? UNMAPPED : null, null, null,
+        return new WebhookEvent(key(id, body), deliveryId, UNMAPPED.equals(parseError) ? UNMAPPED : null, null, null,
                 null, body, payloadJson, parseError, null, null, TraceContext.current());
     }
 
@@ -312,6 +314,19 @@ public final class EventMapping {
         } catch (DateTimeException | NumberFormatException e) {
             return null;
         }
+    }
+
+    /**
+     * The event's idempotency key: its id as the provider sent it, or a digest of the event's bytes
+     * when it has none. An id too long for the dedupe index is keyed by its digest: real ids are
+     * far shorter, and a redelivery of the same id still finds its first copy.
+     */
+    static String key(String id, byte[] eventBytes) {
+        if (id == null) {
+            return digest(eventBytes);
+        }
+        byte[] idBytes = id.getBytes(StandardCharsets.UTF_8);
+        return idBytes.length > LONGEST_ID_BYTES ? digest(idBytes) : id;
     }
 
     static String digest(byte[] bytes) {

@@ -17,6 +17,8 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import javax.sql.DataSource;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Derives stored webhook events ({@link WebhookEventStore}: one row each before the 2xx) after
@@ -24,8 +26,15 @@ import javax.sql.DataSource;
  * the children's listeners (attachment rows, album links), schedules their work items and marks
  * them derived. Everything it needs is in the event's row, so any process derives any channel's
  * events. A crash before the commit leaves the events underived for whoever derives next.
+ * <p>
+ * An event the database refuses to derive (a child key too long for its index, a value out of a
+ * column's range) would fail its chunk at every try and hold up every later event: when a chunk
+ * is refused for its data, the events are derived one at a time, and one refused alone is set
+ * aside. It is marked derived without its child, its {@code parse_error} says why, and its work item is
+ * scheduled outside any chat's lane, so its handler still runs from the stored row.
  */
 public final class WebhookEventDeriver implements Derivation {
+    private static final Logger LOG = LoggerFactory.getLogger(WebhookEventDeriver.class);
     /**
      * One deriver at a time in the whole database: two deriving disjoint events of one chat at once
      * could commit the later event's work item first and give it the lower id.
@@ -39,6 +48,20 @@ public final class WebhookEventDeriver implements Derivation {
 
     /** The child is in channel_message now: the event's row no longer carries a copy. */
     private static final String MARK = "UPDATE webhook_event SET derived_at = now(), child = NULL WHERE id = ANY (?)";
+
+    private static final String TAKE_ONE = """
+            SELECT id, workspace, channel, event_id, occurred_at, child, work_kind, chat_key, trace_context
+              FROM webhook_event WHERE id = ? AND derived_at IS NULL FOR UPDATE SKIP LOCKED""";
+
+    private static final String NEXT_ID = "SELECT min(id) FROM webhook_event WHERE derived_at IS NULL";
+
+    /** The set-aside event's row as it is, its child unread: the child may be what cannot be read. */
+    private static final String TAKE_ASIDE = """
+            SELECT workspace, channel, event_id, work_kind, trace_context
+              FROM webhook_event WHERE id = ? AND derived_at IS NULL FOR UPDATE SKIP LOCKED""";
+
+    private static final String MARK_ASIDE = """
+            UPDATE webhook_event SET derived_at = now(), child = NULL, parse_error = COALESCE(parse_error, ?) WHERE id = ?""";
 
     private static final String ANY = "SELECT EXISTS (SELECT 1 FROM webhook_event WHERE derived_at IS NULL)";
 
@@ -69,11 +92,21 @@ public final class WebhookEventDeriver implements Derivation {
 
     @Override
     public int deriveNext(int limit) throws SQLException {
-        return inRedoableTransaction(dataSource, c -> {
-            try (PreparedStatement lock = c.prepareStatement(LOCK)) {
-                lock.execute();
+        try {
+            return derive(limit, null);
+        } catch (SQLException | RuntimeException e) {
+            if (!refusedForItsData(e)) {
+                throw e;
             }
-            List<Underived> events = take(c, limit);
+            return deriveOneAtATime(limit);
+        }
+    }
+
+    /** The oldest underived events, {@code limit} of them, or only the event {@code onlyId} when given. */
+    private int derive(int limit, Long onlyId) throws SQLException {
+        return inRedoableTransaction(dataSource, c -> {
+            lock(c);
+            List<Underived> events = onlyId == null ? take(c, TAKE, limit) : take(c, TAKE_ONE, onlyId);
             if (events.isEmpty()) {
                 return 0;
             }
@@ -89,6 +122,81 @@ public final class WebhookEventDeriver implements Derivation {
         });
     }
 
+    private int deriveOneAtATime(int limit) throws SQLException {
+        int taken = 0;
+        for (Long next = nextUnderived(); next != null && taken < limit; next = nextUnderived()) {
+            try {
+                derive(1, next);
+            } catch (SQLException | RuntimeException e) {
+                if (!refusedForItsData(e)) {
+                    throw e;
+                }
+                setAside(next, e);
+            }
+            taken++;
+        }
+        return taken;
+    }
+
+    private Long nextUnderived() throws SQLException {
+        try (Connection c = dataSource.getConnection(); PreparedStatement ps = c.prepareStatement(NEXT_ID); ResultSet rs = ps.executeQuery()) {
+            rs.next();
+            long id = rs.getLong(1);
+            return rs.wasNull() ? null : id;
+        }
+    }
+
+    /** Marks the event derived without its child and schedules its work item outside any lane: a long chat key may be what was refused. */
+    private void setAside(long id, Exception refusal) throws SQLException {
+        String reason = "child_not_derivable" + (refusal instanceof SQLException sql && sql.getSQLState() != null ? "_" + sql.getSQLState() : "");
+        inRedoableTransaction(dataSource, c -> {
+            lock(c);
+            try (PreparedStatement take = c.prepareStatement(TAKE_ASIDE)) {
+                take.setLong(1, id);
+                try (ResultSet rs = take.executeQuery()) {
+                    if (!rs.next()) {
+                        return null;
+                    }
+                    String workspace = rs.getString(1);
+                    String channel = rs.getString(2);
+                    String eventId = rs.getString(3);
+                    String workKind = rs.getString(4);
+                    if (workKind != null) {
+                        WorkQueue.schedule(c, List.of(new WorkQueue.NewWork(workKind, workspace + ":" + channel + ":" + eventId, id, null,
+                                rs.getString(5))));
+                    }
+                    LOG.warn("{} webhook: the event in row {} is stored, but the database refuses its child message ({}); set aside without"
+                            + " it, its handler runs from the stored event", channel, id, reason);
+                }
+            }
+            try (PreparedStatement mark = c.prepareStatement(MARK_ASIDE)) {
+                mark.setString(1, reason);
+                mark.setLong(2, id);
+                mark.executeUpdate();
+            }
+            return null;
+        });
+    }
+
+    /**
+     * What the event's own data makes the database or the mapping refuse, as opposed to a database
+     * that is away: a data exception (22), an integrity violation (23), a program limit such as
+     * an index row's size (54), or a child that does not read back.
+     */
+    private static boolean refusedForItsData(Exception e) {
+        if (e instanceof SQLException sql) {
+            String state = sql.getSQLState();
+            return state != null && (state.startsWith("22") || state.startsWith("23") || state.startsWith("54"));
+        }
+        return true;
+    }
+
+    private static void lock(Connection c) throws SQLException {
+        try (PreparedStatement lock = c.prepareStatement(LOCK)) {
+            lock.execute();
+        }
+    }
+
     @Override
     public boolean anyUnderived() throws SQLException {
         try (Connection c = dataSource.getConnection(); PreparedStatement ps = c.prepareStatement(ANY); ResultSet rs = ps.executeQuery()) {
@@ -97,10 +205,11 @@ public final class WebhookEventDeriver implements Derivation {
         }
     }
 
-    private static List<Underived> take(Connection c, int limit) throws SQLException {
+    /** @param parameter the limit of {@link #TAKE} or the id of {@link #TAKE_ONE} */
+    private static List<Underived> take(Connection c, String sql, long parameter) throws SQLException {
         List<Underived> events = new ArrayList<>();
-        try (PreparedStatement ps = c.prepareStatement(TAKE)) {
-            ps.setInt(1, limit);
+        try (PreparedStatement ps = c.prepareStatement(sql)) {
+            ps.setLong(1, parameter);
             try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {
                     String child = rs.getString(6);
