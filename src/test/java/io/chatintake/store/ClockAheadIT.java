@@ -11,6 +11,11 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -28,9 +33,14 @@ class ClockAheadIT {
     private static final int ALBUMS = 6;
     /** How far from a retention window's edge the aged rows are: half the skew, so a purge on the skewed clock would cross it. */
     private static final String OFF_EDGE = "45 seconds";
-    /** The runner ahead's retention alone, a pass a minute: content kept a day, rows two (the other runner's keep the defaults). */
+    /**
+     * The runner ahead's retention alone, a pass a minute, the first half a minute after its start, while the
+     * load runs: content kept a day, rows two (the other runner's keep the defaults).
+     */
     private static final Map<String, String> RETENTION = Map.of("RETENTION_CONTENT_DAYS", "1", "RETENTION_WEBHOOK_EVENT_DAYS", "2",
-            "RETENTION_INTERVAL_MINUTES", "1");
+            "RETENTION_INTERVAL_MINUTES", "1", "RETENTION_FIRST_RUN_DELAY_SECONDS", "30");
+    /** Deliveries apart from the load's, aged to either side of the retention windows' edges. */
+    private static final List<String> AGED = List.of("evt_aged_0", "evt_aged_1", "evt_aged_2", "evt_aged_3");
     /** Later than this after its deadline, an album was decided by a deadline the skew moved (slow machines take seconds). */
     private static final String LATE = "60 seconds";
 
@@ -49,10 +59,14 @@ class ClockAheadIT {
                 load.deliverAlbumPart(runner, "skew" + album, 1, 3);
                 load.deliverAlbumPart(runner, "skew" + album, 2, 3);
             }
-            load.keepLoading(LOAD);
-            load.stopLoadAndAwaitHandled(db);
-            Await.until("every album decided", Duration.ofSeconds(60), () -> Sql.count(db,
-                    "SELECT count(*) FROM album WHERE album_id LIKE 'skew%' AND decided_at IS NOT NULL AND decide_after IS NULL") == ALBUMS);
+            AGED.forEach(eventId -> load.deliverText(load.first, eventId));
+            try (Ageing ageing = new Ageing(db)) {
+                load.keepLoading(LOAD);
+                load.stopLoadAndAwaitHandled(db);
+                Await.until("every album decided", Duration.ofSeconds(60), () -> Sql.count(db, "SELECT count(*) FROM album"
+                        + " WHERE album_id LIKE 'skew%' AND decided_at IS NOT NULL AND decide_after IS NULL") == ALBUMS);
+                ageing.awaitRetentionPass();
+            }
 
             String brought = load.assertNothingLostDoubledOrParked(db);
             assertThat(load.polls()).as("one poller of the bot at a time").startsWith("1 at once, 0 displaced");
@@ -63,42 +77,74 @@ class ClockAheadIT {
             assertThat(Sql.rows(db, "SELECT album_id, decided_at - last_child_at FROM album WHERE album_id LIKE 'skew%'"
                     + " AND decided_at > last_child_at + make_interval(secs => " + quiet + ") + interval '" + LATE + "'"))
                     .as("no album decided a skew late").isEmpty();
-            nothingRetainedEarly(db);
+            assertThat(Sql.rows(db, "SELECT event_id, content_removed_at IS NOT NULL FROM webhook_event"
+                    + " WHERE event_id IN ('evt_aged_0', 'evt_aged_1', 'evt_aged_2') ORDER BY event_id"))
+                    .as("by the database's clock: content older than a day and rows older than two days gone, nothing younger")
+                    .containsExactly(List.of("evt_aged_0", false), List.of("evt_aged_1", true), List.of("evt_aged_2", true));
             System.out.printf("clock 90 s ahead: %s; polls: %s%n", brought, load.polls());
         }
     }
 
     /**
      * Four handled deliveries aged by the database's clock to either side of the runner ahead's
-     * content window (a day) and row window (two days), 45 s from each edge. Once its retention
-     * has taken the older side of each (the content of the day-old one, the row of the one older
-     * than two days), the younger side is still there: the statements that took the older rows
-     * weighed these too. The rows are aged again every second until that pass: one that comes
-     * later than 45 s after a single ageing (its timer's next minute, on a loaded machine) would
-     * rightly take the younger side too.
+     * content window (a day) and row window (two days), 45 s from each edge, once they are handled
+     * and then every second, from the start of the load until its retention has taken the older
+     * side of each (the content of the day-old one, the row of the one older than two days); the
+     * younger side is then still there: the statements that took the older rows weighed these too.
+     * A pass later than 45 s after a single ageing would rightly take the younger side too.
      */
-    private static void nothingRetainedEarly(DataSource db) {
-        String age = """
+    private static final class Ageing implements AutoCloseable {
+        private static final String AGE = """
                 UPDATE webhook_event SET received_at = now() - CASE event_id
-                       WHEN 'evt_load_0' THEN interval '1 day' - interval '%1$s'
-                       WHEN 'evt_load_1' THEN interval '1 day' + interval '%1$s'
-                       WHEN 'evt_load_2' THEN interval '2 days' - interval '%1$s'
+                       WHEN 'evt_aged_0' THEN interval '1 day' - interval '%1$s'
+                       WHEN 'evt_aged_1' THEN interval '1 day' + interval '%1$s'
+                       WHEN 'evt_aged_2' THEN interval '2 days' - interval '%1$s'
                        ELSE interval '2 days' + interval '%1$s' END
-                 WHERE event_id IN ('evt_load_0', 'evt_load_1', 'evt_load_2', 'evt_load_3')""".formatted(OFF_EDGE);
-        long[] agedAt = {System.nanoTime()};
-        Sql.execute(db, age);
-        Await.until("a retention pass of the runner ahead", Duration.ofSeconds(150), () -> {
-            boolean passed = Sql.count(db, "SELECT count(*) FROM webhook_event WHERE event_id = 'evt_load_3'") == 0 && Sql.count(db,
-                    "SELECT count(*) FROM webhook_event WHERE event_id = 'evt_load_1' AND content_removed_at IS NOT NULL") == 1;
-            if (!passed && System.nanoTime() - agedAt[0] >= Duration.ofSeconds(1).toNanos()) {
-                agedAt[0] = System.nanoTime();
-                Sql.execute(db, age);
+                 WHERE event_id IN ('evt_aged_0', 'evt_aged_1', 'evt_aged_2', 'evt_aged_3')""".formatted(OFF_EDGE);
+        /** Retention takes only rows whose work is done: the four are aged once it is. */
+        private static final String HANDLED = """
+                SELECT count(*) FROM webhook_event e
+                 WHERE e.event_id IN ('evt_aged_0', 'evt_aged_1', 'evt_aged_2', 'evt_aged_3')
+                   AND EXISTS (SELECT 1 FROM work_item w
+                                WHERE w.source_id = e.id AND w.kind <> 'telegram-update' AND w.state = 'done')
+                   AND NOT EXISTS (SELECT 1 FROM work_item w
+                                    WHERE w.source_id = e.id AND w.kind <> 'telegram-update' AND w.state <> 'done')""";
+
+        private final DataSource db;
+        private final ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor();
+        private final AtomicBoolean aged = new AtomicBoolean();
+        private final AtomicReference<RuntimeException> failed = new AtomicReference<>();
+
+        Ageing(DataSource db) {
+            this.db = db;
+            timer.scheduleWithFixedDelay(this::ageOnceHandled, 0, 1, TimeUnit.SECONDS);
+        }
+
+        private void ageOnceHandled() {
+            try {
+                if (aged.get() || Sql.count(db, HANDLED) == AGED.size()) {
+                    Sql.execute(db, AGE);
+                    aged.set(true);
+                }
+            } catch (RuntimeException e) {
+                failed.compareAndSet(null, e);
             }
-            return passed;
-        });
-        assertThat(Sql.rows(db, "SELECT event_id, content_removed_at IS NOT NULL FROM webhook_event"
-                + " WHERE event_id IN ('evt_load_0', 'evt_load_1', 'evt_load_2') ORDER BY event_id"))
-                .as("by the database's clock: content older than a day and rows older than two days gone, nothing younger")
-                .containsExactly(List.of("evt_load_0", false), List.of("evt_load_1", true), List.of("evt_load_2", true));
+        }
+
+        void awaitRetentionPass() {
+            Await.until("a retention pass of the runner ahead after the ageing", Duration.ofSeconds(150), () -> {
+                if (failed.get() != null) {
+                    throw failed.get();
+                }
+                return aged.get() && Sql.count(db, "SELECT count(*) FROM webhook_event WHERE event_id = 'evt_aged_3'") == 0 && Sql.count(db,
+                        "SELECT count(*) FROM webhook_event WHERE event_id = 'evt_aged_1' AND content_removed_at IS NOT NULL") == 1;
+            });
+        }
+
+        @Override
+        public void close() throws InterruptedException {
+            timer.shutdownNow();
+            timer.awaitTermination(10, TimeUnit.SECONDS);
+        }
     }
 }

@@ -3,6 +3,7 @@ package io.chatintake.store;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.chatintake.testkit.Await;
+import io.chatintake.testkit.ClusterTemplate;
 import io.chatintake.testkit.RunnerProcess;
 import io.chatintake.testkit.Sql;
 import java.nio.file.Path;
@@ -28,7 +29,7 @@ class DatabaseRestartUnderLoadIT {
     void restartsUnderLoadParkNothingEndNoRunnerAndReleaseNoLiveClaims() throws Exception {
         int port = RunnerProcess.freePort();
         Path pg = work.resolve("pg");
-        EmbeddedDatabase database = EmbeddedDatabase.start(pg, port, true);
+        EmbeddedDatabase database = ClusterTemplate.start(pg, port, true);
         try (RunnersUnderLoad load = new RunnersUnderLoad(work, database, 3)) {
             DataSource db = Sql.dataSource(database);
             load.awaitIntake();

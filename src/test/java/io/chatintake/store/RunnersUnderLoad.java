@@ -185,11 +185,21 @@ final class RunnersUnderLoad implements AutoCloseable {
 
     /** One album part (of {@code total}) delivered to {@code runner} until accepted. */
     void deliverAlbumPart(RunnerProcess runner, String album, int index, int total) {
-        String eventId = "evt_album_" + album + "_" + index;
+        deliverUntilAccepted(runner, "evt_album_" + album + "_" + index, "c-albums",
+                "{\"id\":\"" + album + "-" + index + "\",\"type\":\"image\",\"direction\":\"in\","
+                        + "\"album\":{\"id\":\"" + album + "\",\"index\":" + index + ",\"total\":" + total + "}}");
+    }
+
+    /** One text event, apart from the load's, delivered to {@code runner} until accepted. */
+    void deliverText(RunnerProcess runner, String eventId) {
+        deliverUntilAccepted(runner, eventId, "c-" + eventId,
+                "{\"id\":\"m-" + eventId + "\",\"type\":\"text\",\"text\":\"t\",\"direction\":\"in\"}");
+    }
+
+    private void deliverUntilAccepted(RunnerProcess runner, String eventId, String conversation, String messageJson) {
         byte[] body = SignedDeliverySender.envelope(eventId, "message.received", "whatsapp", "acc_1", Instant.now(),
-                "{\"conversation\":{\"id\":\"c-albums\",\"type\":\"user\"},\"sender\":{\"id\":\"u1\",\"type\":\"user\"},"
-                        + "\"message\":{\"id\":\"" + album + "-" + index + "\",\"type\":\"image\",\"direction\":\"in\","
-                        + "\"album\":{\"id\":\"" + album + "\",\"index\":" + index + ",\"total\":" + total + "}}}");
+                "{\"conversation\":{\"id\":\"" + conversation + "\",\"type\":\"user\"},\"sender\":{\"id\":\"u1\",\"type\":\"user\"},"
+                        + "\"message\":" + messageJson + "}");
         SignedDeliverySender sender = new SignedDeliverySender(
                 URI.create("http://127.0.0.1:" + runner.httpPort() + "/webhooks/unifyport"), Secret.of(SECRET));
         Await.until(eventId + " accepted", WAIT, () -> {

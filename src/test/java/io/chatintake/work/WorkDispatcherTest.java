@@ -423,7 +423,8 @@ class WorkDispatcherTest {
         store(1, 1, 3);
         store(2, 2);
         try (LogCapture log = new LogCapture()) {
-            startDispatcher(5, "work.claim-seconds", "2");
+            // The two lost callbacks stay in flight for good: the product's stop would wait its whole shutdown timeout for them.
+            startDispatcher(5, "work.claim-seconds", "2", "camel.main.shutdown-timeout", "1");
 
             Await.until("both chats handled after their first attempts were given up on", WAIT,
                     () -> handled.containsAll(List.of(BOT + ":1", BOT + ":2", BOT + ":3")));

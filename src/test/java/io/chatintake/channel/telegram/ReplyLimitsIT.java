@@ -24,14 +24,17 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 /**
- * The shipped echo handler answering through telegram-bot at Telegram's own limits (30 a second
- * per bot, one a second per chat), in the real jar against the Bot API simulator enforcing them.
- * One runner serves the class; the second test starts a second one on the same database.
+ * The shipped echo handler answering through telegram-bot at its limits per bot and per chat, in
+ * the real jar against the Bot API simulator enforcing the same. The limits are Telegram's (30 a
+ * second per bot, one a second per chat) scaled by three: the same ratio of a busy chat to the bot,
+ * in a third of the time. One runner serves the class; the second test starts a second one on the
+ * same database.
  */
 class ReplyLimitsIT {
-    private static final Duration WAIT = Duration.ofMinutes(8);
+    private static final Duration WAIT = Duration.ofMinutes(3);
     private static final long BOT = 893;
-    private static final int PER_BOT = 30;
+    private static final int PER_BOT = 90;
+    private static final int PER_CHAT = 3;
 
     private static Path work;
     private static BotApiSimulator simulator;
@@ -56,7 +59,10 @@ class ReplyLimitsIT {
         env.put("CHAT_INTAKE_DB_USER", database.user());
         env.put("CHAT_INTAKE_DB_PASSWORD", database.password().reveal());
         env.put("TELEGRAM_ECHO_REPLIES", "true");
-        // Two workers: ones that slept out each chat's second would answer two chats a second.
+        env.put("TELEGRAM_SEND_PER_BOT_PER_SECOND", Integer.toString(PER_BOT));
+        env.put("TELEGRAM_SEND_PER_CHAT_PER_SECOND", Integer.toString(PER_CHAT));
+        // Two workers: ones that slept out each chat's slots would answer six texts a second, and
+        // the 2,460 texts not within the wait.
         env.put("WORK_CONCURRENCY", "2");
         return env;
     }
@@ -72,7 +78,7 @@ class ReplyLimitsIT {
 
     @Test
     void aChatWithSixtyTextsHoldsUpNoneOfThreeHundredOthersAndEveryTextIsAnsweredOnceInOrder() {
-        simulator.enforceSendLimits(token, PER_BOT, 1);
+        simulator.enforceSendLimits(token, PER_BOT, PER_CHAT);
         long busy = 1;
         Map<Long, List<String>> expected = new TreeMap<>();
         enqueue(expected, busy, 1, 60);

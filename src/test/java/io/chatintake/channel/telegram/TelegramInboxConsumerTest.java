@@ -231,7 +231,7 @@ class TelegramInboxConsumerTest {
     /**
      * A Bot API server without getWebhookInfo (telegram-test-api answers it 500): the check is
      * advisory, so polling long-polls as usual and the missing method is one line, not a failed poll
-     * retried with backoff. With 2 s long polls, an empty getUpdates holds 2 s: more polls than the
+     * retried with backoff. With 1 s long polls, an empty getUpdates holds 1 s: more polls than the
      * elapsed time allows would mean the poller gave up waiting.
      */
     @ParameterizedTest
@@ -242,7 +242,7 @@ class TelegramInboxConsumerTest {
         Instant since;
         Instant until;
         try (TelegramIntake intake = new TelegramIntake(simulator).property("telegram.bot-token", token)
-                .route("main", "?timeout=2&leaseSeconds=10&backoffBaseMillis=50&backoffCapMillis=400", false).start()) {
+                .route("main", "?timeout=1&leaseSeconds=10&backoffBaseMillis=50&backoffCapMillis=400", false).start()) {
             Await.until("the text stored", WAIT, () -> count("SELECT count(*) FROM telegram_update") == 1);
             since = Instant.now();
             Await.until("four more polls", WAIT, () -> getUpdatesSince(since) >= 4);
@@ -253,7 +253,7 @@ class TelegramInboxConsumerTest {
         }
         long polls = getUpdatesSince(since) - simulator.requests().stream()
                 .filter(r -> r.method().equals("getUpdates") && r.at().isAfter(until)).count();
-        assertThat(polls).as("long polls of 2 s each").isLessThanOrEqualTo(Duration.between(since, until).toSeconds() / 2 + 2);
+        assertThat(polls).as("long polls of 1 s each").isLessThanOrEqualTo(Duration.between(since, until).toSeconds() + 2);
         assertThat(simulator.requests()).filteredOn(r -> r.method().equals("getWebhookInfo")).as("once, at the lease take").hasSize(1);
         assertThat(messages()).filteredOn(m -> m.contains("getWebhookInfo failed")).hasSize(1).first().asString()
                 .contains("polling goes on").contains("checked again every 60 s");
