@@ -70,7 +70,8 @@ public final class ContentExpiry {
             rules.add(new Rule(t.table(), """
                     SELECT x.id FROM %s x
                      WHERE x.%s < now() - make_interval(days => ?) AND x.content_removed_at IS NULL
-                       AND %s""".formatted(t.table(), t.ageColumn(), unread), (r, k) -> r.rows(t, as(k))));
+                       AND %s%s""".formatted(t.table(), t.ageColumn(), unread, t.waiting() == null ? "" : " AND NOT (" + t.waiting() + ")"),
+                    (r, k) -> r.rows(t, as(k))));
         }
         rules.addAll(List.of(
             new Rule("channel_message", """

@@ -14,8 +14,12 @@ import java.util.List;
  *                  not known here (any kind that no other table names)
  * @param clear     the assignments that remove the content ({@code payload = NULL, ...})
  * @param held      the condition of a row that still holds content
+ * @param waiting   the condition of a row whose work is still to be made from it (derived or
+ *                  scheduled after intake's commit): that work reads its content, so it does not
+ *                  expire until then; erasure removes it all the same. Null when the row shows no such
+ *                  state
  */
-public record ExpiringContent(String table, String ageColumn, String workKind, String clear, String held) {
+public record ExpiringContent(String table, String ageColumn, String workKind, String clear, String held, String waiting) {
 
     /** What a channel registers (in {@code META-INF/services}) so that its content expires and can be erased. */
     public interface Contributor {

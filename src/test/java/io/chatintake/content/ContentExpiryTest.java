@@ -6,6 +6,8 @@ import io.chatintake.attachment.MediaStore;
 import io.chatintake.channel.ChildMessages;
 import io.chatintake.channel.webhook.WebhookEventSink;
 import io.chatintake.channel.webhook.DerivingEventStore;
+import io.chatintake.channel.webhook.WebhookEventDeriver;
+import io.chatintake.channel.webhook.WebhookEventStore;
 import io.chatintake.config.Settings;
 import io.chatintake.sim.SignedDeliverySender;
 import io.chatintake.testkit.RouteFile;
@@ -104,6 +106,26 @@ class ContentExpiryTest {
         }
 
         assertThat(ContentExpiry.from(settings, db).expire().values()).as("a second pass finds nothing").allMatch(n -> n == 0);
+    }
+
+    @Test
+    void anEventNotDerivedYetKeepsItsContentUntilItsWorkIsDone() throws Exception {
+        Settings settings = TestDatabase.commandSettings(Map.of("chat-intake.data-dir", Files.createTempDirectory("chat-intake-expiry").toString(),
+                "retention.content-days", "1", "retention.metadata-days", "400"));
+        // Stored, then no deriver ran for two days (every runner down, or derivation failing all along).
+        new WebhookEventStore(db, Duration.ofSeconds(5), "default", "unifyport", "unifyport-event", () -> { })
+                .store(RouteFile.unifyPortEvents(body("late-1", OLD), "dlv-late-1"));
+        Sql.execute(db, "UPDATE webhook_event SET received_at = now() - interval '2 days'");
+
+        assertThat(ContentExpiry.from(settings, db).expire()).containsEntry("webhook_event", 0L);
+        assertThat(Sql.count(db, "SELECT count(*) FROM webhook_event WHERE body IS NOT NULL AND payload IS NOT NULL AND child IS NOT NULL"))
+                .as("what its derivation and its handler will read").isEqualTo(1);
+
+        new WebhookEventDeriver(db, ChildMessages.listener()).deriveNext(10);
+        assertThat(Sql.string(db, "SELECT text FROM channel_message")).as("its child, derived from the kept content").isEqualTo(OLD + "-TEXT");
+        assertThat(ContentExpiry.from(settings, db).expire()).as("its handler has yet to run").containsEntry("webhook_event", 0L);
+        Sql.execute(db, "UPDATE work_item SET state = 'done', done_at = now()");
+        assertThat(ContentExpiry.from(settings, db).expire()).containsEntry("webhook_event", 1L);
     }
 
     private static byte[] body(String eventId, String marker) {

@@ -18,7 +18,7 @@ public final class TelegramChannel implements RetainedTable.Contributor, Expirin
     public static final String PROVIDER = "telegram-bot";
     /** Its updates' raw content, removed by content expiry and erasure while the row stays. */
     public static final ExpiringContent CONTENT = new ExpiringContent("telegram_update", "received_at", TelegramWorkSource.KIND,
-            "payload = NULL, raw_payload = NULL, raw_reason = NULL", "payload IS NOT NULL OR raw_payload IS NOT NULL");
+            "payload = NULL, raw_payload = NULL, raw_reason = NULL", "payload IS NOT NULL OR raw_payload IS NOT NULL", null);
 
     @Override
     public List<RetainedTable> retainedTables() {

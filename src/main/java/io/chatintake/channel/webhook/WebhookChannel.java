@@ -16,7 +16,8 @@ import java.util.List;
 public final class WebhookChannel implements RetainedTable.Contributor, ExpiringContent.Contributor {
     /** Events' bodies, removed by content expiry and erasure while the row (and so its key) stays; its kinds are each channel's own. */
     public static final ExpiringContent CONTENT = new ExpiringContent("webhook_event", "received_at", null,
-            "body = NULL, payload = NULL, child = NULL", "body IS NOT NULL OR payload IS NOT NULL OR child IS NOT NULL");
+            "body = NULL, payload = NULL, child = NULL", "body IS NOT NULL OR payload IS NOT NULL OR child IS NOT NULL",
+            "x.derived_at IS NULL");
 
     @Override
     public List<RetainedTable> retainedTables() {
