@@ -122,11 +122,14 @@ public final class WebhookEventDeriver implements Derivation {
         });
     }
 
+    /** Ends early at an event another transaction holds (an erasure): the next pass takes it up again. */
     private int deriveOneAtATime(int limit) throws SQLException {
         int taken = 0;
         for (Long next = nextUnderived(); next != null && taken < limit; next = nextUnderived()) {
             try {
-                derive(1, next);
+                if (derive(1, next) == 0) {
+                    return taken;
+                }
             } catch (SQLException | RuntimeException e) {
                 if (!refusedForItsData(e)) {
                     throw e;
