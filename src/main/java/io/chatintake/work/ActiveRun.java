@@ -18,6 +18,8 @@ final class ActiveRun {
     }
 
     final WorkRun run;
+    /** When this process took it, just after its claim committed (System.nanoTime()). */
+    final long claimedAt = System.nanoTime();
     final AtomicBoolean lost = new AtomicBoolean();
     /** Its end is being recorded: from the commit on its items are no longer running, though it is still held here. */
     volatile boolean ending;

@@ -131,13 +131,25 @@ final class ClaimedRuns {
         }
     }
 
-    /** The run's claim was released or taken over: its outcomes from now on are dropped (told once per claim). */
-    void claimLost(ActiveRun current, int dropped) {
+    /**
+     * The run's claim is lost: its outcomes from now on are dropped (told once per claim).
+     *
+     * @param inARestart the database server restarted since the claim: a claim does not wait for the
+     *                   disk, so a server that crashed right after it may have come back without it
+     */
+    void claimLost(ActiveRun current, int dropped, boolean inARestart) {
         if (current.lost.compareAndSet(false, true)) {
             WorkRun run = current.run;
-            LOG.warn("work: the claim on {} item(s) of {}{} (from item {}) was released or taken over; {} outcome(s) of this"
-                            + " worker dropped, the items are another claim's now", run.items().size(), run.kind(),
-                    run.laned() ? " chat " + run.chatKey() : "", run.items().get(0).id(), dropped);
+            String chat = run.laned() ? " chat " + run.chatKey() : "";
+            if (inARestart) {
+                LOG.warn("work: the claim on {} item(s) of {}{} (from item {}) was lost in a restart of the database; {} outcome(s)"
+                        + " of this worker dropped, the items run again", run.items().size(), run.kind(), chat, run.items().get(0).id(),
+                        dropped);
+            } else {
+                LOG.warn("work: the claim on {} item(s) of {}{} (from item {}) was released or taken over; {} outcome(s) of this"
+                        + " worker dropped, the items are another claim's now", run.items().size(), run.kind(), chat,
+                        run.items().get(0).id(), dropped);
+            }
         }
         metrics.dropped(current.run.kind(), dropped);
     }

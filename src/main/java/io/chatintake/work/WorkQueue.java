@@ -217,6 +217,23 @@ public final class WorkQueue {
         return finishing.finish(finished);
     }
 
+    /**
+     * Whether the database server started within this span: a claim made before it may be gone,
+     * since a claim commits without waiting for the disk. False when the database cannot say.
+     */
+    public boolean restartedWithin(Duration span) {
+        try (Connection c = dataSource.getConnection();
+             PreparedStatement ps = c.prepareStatement("SELECT pg_postmaster_start_time() > now() - make_interval(secs => ?)")) {
+            ps.setDouble(1, span.toNanos() / 1e9);
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                return rs.getBoolean(1);
+            }
+        } catch (SQLException e) {
+            return false;
+        }
+    }
+
     /** Of these results, the items whose run at that attempt {@code worker} has recorded (work_run). */
     public Set<Long> recordedBy(String worker, List<RunResult> results) throws SQLException {
         try (Connection c = dataSource.getConnection()) {

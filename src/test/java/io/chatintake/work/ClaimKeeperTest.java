@@ -110,9 +110,9 @@ class ClaimKeeperTest {
     void aRunWhoseItemsAreNoLongerItsClaimsIsToldLostOnce() throws Exception {
         List<ActiveRun> slice = claimTwoRuns();
         ActiveRun taken = slice.get(0);
-        // Released as if this process had been silent: its items are another claim's now.
-        Sql.execute(dataSource, "UPDATE work_item SET state = 'pending', claimed_by = NULL, claim_token = NULL"
-                + " WHERE claim_token = " + taken.run.token());
+        // Released as if this process had been silent (as ClaimKeeper's release writes it): its items are another claim's now.
+        Sql.execute(dataSource, "UPDATE work_item SET state = 'pending', claimed_by = NULL, claim_token = NULL,"
+                + " last_error = 'claim released: keeper-test stopped beating' WHERE claim_token = " + taken.run.token());
 
         try (LogCapture log = new LogCapture()) {
             keeper.extendClaims();
