@@ -3,7 +3,7 @@ package io.chatintake.work;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.chatintake.store.EmbeddedDatabase;
-import io.chatintake.testkit.ClusterTemplate;
+import io.chatintake.store.Migrations;
 import io.chatintake.testkit.LogCapture;
 import io.chatintake.testkit.RunnerProcess;
 import io.chatintake.testkit.Sql;
@@ -33,9 +33,10 @@ class ClaimLostInARestartTest {
     @Test
     void aClaimMissingAfterTheDatabaseRestartedIsToldLostInTheRestart() throws Exception {
         int port = RunnerProcess.freePort();
-        EmbeddedDatabase database = ClusterTemplate.start(work.resolve("pg"), port, false);
+        EmbeddedDatabase database = EmbeddedDatabase.start(work.resolve("pg"), port, false);
         try {
             DataSource db = Sql.dataSource(database);
+            Migrations.apply(db);
             WorkQueue queue = new WorkQueue(db);
             WorkMetrics metrics = new WorkMetrics(db);
             metrics.start(new SimpleMeterRegistry(), () -> 1);
