@@ -163,7 +163,7 @@ final class ClaimKeeper implements Runnable {
             ActiveRun run = runs.get(token);
             // A run whose end was just committed is not held any more, and is not lost either.
             if (!held.contains(token) && run != null && !run.ending) {
-                runs.claimLost(run, 0, queue.restartedWithin(Duration.ofNanos(System.nanoTime() - run.claimedAt)));
+                runs.claimLost(run, 0, queue);
             }
         }
     }

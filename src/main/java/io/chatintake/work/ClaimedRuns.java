@@ -1,5 +1,6 @@
 package io.chatintake.work;
 
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Deque;
 import java.util.List;
@@ -132,16 +133,15 @@ final class ClaimedRuns {
     }
 
     /**
-     * The run's claim is lost: its outcomes from now on are dropped (told once per claim).
-     *
-     * @param inARestart the database server restarted since the claim: a claim does not wait for the
-     *                   disk, so a server that crashed right after it may have come back without it
+     * The run's claim is lost: its outcomes from now on are dropped (told once per claim). The first
+     * time, {@code queue} is asked whether the database server started since the claim: a claim does
+     * not wait for the disk, so a server that crashed right after it may have come back without it.
      */
-    void claimLost(ActiveRun current, int dropped, boolean inARestart) {
+    void claimLost(ActiveRun current, int dropped, WorkQueue queue) {
         if (current.lost.compareAndSet(false, true)) {
             WorkRun run = current.run;
             String chat = run.laned() ? " chat " + run.chatKey() : "";
-            if (inARestart) {
+            if (queue.restartedWithin(Duration.ofNanos(System.nanoTime() - current.claimedAt))) {
                 LOG.warn("work: the claim on {} item(s) of {}{} (from item {}) was lost in a restart of the database; {} outcome(s)"
                         + " of this worker dropped, the items run again", run.items().size(), run.kind(), chat, run.items().get(0).id(),
                         dropped);

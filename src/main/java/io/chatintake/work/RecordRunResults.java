@@ -71,7 +71,7 @@ final class RecordRunResults {
                     List<RunResult> dropped = finished.stream().filter(f -> f.run().token() == token)
                             .flatMap(f -> f.outcomes().stream()).toList();
                     if (run != null && !(answerMaybeLost && recordedHere(dropped))) {
-                        runs.claimLost(run, dropped.size(), queue.restartedWithin(Duration.ofNanos(System.nanoTime() - run.claimedAt)));
+                        runs.claimLost(run, dropped.size(), queue);
                     }
                 }
                 // A run that ended is no longer this process's to extend, though its slice goes on.
